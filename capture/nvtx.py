@@ -1,0 +1,76 @@
+"""NVTX range helpers used by every model and by the workload driver.
+
+`push`/`pop` go to ``torch.cuda.nvtx`` when CUDA is available and are no-ops otherwise.
+Everything else here calls them through this module's globals, so a test can replace
+`push`, `pop` and `op_ranges` (``monkeypatch.setattr(capture.nvtx, "push", ...)``) and
+record the exact names and nesting a workload emits.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, ContextManager, Iterator
+
+_backend: tuple[Callable[[str], object], Callable[[], object]] | None = None
+
+
+def _noop_push(name: str) -> None:
+    return None
+
+
+def _noop_pop() -> None:
+    return None
+
+
+def _resolve() -> tuple[Callable[[str], object], Callable[[], object]]:
+    global _backend
+    if _backend is None:
+        _backend = (_noop_push, _noop_pop)
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                _backend = (torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop)
+        except ImportError:
+            pass
+    return _backend
+
+
+def push(name: str) -> None:
+    """Open an NVTX push/pop range called `name` on the calling thread."""
+    _resolve()[0](name)
+
+
+def pop() -> None:
+    """Close the innermost range opened by `push` on the calling thread."""
+    _resolve()[1]()
+
+
+@contextlib.contextmanager
+def range(name: str) -> Iterator[None]:  # noqa: A001 - mirrors torch.cuda.nvtx.range
+    """``with nvtx.range("layer_0"): ...`` — a push/pop range around the block."""
+    push(name)
+    try:
+        yield
+    finally:
+        pop()
+
+
+def op_ranges(enabled: bool) -> ContextManager[object]:
+    """Per-operator ranges: ``torch.autograd.profiler.emit_nvtx(record_shapes=True)``.
+
+    Only with CUDA (a CPU-only torch build refuses emit_nvtx); otherwise a no-op context.
+    """
+    if enabled:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.autograd.profiler.emit_nvtx(record_shapes=True)
+    return contextlib.nullcontext()
+
+
+def synchronize(device: object) -> None:
+    """Wait for the GPU so that a range's end means its kernels are done."""
+    import torch
+
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()

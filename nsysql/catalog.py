@@ -1,0 +1,137 @@
+"""The versioned SQL files under queries/: discovery and header parsing.
+
+Every file starts with a header (see docs/STYLE in the repo):
+
+    -- nsysql: reports.cuda_api_sum v1
+    -- purpose: CUDA API calls summed by name, as `nsys stats -r cuda_api_sum`.
+    -- requires: runtime
+    -- params: none
+    -- columns:
+    --   Time (%) | DOUBLE | pct | 1
+    --   Total Time (ns) | BIGINT | ns
+
+A column line is `name | type | unit [| decimals printed]`. The id is the file's
+path below queries/ with dots (`reports/cuda_api_sum.sql` -> `reports.cuda_api_sum`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from .errors import NsysqlError
+
+_HEADER = re.compile(r"^--\s*nsysql:\s*(?P<id>[\w.]+)\s+v(?P<version>\d+)\s*$")
+_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    unit: str
+    decimals: int | None = None
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    version: int
+    purpose: str
+    requires: tuple[str, ...]
+    params: str
+    columns: tuple[Column, ...]
+    sql: str
+    path: str
+    meta: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def name(self) -> str:
+        return self.id.rsplit(".", 1)[-1]
+
+    def bound_params(self, values: dict) -> dict:
+        """Only the parameters this SQL names (DuckDB rejects unused ones)."""
+        wanted = set(_PARAM.findall(_strip_comments(self.sql)))
+        missing = wanted - set(values)
+        if missing:
+            raise NsysqlError(f"query {self.id} needs parameter(s) {', '.join(sorted(missing))}")
+        return {k: values[k] for k in wanted}
+
+
+def _strip_comments(sql: str) -> str:
+    return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+
+
+def parse(text: str, path: str) -> Query:
+    lines = text.splitlines()
+    m = _HEADER.match(lines[0]) if lines else None
+    if not m:
+        raise ValueError(f"{path}: first line must be '-- nsysql: <id> v<N>'")
+    meta: dict[str, str] = {}
+    columns: list[Column] = []
+    in_columns = False
+    for line in lines[1:]:
+        if not line.startswith("--"):
+            break
+        body = line[2:].strip()
+        if in_columns and "|" in body:
+            parts = [p.strip() for p in body.split("|")]
+            decimals = int(parts[3]) if len(parts) > 3 and parts[3] else None
+            columns.append(Column(parts[0], parts[1], parts[2], decimals))
+            continue
+        in_columns = False
+        key, _, value = body.partition(":")
+        key = key.strip().lower()
+        if key == "columns":
+            in_columns = True
+        elif key:
+            meta[key] = value.strip()
+    requires = tuple(r.strip() for r in meta.get("requires", "").split(",") if r.strip() and r.strip() != "none")
+    return Query(
+        id=m["id"], version=int(m["version"]), purpose=meta.get("purpose", ""),
+        requires=requires, params=meta.get("params", "none"), columns=tuple(columns),
+        sql=text, path=path, meta=meta)
+
+
+def _root():
+    try:
+        root = resources.files("nsysql.queries")
+        if root.joinpath("reports").is_dir():
+            return root
+    except ModuleNotFoundError:
+        pass
+    return Path(__file__).resolve().parent.parent / "queries"  # running from a source checkout
+
+
+def _walk(node, prefix: str):
+    for child in sorted(node.iterdir(), key=lambda c: c.name):
+        if child.is_dir() and not child.name.startswith(("_", ".")):
+            yield from _walk(child, f"{prefix}{child.name}/")
+        elif child.name.endswith(".sql"):
+            yield f"{prefix}{child.name}", child
+
+
+@lru_cache(maxsize=None)
+def all_queries() -> dict[str, Query]:
+    found = {}
+    for rel, node in _walk(_root(), ""):
+        q = parse(node.read_text(encoding="utf-8"), rel)
+        expected = rel[:-4].replace("/", ".")
+        if q.id != expected:
+            raise ValueError(f"{rel}: header id {q.id!r} should be {expected!r}")
+        found[q.id] = q
+    return found
+
+
+def get(query_id: str) -> Query:
+    try:
+        return all_queries()[query_id]
+    except KeyError:
+        raise NsysqlError(f"no query named {query_id!r}") from None
+
+
+def group(prefix: str) -> list[Query]:
+    """Queries whose id starts with `prefix.` (e.g. 'reports'), in name order."""
+    return [q for qid, q in sorted(all_queries().items()) if qid.startswith(prefix + ".")]

@@ -1,0 +1,55 @@
+"""DuckDB connections that never touch the network.
+
+DuckDB would otherwise download the sqlite_scanner extension on first use. We load
+the copy shipped by the `duckdb-extension-sqlite-scanner` wheel by path, with
+automatic install/load switched off (docs/decisions.md).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from .errors import NsysqlError
+
+OFFLINE_CONFIG = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+
+def sqlite_scanner_path() -> Path:
+    """The sqlite_scanner extension binary that matches the installed DuckDB."""
+    try:
+        import duckdb_extension_sqlite_scanner as ext
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise NsysqlError(
+            "the duckdb-extension-sqlite-scanner package is missing; reinstall nsysql "
+            "(pip install nsysql)") from exc
+    wanted = Path(ext.__file__).parent / "extensions" / f"v{duckdb.__version__}" / "sqlite_scanner.duckdb_extension"
+    if not wanted.is_file():
+        found = sorted(p.parent.name for p in Path(ext.__file__).parent.glob("extensions/*/*.duckdb_extension"))
+        raise NsysqlError(
+            f"duckdb {duckdb.__version__} needs sqlite_scanner v{duckdb.__version__} but the installed "
+            f"extension package has {', '.join(found) or 'none'}; install matching versions "
+            f"(pip install 'duckdb=={duckdb.__version__}' 'duckdb-extension-sqlite-scanner=={duckdb.__version__}')")
+    return wanted
+
+
+def connect(database: str | Path = ":memory:", *, read_only: bool = False,
+            with_sqlite: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open DuckDB with extension auto-download disabled."""
+    con = duckdb.connect(str(database), read_only=read_only, config=dict(OFFLINE_CONFIG))
+    if with_sqlite:
+        con.execute(f"LOAD {quote_literal(str(sqlite_scanner_path()))}")
+    return con
+
+
+def quote_literal(text: str) -> str:
+    """A SQL string literal; only for paths nsysql itself chose (never user input)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def quote_ident(name: str) -> str:
+    """A SQL identifier, quoted."""
+    return '"' + name.replace('"', '""') + '"'

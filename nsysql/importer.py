@@ -1,0 +1,138 @@
+"""Turn a raw nsys SQLite export into the normalized DuckDB tables the queries use.
+
+The export is attached read-only through a symlink in a private temporary directory, so
+the user's path never appears in SQL text and nothing is written beside the export.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from . import catalog
+from .engine import connect, quote_literal
+from .errors import NsysqlError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# Tables whose presence marks a file as an Nsight Systems export.
+NSYS_MARKERS = {"StringIds", "META_DATA_EXPORT", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL",
+                "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API", "TARGET_INFO_SESSION_START_TIME"}
+VIEW_SETS = {3: "nsys3"}  # export schema major version -> queries/normalize/<set>
+
+
+def check_sqlite_file(path: Path) -> None:
+    if not path.exists():
+        raise NsysqlError(f"{path}: no such file; give the .sqlite export (nsys export --type sqlite REPORT.nsys-rep)")
+    if path.is_dir():
+        raise NsysqlError(f"{path} is a directory; give the .sqlite export file")
+    if path.suffix == ".nsys-rep":
+        raise NsysqlError(f"{path} is an nsys report, not an export; run: nsys export --type sqlite {path}")
+    try:
+        with path.open("rb") as f:
+            head = f.read(16)
+    except OSError as exc:
+        raise NsysqlError(f"{path}: cannot read ({exc.strerror})") from None
+    if head != SQLITE_MAGIC:
+        raise NsysqlError(f"{path} is not a SQLite file; export one with: nsys export --type sqlite REPORT.nsys-rep")
+
+
+def _stub_statements() -> dict[str, str]:
+    sql = catalog.get("normalize.nsys3.raw_stubs").sql
+    stubs = {}
+    for stmt in sql.split(";"):
+        body = "\n".join(l for l in stmt.splitlines() if not l.lstrip().startswith("--")).strip()
+        m = re.match(r"CREATE TABLE raw\.(\w+)", body)
+        if m:
+            stubs[m.group(1)] = body
+    return stubs
+
+
+def _ordered(view_set: str) -> list[catalog.Query]:
+    """The normalize queries of one set, each after the tables it requires."""
+    queries = {q.name: q for q in catalog.group(f"normalize.{view_set}") if q.name != "raw_stubs"}
+    done: list[str] = []
+
+    def visit(name: str, trail: tuple[str, ...] = ()) -> None:
+        if name in done:
+            return
+        if name in trail:
+            raise ValueError(f"cycle in normalize requires: {' -> '.join(trail + (name,))}")
+        for dep in queries[name].requires:
+            if not dep.startswith("raw.") and dep in queries:
+                visit(dep, trail + (name,))
+        done.append(name)
+
+    for name in sorted(queries):
+        visit(name)
+    return [queries[n] for n in done]
+
+
+def normalize(export: Path, target: Path) -> dict:
+    """Build `target` (a DuckDB file) from `export`. Returns facts about the export."""
+    check_sqlite_file(export)
+    with tempfile.TemporaryDirectory(prefix="nsysql-") as tmp:
+        link = Path(tmp) / "export.sqlite"
+        os.symlink(export.resolve(), link)
+        con = connect(target, with_sqlite=True)
+        try:
+            try:
+                tables = {r[0] for r in con.execute(
+                    "SELECT name FROM sqlite_scan($p, 'sqlite_master') WHERE type = 'table'", {"p": str(link)}).fetchall()}
+            except Exception as exc:
+                raise NsysqlError(f"{export}: cannot read it as SQLite ({str(exc).splitlines()[0]})") from None
+            if not tables & NSYS_MARKERS:
+                raise NsysqlError(f"{export} is a SQLite file but not an Nsight Systems export "
+                                  "(no StringIds, NVTX_EVENTS or CUPTI tables); export one with: nsys export --type sqlite REPORT.nsys-rep")
+            con.execute(f"ATTACH {quote_literal(str(link))} AS nsys (TYPE sqlite, READ_ONLY)")
+            schema = "unknown"
+            if "META_DATA_EXPORT" in tables:
+                row = con.execute("SELECT value FROM nsys.META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'").fetchone()
+                schema = row[0] if row else "unknown"
+            view_set = _view_set(schema, tables, export)
+            con.execute("CREATE SCHEMA raw")
+            for name, stub in _stub_statements().items():
+                if name in tables:
+                    con.execute(f"CREATE VIEW raw.{name} AS SELECT rowid AS rowid, * FROM nsys.{name}")
+                else:
+                    con.execute(stub)
+            for q in _ordered(view_set):
+                try:
+                    con.execute(q.sql)
+                except Exception as exc:
+                    raise NsysqlError(f"{export}: could not normalize {q.name} "
+                                      f"({str(exc).splitlines()[0]}); export schema {schema} may be unsupported") from None
+            con.execute("CREATE TABLE nsysql_tables AS SELECT unnest($t::VARCHAR[]) AS raw_table ORDER BY 1",
+                        {"t": sorted(tables)})
+            con.execute("CREATE TABLE nsysql_meta (key VARCHAR, value VARCHAR)")
+            con.executemany("INSERT INTO nsysql_meta VALUES (?, ?)", [
+                ("export_path", str(export.resolve())), ("export_schema", schema), ("view_set", view_set),
+                ("views_version", views_version(view_set)),
+            ])
+            con.execute("DROP SCHEMA raw CASCADE")
+            con.execute("DETACH nsys")
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+    return {"schema": schema, "view_set": view_set, "tables": tables}
+
+
+def _view_set(schema: str, tables: set[str], export: Path) -> str:
+    if schema == "unknown":
+        # Exports older than META_DATA_EXPORT: the 3.x views read only long-standing columns.
+        return "nsys3"
+    try:
+        major = int(schema.split(".")[0])
+    except ValueError:
+        raise NsysqlError(f"{export}: unreadable export schema version {schema!r}") from None
+    if major not in VIEW_SETS:
+        raise NsysqlError(f"{export}: export schema {schema} is not supported (supported: "
+                          f"{', '.join(f'{m}.x' for m in VIEW_SETS)}); re-export it with Nsight Systems 2023.1 or newer")
+    return VIEW_SETS[major]
+
+
+def views_version(view_set: str = "nsys3") -> str:
+    """Changes whenever any normalize query of the set changes (its text, hence its version too)."""
+    digest = hashlib.sha256("".join(q.sql for q in catalog.group(f"normalize.{view_set}")).encode())
+    return f"{view_set}-{digest.hexdigest()[:12]}"

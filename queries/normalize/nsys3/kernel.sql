@@ -1,0 +1,49 @@
+-- nsysql: normalize.nsys3.kernel v1
+-- purpose: CUDA kernels (CUPTI_ACTIVITY_KIND_KERNEL) with names resolved; pid unpacked from globalPid.
+-- requires: raw.CUPTI_ACTIVITY_KIND_KERNEL, raw.StringIds
+-- params: none
+-- columns:
+--   kernel_id | BIGINT | id (row order of the export)
+--   start_ns | BIGINT | ns
+--   end_ns | BIGINT | ns
+--   device_id | BIGINT | id
+--   context_id | BIGINT | id
+--   stream_id | BIGINT | id
+--   correlation_id | BIGINT | id
+--   pid | BIGINT | id
+--   kernel_name | VARCHAR | text (demangled, with templates)
+--   short_name | VARCHAR | text
+--   mangled_name | VARCHAR | text
+--   grid_x | BIGINT | count
+--   grid_y | BIGINT | count
+--   grid_z | BIGINT | count
+--   block_x | BIGINT | count
+--   block_y | BIGINT | count
+--   block_z | BIGINT | count
+--   registers_per_thread | BIGINT | count
+--   static_smem_bytes | BIGINT | bytes
+--   dynamic_smem_bytes | BIGINT | bytes
+--   graph_node_id | BIGINT | id
+CREATE TABLE kernel AS
+SELECT k.rowid AS kernel_id,
+       k.start AS start_ns,
+       k."end" AS end_ns,
+       k.deviceId AS device_id,
+       k.contextId AS context_id,
+       k.streamId AS stream_id,
+       k.correlationId AS correlation_id,
+       (k.globalPid >> 24) & 16777215 AS pid,
+       dn.value AS kernel_name,
+       sn.value AS short_name,
+       mn.value AS mangled_name,
+       k.gridX AS grid_x, k.gridY AS grid_y, k.gridZ AS grid_z,
+       k.blockX AS block_x, k.blockY AS block_y, k.blockZ AS block_z,
+       k.registersPerThread AS registers_per_thread,
+       k.staticSharedMemory AS static_smem_bytes,
+       k.dynamicSharedMemory AS dynamic_smem_bytes,
+       k.graphNodeId AS graph_node_id
+FROM raw.CUPTI_ACTIVITY_KIND_KERNEL AS k
+LEFT JOIN raw.StringIds AS dn ON dn.id = k.demangledName
+LEFT JOIN raw.StringIds AS sn ON sn.id = k.shortName
+LEFT JOIN raw.StringIds AS mn ON mn.id = k.mangledName
+ORDER BY kernel_id;

@@ -1,0 +1,21 @@
+-- nsysql: normalize.nsys3.raw_stubs v1
+-- purpose: Empty stand-ins for raw nsys tables an export lacks (nsys exports only tables that have data), so every normalized table exists, empty, instead of failing.
+-- requires: none
+-- params: none
+-- columns: (DDL only: one CREATE TABLE raw.<nsys table> per statement, with rowid and only the columns the normalized views read)
+CREATE TABLE raw.StringIds (rowid BIGINT, id BIGINT, value VARCHAR);
+CREATE TABLE raw.META_DATA_EXPORT (rowid BIGINT, name VARCHAR, value VARCHAR);
+CREATE TABLE raw.ThreadNames (rowid BIGINT, nameId BIGINT, priority BIGINT, globalTid BIGINT);
+CREATE TABLE raw.PROCESSES (rowid BIGINT, globalPid BIGINT, pid BIGINT, name VARCHAR);
+CREATE TABLE raw.TARGET_INFO_GPU (rowid BIGINT, id BIGINT, name VARCHAR, busLocation VARCHAR, totalMemory BIGINT, smCount BIGINT, chipName VARCHAR, memoryBandwidth BIGINT, clockRate BIGINT);
+CREATE TABLE raw.ANALYSIS_DETAILS (rowid BIGINT, globalVid BIGINT, duration BIGINT, startTime BIGINT, stopTime BIGINT);
+CREATE TABLE raw.CUPTI_ACTIVITY_KIND_RUNTIME (rowid BIGINT, start BIGINT, "end" BIGINT, eventClass BIGINT, globalTid BIGINT, correlationId BIGINT, nameId BIGINT, returnValue BIGINT, callchainId BIGINT);
+CREATE TABLE raw.CUPTI_ACTIVITY_KIND_KERNEL (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, demangledName BIGINT, shortName BIGINT, mangledName BIGINT, launchType BIGINT, registersPerThread BIGINT, gridX BIGINT, gridY BIGINT, gridZ BIGINT, blockX BIGINT, blockY BIGINT, blockZ BIGINT, staticSharedMemory BIGINT, dynamicSharedMemory BIGINT, graphNodeId BIGINT);
+CREATE TABLE raw.CUPTI_ACTIVITY_KIND_MEMCPY (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, bytes BIGINT, copyKind BIGINT, srcKind BIGINT, dstKind BIGINT, graphNodeId BIGINT);
+CREATE TABLE raw.CUPTI_ACTIVITY_KIND_MEMSET (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, value BIGINT, bytes BIGINT, graphNodeId BIGINT, memKind BIGINT);
+CREATE TABLE raw.CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, syncType BIGINT);
+CREATE TABLE raw.NVTX_EVENTS (rowid BIGINT, start BIGINT, "end" BIGINT, eventType BIGINT, rangeId BIGINT, text VARCHAR, globalTid BIGINT, endGlobalTid BIGINT, textId BIGINT, domainId BIGINT);
+CREATE TABLE raw.OSRT_API (rowid BIGINT, start BIGINT, "end" BIGINT, eventClass BIGINT, globalTid BIGINT, nameId BIGINT, returnValue BIGINT, nestingLevel BIGINT);
+CREATE TABLE raw.ENUM_CUDA_MEMCPY_OPER (rowid BIGINT, id BIGINT, name VARCHAR, label VARCHAR);
+CREATE TABLE raw.ENUM_CUDA_MEM_KIND (rowid BIGINT, id BIGINT, name VARCHAR, label VARCHAR);
+CREATE TABLE raw.ENUM_CUPTI_SYNC_TYPE (rowid BIGINT, id BIGINT, name VARCHAR, label VARCHAR);
