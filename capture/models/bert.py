@@ -97,6 +97,14 @@ class EncoderLayer(nn.Module):
             return self.ffn_norm(x + self.dropout(self.output(h)))
 
 
+def _init_weights(module: nn.Module) -> None:
+    """BERT's initialisation: N(0, 0.02) weights, zero biases."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, std=0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+
+
 class BertMLM(nn.Module):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__()
@@ -108,6 +116,7 @@ class BertMLM(nn.Module):
         self.head_dense = nn.Linear(args.hidden, args.hidden)
         self.head_norm = nn.LayerNorm(args.hidden, eps=1e-12)
         self.decoder_bias = nn.Parameter(torch.zeros(args.vocab))
+        self.apply(_init_weights)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor,
                 attention_mask: torch.Tensor) -> torch.Tensor:

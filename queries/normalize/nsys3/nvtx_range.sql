@@ -24,6 +24,7 @@
 --   depth | BIGINT | count (0 = top level)
 --   parent_id | BIGINT | id
 --   path | VARCHAR | text (texts from the top-level range down, joined by '/')
+--   is_op_marker | BOOLEAN | flag (a range PyTorch's emit_nvtx adds per op: `aten::mm, seq = 3, op_id = 7, sizes = ...`, `AddmmBackward0, seq = 3, ...`, `autograd::engine::evaluate_function: ...`, `Optimizer.step#...`)
 CREATE TABLE nvtx_range AS
 WITH
 evt AS (
@@ -95,6 +96,7 @@ paths AS (
 )
 SELECT t.range_id, t.start_ns, t.end_ns, t.end_ns - t.start_ns AS duration_ns, t.is_open,
        t.global_tid, t.pid, t.tid, t.end_global_tid, t.range_name, t.text, t.domain, t.style,
-       t.depth, t.parent_id, p.path
+       t.depth, t.parent_id, p.path,
+       regexp_matches(t.text, '(, op_id = \d+)|(, seq = \d+)|^autograd::engine::evaluate_function: |^Optimizer\.(step|zero_grad)#') AS is_op_marker
 FROM tree AS t LEFT JOIN paths AS p USING (range_id)
 ORDER BY t.range_id;

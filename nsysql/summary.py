@@ -1,0 +1,125 @@
+"""`nsysql summarize`: the headline a user reads first, assembled from analysis queries."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from . import catalog
+from .export import Export
+from .render import Format, cell_text, to_markdown, to_table
+
+
+@dataclass
+class Section:
+    title: str
+    frame: pl.DataFrame
+    decimals: dict[str, int]
+    note: str = ""
+
+
+def shorten_kernel(name: str, width: int = 70) -> str:
+    """Display form of a kernel name: argument list dropped, template arguments elided to <…>.
+
+    Only for tables on screen; CSV, JSON and Parquet keep the full name.
+    """
+    text = (name or "").removeprefix("void ")
+    if text.endswith(")"):  # drop the trailing, balanced (...) argument list
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(text[i], 0)
+            if depth == 0:
+                text = text[:i]
+                break
+    out, depth = [], 0
+    for ch in text:
+        if ch == "<":
+            if depth == 0:
+                out.append("<…>")
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    short = "".join(out).strip() or (name or "")
+    return short if len(short) <= width else short[: width - 1] + "…"
+
+
+def _decimals(query_id: str) -> dict[str, int]:
+    return {c.name: c.decimals for c in catalog.get(query_id).columns if c.decimals is not None}
+
+
+def build(export: Export, top: int = 10) -> list[Section]:
+    sections: list[Section] = []
+    facts = export.run("analysis.capture_facts")
+    sections.append(Section("Capture", facts.transpose(include_header=True, header_name="fact", column_names=["value"])
+                            .with_columns(pl.col("value").cast(pl.Utf8)), {}))
+    if export.has("kernel"):
+        util = export.run("analysis.gpu_utilization")
+        sections.append(Section("GPU busy time vs wall time", util, _decimals("analysis.gpu_utilization"),
+                                "busy = union of kernel, memcpy and memset intervals; span = first op start to last op end"))
+    if export.has("nvtx_range") and export.has("runtime"):
+        by_range = export.gpu_time_by_range()
+        cols = ["range_name", "instances", "projected_ns", "inclusive_busy_ns", "exclusive_busy_ns", "kernels"]
+        sections.append(Section(f"Top {top} NVTX ranges by GPU busy time (inclusive)", by_range.head(top).select(cols), {}))
+        excl = by_range.sort("exclusive_busy_ns", descending=True).filter(pl.col("exclusive_busy_ns") > 0).head(top)
+        sections.append(Section(f"Top {top} NVTX ranges by exclusive GPU busy time", excl.select(cols), {}))
+    if export.has("kernel"):
+        kern = export.report("cuda_gpu_kern_sum").head(top)
+        sections.append(Section(f"Top {top} kernels", kern, _decimals("reports.cuda_gpu_kern_sum")))
+    if export.has("kernel") and export.has("runtime"):
+        launches = export.run("analysis.launch_summary")
+        sections.append(Section("Launch overhead by launching thread", launches, _decimals("analysis.launch_summary"),
+                                "queue = kernel start - launch call end (>= 0)"))
+    if export.has("memcpy") or export.has("memset"):
+        sections.append(Section("Memory copies and sets", export.memcpy(), _decimals("analysis.memcpy")))
+    if export.has("kernel"):
+        cov = export.run("analysis.range_coverage")
+        total = cov["kernel_ns"].sum() or 0
+        user = cov["in_user_range_ns"].sum() or 0
+        none = cov["in_no_range_ns"].sum() or 0
+        note = (f"{_pct(total - user, total)} of kernel time is outside every user NVTX range "
+                f"({_pct(none, total)} outside every range, op markers included). Backward kernels run on "
+                "PyTorch's autograd thread, outside the user's ranges: `nsysql kernels` attributes them to layers.")
+        sections.append(Section("NVTX coverage of kernel time", cov, _decimals("analysis.range_coverage"), note))
+    return sections
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "n/a"
+
+
+def _display(section: Section) -> pl.DataFrame:
+    df = section.frame
+    for col in ("Name", "kernel_name"):
+        if col in df.columns:
+            df = df.with_columns(pl.col(col).map_elements(shorten_kernel, return_dtype=pl.Utf8))
+    return df
+
+
+def render(export: Export, sections: list[Section], fmt: Format, *, color: bool = False, width: int | None = None) -> str:
+    if fmt is Format.json:
+        doc = {"export": str(export.path)}
+        for s in sections:
+            rows = []
+            for row in s.frame.iter_rows(named=True):
+                rows.append({k: (float(cell_text(v, s.decimals[k])) if isinstance(v, float) and k in s.decimals else v)
+                             for k, v in row.items()})
+            doc[s.title] = {"rows": rows, **({"note": s.note} if s.note else {})}
+        return json.dumps(doc, indent=1, default=str) + "\n"
+    parts = []
+    if fmt is Format.markdown:
+        parts.append(f"# nsysql summary: {export.path.name}\n")
+        for s in sections:
+            parts.append(f"## {s.title}\n\n{to_markdown(_display(s), s.decimals)}")
+            if s.note:
+                parts.append(f"_{s.note}_\n")
+        return "\n".join(parts)
+    parts.append(f"nsysql summary: {export.path}\n")
+    for s in sections:
+        parts.append(to_table(_display(s), s.decimals, s.title, color=color, width=width))
+        if s.note:
+            parts.append(f"  {s.note}\n")
+    return "\n".join(parts)
