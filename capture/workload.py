@@ -5,7 +5,8 @@ Range layout (as in seed 003)::
     warmup                      the --warmup steps; only the model's own ranges inside
     profiled_step               one per --steps, under emit_nvtx when --op-ranges
       forward_pass
-      <loss range>              loss_computation (gpt, bert) or Loss (ncf, dlrm); not in forward mode
+      <loss range>              loss_computation (gpt, bert) or Loss (ncf, dlrm); not in
+                                forward mode
       backward_pass             backward and train modes
       optimizer_step            train mode
 
@@ -63,9 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--seq", type=_positive, default=module.DEFAULT_SEQ,
                              help=f"sequence length (default: {module.DEFAULT_SEQ})")
         sub.add_argument("--warmup", type=_non_negative, default=DEFAULT_WARMUP,
-                         help=f"warm-up steps inside the `warmup` range (default: {DEFAULT_WARMUP})")
+                         help=f"warm-up steps, inside `warmup` (default: {DEFAULT_WARMUP})")
         sub.add_argument("--steps", type=_positive, default=DEFAULT_STEPS,
-                         help=f"profiled steps, each inside `profiled_step` (default: {DEFAULT_STEPS})")
+                         help=f"profiled steps, each in `profiled_step` (default: {DEFAULT_STEPS})")
         sub.add_argument("--op-ranges", action=argparse.BooleanOptionalAction, default=True,
                          help="run the profiled steps under "
                               "torch.autograd.profiler.emit_nvtx(record_shapes=True) (default: on)")

@@ -23,12 +23,14 @@ Dtype = Enum("Dtype", {name: name for name in DTYPES}, type=str)
 
 def capture(
     ctx: typer.Context,
-    model: Model = typer.Argument(..., metavar="MODEL", help="Seed model to profile: gpt, bert, ncf or dlrm."),
+    model: Model = typer.Argument(
+        ..., metavar="MODEL", help="Seed model to profile: gpt, bert, ncf or dlrm."),
     output: Path = typer.Option(
         ..., "-o", "--output",
         help="Output prefix: writes OUT.nsys-rep and OUT.sqlite (and OUT_<report>.csv with "
              "--stats)."),
-    size: Optional[Size] = typer.Option(None, "--size", help="gpt: model size (default: small)."),
+    size: Optional[Size] = typer.Option(
+        None, "--size", help="gpt: model size (default: small)."),
     mode: Mode = typer.Option(
         "train", "--mode",
         help="forward; backward (forward + backward, no optimizer step); train."),
@@ -47,8 +49,10 @@ def capture(
         help="Run the profiled steps under torch.autograd.profiler.emit_nvtx(record_shapes=True)."),
     layers: Optional[int] = typer.Option(
         None, "--layers", min=1, help="bert: encoder layers (default: 2)."),
-    users: Optional[int] = typer.Option(None, "--users", min=1, help="ncf: users (default: 138493)."),
-    items: Optional[int] = typer.Option(None, "--items", min=1, help="ncf: items (default: 26744)."),
+    users: Optional[int] = typer.Option(
+        None, "--users", min=1, help="ncf: users (default: 138493)."),
+    items: Optional[int] = typer.Option(
+        None, "--items", min=1, help="ncf: items (default: 26744)."),
     rows: Optional[int] = typer.Option(
         None, "--rows", min=1, help="dlrm: rows of embedding table 0 (default: 100000)."),
     rows_step: Optional[int] = typer.Option(

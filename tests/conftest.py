@@ -1,0 +1,55 @@
+"""Shared test fixtures: the real exports we test against, decompressed once per session."""
+from __future__ import annotations
+
+import lzma
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_SAMPLE = REPO.parent / "shared" / "samples" / "small-train"
+FIXTURES = REPO / "fixtures"
+
+
+def golden_exports() -> list[tuple[str, Path, Path]]:
+    """(id, export file .sqlite or .sqlite.xz, directory of NVIDIA's nsys-stats_<report>.csv)."""
+    found = []
+    if (SHARED_SAMPLE / "export.sqlite").exists():
+        found.append(("shared-small-train", SHARED_SAMPLE / "export.sqlite", SHARED_SAMPLE))
+    for d in sorted(p for p in FIXTURES.iterdir() if p.is_dir()) if FIXTURES.is_dir() else []:
+        for name in ("export.sqlite.xz", "export.sqlite"):
+            if (d / name).exists():
+                found.append((d.name, d / name, d))
+                break
+    return found
+
+
+@pytest.fixture(scope="session")
+def export_files(tmp_path_factory) -> dict[str, Path]:
+    """Every golden export as a plain .sqlite path (xz fixtures decompressed into a temp dir)."""
+    out = tmp_path_factory.mktemp("exports")
+    files = {}
+    for ident, path, _ in golden_exports():
+        if path.suffix == ".xz":
+            target = out / f"{ident}.sqlite"
+            with lzma.open(path) as src, target.open("wb") as dst:
+                shutil.copyfileobj(src, dst)
+            files[ident] = target
+        else:
+            files[ident] = path
+    return files
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def opened(export_files, cache_dir):
+    import nsysql
+    handles = {ident: nsysql.open(path, cache_dir=cache_dir) for ident, path in export_files.items()}
+    yield handles
+    for h in handles.values():
+        h.close()

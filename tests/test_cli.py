@@ -1,0 +1,100 @@
+"""The command line, driven through typer's CliRunner."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from nsysql.cli import app
+
+runner = CliRunner()
+
+
+def commands():
+    import typer.main
+    return sorted(typer.main.get_command(app).commands)
+
+
+@pytest.mark.parametrize("cmd", commands())
+def test_every_command_has_help(cmd):
+    res = runner.invoke(app, [cmd, "--help"])
+    assert res.exit_code == 0
+    assert "Usage" in res.output and len(res.output) > 100
+
+
+def test_reports_lists_nine():
+    res = runner.invoke(app, ["reports"])
+    assert res.exit_code == 0
+    assert len(res.output.strip().splitlines()) == 9
+
+
+def test_report_csv_to_file_matches_nvidia(export_files, cache_dir, tmp_path):
+    ident, path = next(iter(export_files.items()))
+    from conftest import golden_exports
+    csv_dir = {i: d for i, _, d in golden_exports()}[ident]
+    out = tmp_path / "k.csv"
+    res = runner.invoke(app, ["report", "cuda_gpu_kern_sum", str(path), "--format", "csv", "-o", str(out),
+                              "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 0, res.output
+    assert out.read_text() == (csv_dir / "nsys-stats_cuda_gpu_kern_sum.csv").read_text()
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "json"])
+def test_summarize_formats(export_files, cache_dir, fmt):
+    path = next(iter(export_files.values()))
+    res = runner.invoke(app, ["summarize", str(path), "--format", fmt, "--top", "3", "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 0, res.output
+    if fmt == "json":
+        doc = json.loads(res.output)
+        assert doc["Capture"]["rows"]
+        assert "NVTX coverage of kernel time" in doc
+    else:
+        assert "Top 3 kernels" in res.output
+
+
+def test_summarize_rejects_csv(export_files, cache_dir):
+    path = next(iter(export_files.values()))
+    res = runner.invoke(app, ["summarize", str(path), "--format", "csv", "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 1
+    assert res.output.startswith("Error: ")
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda d: d / "missing.sqlite", "no such file"),
+    (lambda d: (d / "t.sqlite").write_text("hello") and d / "t.sqlite", "not a SQLite file"),
+    (lambda d: d, "is a directory"),
+])
+def test_bad_input_is_one_line_exit_1(tmp_path, make, needle):
+    path = make(tmp_path)
+    res = runner.invoke(app, ["summarize", str(path), "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 1
+    assert needle in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert "Traceback" not in res.output
+
+
+def test_unknown_report(export_files, cache_dir):
+    path = next(iter(export_files.values()))
+    res = runner.invoke(app, ["report", "nope", str(path), "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 1 and "nsysql reports" in res.output
+
+
+def test_debug_shows_traceback(tmp_path):
+    res = runner.invoke(app, ["summarize", str(tmp_path / "x.sqlite"), "--debug"])
+    assert res.exit_code != 0 and res.exception is not None
+
+
+def test_input_untouched_and_nothing_written_beside_it(export_files, tmp_path):
+    import shutil
+    src = next(iter(export_files.values()))
+    d = tmp_path / "run"
+    d.mkdir()
+    path = d / "run.sqlite"
+    shutil.copyfile(src, path)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    res = runner.invoke(app, ["summarize", str(path), "--cache-dir", str(tmp_path / "cache")])
+    assert res.exit_code == 0, res.output
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in d.iterdir()) == ["run.sqlite"]
