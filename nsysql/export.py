@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 
 from . import catalog, importer
-from .cache import cache_file, default_cache_dir
+from .cache import cache_file, cache_key, default_cache_dir
 from .engine import connect
 from .errors import MissingDataError, NsysqlError
 
@@ -32,7 +32,6 @@ class Export:
     def __init__(self, path: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
                  use_cache: bool = True):
         self.path = Path(path)
-        importer.check_sqlite_file(self.path)
         self._tmpdir = None
         if use_cache:
             directory = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
@@ -41,11 +40,14 @@ class Export:
             except OSError as exc:
                 raise NsysqlError(f"cannot create cache directory {directory} ({exc.strerror}); "
                                   "choose another with --cache-dir or NSYSQL_CACHE_DIR") from None
-            self.cache_path = cache_file(directory, self.path, importer.views_version())
         else:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="nsysql-nocache-")
             directory = Path(self._tmpdir.name)
-            self.cache_path = directory / "export.duckdb"
+        # The SQLite file actually read: the export itself, or an .xz export unpacked into the cache.
+        self.source = unpack_xz(self.path, directory) if self.path.name.endswith(".xz") else self.path
+        importer.check_sqlite_file(self.source)
+        self.cache_path = (cache_file(directory, self.source, importer.views_version()) if use_cache
+                           else directory / "export.duckdb")
         self.cache_hit = self.cache_path.exists()
         if not self.cache_hit:
             self._build(directory)
@@ -58,7 +60,7 @@ class Export:
         os.unlink(tmp_name)  # DuckDB must create the file itself
         tmp = Path(tmp_name)
         try:
-            importer.normalize(self.path, tmp)
+            importer.normalize(self.source, tmp)
             os.replace(tmp, self.cache_path)  # atomic: readers never see a half-built cache
         finally:
             for leftover in (tmp, Path(str(tmp) + ".wal")):
@@ -137,6 +139,28 @@ class Export:
     def memcpy(self) -> pl.DataFrame:
         """Per copy kind and host memory kind: count, bytes, time, GB/s."""
         return self.run("analysis.memcpy")
+
+
+def unpack_xz(path: Path, directory: Path) -> Path:
+    """Decompress an .sqlite.xz export into `directory` once (keyed by the .xz file's identity)."""
+    import lzma
+    import shutil
+
+    if not path.is_file():
+        raise NsysqlError(f"{path}: no such file; give the .sqlite export (nsys export --type sqlite REPORT.nsys-rep)")
+    target = directory / f"{path.name[:-3].removesuffix('.sqlite')}-{cache_key(path, 'xz')}.sqlite"
+    if not target.exists():
+        fd, tmp = tempfile.mkstemp(prefix=".unpacking-", dir=directory)
+        try:
+            with lzma.open(path) as src, os.fdopen(fd, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            os.replace(tmp, target)
+        except lzma.LZMAError:
+            raise NsysqlError(f"{path} is not a valid .xz file; decompress it yourself (xz -dk {path})") from None
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return target
 
 
 def _to_polars(rel) -> pl.DataFrame:

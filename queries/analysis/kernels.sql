@@ -1,6 +1,6 @@
 -- nsysql: analysis.kernels v1
 -- purpose: Every kernel with the CUDA API call that launched it (matched on correlationId and process) and the innermost NVTX range around that call, in GPU start order.
--- requires: kernel, runtime
+-- requires: kernel, runtime, nvtx_path
 -- params: none
 -- columns:
 --   kernel_id | BIGINT | id
@@ -29,9 +29,9 @@ SELECT k.kernel_id, k.start_ns, k.end_ns, k.end_ns - k.start_ns AS duration_ns, 
        k.block_x || ',' || k.block_y || ',' || k.block_z AS block,
        k.registers_per_thread, k.static_smem_bytes + k.dynamic_smem_bytes AS shared_mem_bytes,
        rt.api_short_name AS api_name, rt.start_ns AS api_start_ns, rt.end_ns AS api_end_ns,
-       rn.range_id, r.path AS range_path
+       rn.range_id, p.path AS range_path
 FROM kernel AS k
 LEFT JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
 LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = rt.runtime_id
-LEFT JOIN nvtx_range AS r ON r.range_id = rn.range_id
+LEFT JOIN nvtx_path AS p ON p.range_id = rn.range_id
 ORDER BY k.start_ns, k.kernel_id;

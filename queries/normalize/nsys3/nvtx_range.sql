@@ -1,5 +1,5 @@
 -- nsysql: normalize.nsys3.nvtx_range v1
--- purpose: NVTX push/pop and start/end ranges with NVIDIA's naming (`<domain>:<text>`), depth, parent and full path on their thread.
+-- purpose: NVTX push/pop and start/end ranges with NVIDIA's naming (`<domain>:<text>`), depth and parent on their thread (full paths: analysis.ranges).
 -- requires: raw.NVTX_EVENTS, raw.StringIds
 -- params: none
 -- notes: An unterminated range (NULL end) ends at the last NVTX timestamp, as nsys stats does (is_open = true).
@@ -23,7 +23,6 @@
 --   style | VARCHAR | PushPop or StartEnd
 --   depth | BIGINT | count (0 = top level)
 --   parent_id | BIGINT | id
---   path | VARCHAR | text (texts from the top-level range down, joined by '/')
 --   is_op_marker | BOOLEAN | flag (a range PyTorch's emit_nvtx adds per op: `aten::mm, seq = 3, op_id = 7, sizes = ...`, `AddmmBackward0, seq = 3, ...`, `autograd::engine::evaluate_function: ...`, `Optimizer.step#...`)
 CREATE TABLE nvtx_range AS
 WITH
@@ -43,7 +42,7 @@ domains AS (
 bounds AS (
     SELECT MAX(GREATEST(start, COALESCE("end", start))) AS last_ts FROM evt WHERE eventType <> 75
 ),
-ranges AS (
+ranges AS MATERIALIZED (
     SELECT e.range_id, e.start AS start_ns, COALESCE(e."end", b.last_ts) AS end_ns,
            e."end" IS NULL AS is_open, e.globalTid AS global_tid,
            (e.globalTid >> 24) & 16777215 AS pid, e.globalTid & 16777215 AS tid,
@@ -72,7 +71,7 @@ ordered AS (
     FROM sweep
     WINDOW w AS (PARTITION BY global_tid ORDER BY ts, kind, tiebreak, range_id)
 ),
-starts AS (
+starts AS MATERIALIZED (
     SELECT range_id, global_tid, seq, depth FROM ordered WHERE delta = 1
 ),
 parented AS (
@@ -81,22 +80,15 @@ parented AS (
     ASOF LEFT JOIN starts AS p
       ON p.global_tid = c.global_tid AND p.depth = c.depth - 1 AND p.seq < c.seq
 ),
-tree AS (
+tree AS MATERIALIZED (
     SELECT r.*, COALESCE(pa.depth, 0) AS depth, pa.parent_id
     FROM ranges AS r LEFT JOIN parented AS pa USING (range_id)
-),
-paths AS (
-    WITH RECURSIVE walk(range_id, path) AS (
-        SELECT range_id, text FROM tree WHERE parent_id IS NULL
-        UNION ALL
-        SELECT t.range_id, w.path || '/' || t.text
-        FROM tree AS t JOIN walk AS w ON t.parent_id = w.range_id
-    )
-    SELECT range_id, path FROM walk
 )
 SELECT t.range_id, t.start_ns, t.end_ns, t.end_ns - t.start_ns AS duration_ns, t.is_open,
        t.global_tid, t.pid, t.tid, t.end_global_tid, t.range_name, t.text, t.domain, t.style,
-       t.depth, t.parent_id, p.path,
-       regexp_matches(t.text, '(, op_id = \d+)|(, seq = \d+)|^autograd::engine::evaluate_function: |^Optimizer\.(step|zero_grad)#') AS is_op_marker
-FROM tree AS t LEFT JOIN paths AS p USING (range_id)
+       t.depth, t.parent_id,
+       (contains(t.text, ', op_id = ') OR contains(t.text, ', seq = ')
+        OR starts_with(t.text, 'autograd::engine::evaluate_function: ')
+        OR starts_with(t.text, 'Optimizer.step#') OR starts_with(t.text, 'Optimizer.zero_grad#')) AS is_op_marker
+FROM tree AS t
 ORDER BY t.range_id;

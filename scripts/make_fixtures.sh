@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Capture the fixture set ON THE GPU MACHINE (device tool), from the repository root:
+#
+#   source .gpu/device-env.sh && bash scripts/make_fixtures.sh
+#
+# For each fixture: nsys profile + nsys export (SQLite) + nsys stats (9 reports, CSV), all
+# through capture.runner (the code behind `nsysql capture`). Writes into $OUT:
+#   <name>.sqlite.xz         one per fixture (6)
+#   fixture_stats.tar.xz     <name>/<name>_<report>.csv for every fixture
+#   make_fixtures.log        this script's whole output: versions, exact commands, sizes,
+#                            and the 2.7B GPT nvtx_sum / cuda_gpu_kern_sum heads
+# Then, guarded so that a failure cannot lose the fixtures, the 2.7B GPT of seed 003
+# (ctx 512, batch 4, fp32, 1 warm-up + 1 profiled step, no op ranges as in the seed) in
+# forward, backward and train, each under a timeout; only its stats heads are kept.
+# The whole script stops starting work after BUDGET_S seconds (default 470).
+set -uo pipefail
+
+: "${OUT:?set OUT to the folder to write into}"
+BUDGET_S=${BUDGET_S:-470}
+PY=${PYTHON:-python3}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+WORK=$(mktemp -d /tmp/nsysql-fixtures.XXXXXX)
+mkdir -p "$OUT" "$WORK/stats" "$WORK/big"
+
+# name | workload options (python -m capture MODEL ...)
+FIXTURES=(
+  "gpt_tiny_train_fp32|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1"
+  "gpt_tiny_train_bf16|gpt --size tiny --mode train --dtype bf16 --batch 4 --seq 128 --warmup 1 --steps 1"
+  "gpt_tiny_forward|gpt --size tiny --mode forward --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1"
+  "bert_2layer_train|bert --layers 2 --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1"
+  "ncf_train|ncf --mode train --dtype fp32 --users 2000 --items 1000 --batch 8192 --warmup 1 --steps 1"
+  "dlrm_train|dlrm --mode train --dtype fp32 --rows 1000 --rows-step 10 --batch 2048 --warmup 1 --steps 1"
+)
+
+elapsed() { echo "[t=${SECONDS}s]"; }
+
+environment() {
+  echo "== environment $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi failed"
+  "$PY" - <<'EOF' || echo "torch check failed"
+import platform, sys
+import torch
+print(f"python {platform.python_version()} ({sys.executable})")
+print(f"torch {torch.__version__} cuda {torch.version.cuda} cudnn {torch.backends.cudnn.version()}")
+print(f"device {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'NO CUDA'}")
+EOF
+  echo "nsys: $(command -v nsys || echo 'not on PATH')"
+  nsys --version || echo "nsys --version failed"
+  echo "kernel $(uname -r)"
+}
+
+capture_fixture() {
+  local name=$1 options=$2
+  local model=${options%% *} rest=${options#* }
+  echo
+  echo "== fixture $name $(elapsed)"
+  case $model in
+    ncf)  echo "NOTE ncf_train is reduced to keep the export small: 2000 users x 1000 items (seed: 138493 x 26744), batch 8192 (seed: 1048576); model widths as the seed." ;;
+    dlrm) echo "NOTE dlrm_train is reduced to keep the export small: 26 tables of 1000 + 10*i rows (seed: 100000 + 100*i), batch 2048 (seed: 32768); dims/MLPs as the seed. 26 embeddings give many kernels (forward, backward, SGD per table)." ;;
+    bert) echo "NOTE bert_2layer_train uses the seed's sizes (hidden 1024, 16 heads, 4096, vocab 30522, batch 4, seq 128); AdamW stands in for the seed's LAMB." ;;
+  esac
+  echo "nsysql equivalent: nsysql capture $options -o $name --stats"
+  echo "\$ $PY -m capture.runner $options -o $WORK/$name/$name --stats"
+  # shellcheck disable=SC2086  # options are words on purpose
+  if ! timeout -k 10 150 "$PY" -m capture.runner $model $rest -o "$WORK/$name/$name" --stats; then
+    echo "FAILED: fixture $name"
+    return 1
+  fi
+  local sqlite="$WORK/$name/$name.sqlite"
+  xz -T0 -6 -c "$sqlite" > "$OUT/$name.sqlite.xz"
+  local raw xzd
+  raw=$(stat -c %s "$sqlite"); xzd=$(stat -c %s "$OUT/$name.sqlite.xz")
+  echo "SIZE $name: sqlite ${raw} bytes, xz ${xzd} bytes"
+  if [ "$xzd" -gt $((5 * 1024 * 1024)) ]; then echo "WARNING: $name.sqlite.xz is over 5 MB"; fi
+  mkdir -p "$WORK/stats/$name"
+  cp "$WORK/$name/${name}"_*.csv "$WORK/stats/$name/" 2>/dev/null
+  echo "CSV $name: $(ls "$WORK/stats/$name" | tr '\n' ' ')"
+  "$PY" - "$sqlite" <<'EOF' || true
+import sqlite3, sys
+db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+count = lambda t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+print("ROWS " + ", ".join(f"{t}={count(t)}" for t in (
+    "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET", "NVTX_EVENTS", "OSRT_API") if t in tables))
+EOF
+}
+
+capture_big() {
+  local mode=$1
+  local left=$((BUDGET_S - SECONDS - 10))
+  local limit=$(( left < 170 ? left : 170 ))
+  echo
+  echo "== gpt 2.7B ctx512 batch4 fp32 $mode $(elapsed)"
+  if [ "$limit" -lt 60 ]; then
+    echo "SKIPPED: gpt 2.7B $mode (only ${left}s of the ${BUDGET_S}s budget left)"
+    return 0
+  fi
+  local out="$WORK/big/gpt_2.7B_ctx512_$mode"
+  local options="gpt --size 2.7B --mode $mode --dtype fp32 --batch 4 --seq 512 --warmup 1 --steps 1 --no-op-ranges"
+  echo "nsysql equivalent: nsysql capture $options -o gpt_2.7B_ctx512_$mode -- (stats: nvtx_sum,cuda_gpu_kern_sum)"
+  echo "\$ timeout $limit $PY -m capture.runner $options -o $out --stats --reports nvtx_sum,cuda_gpu_kern_sum"
+  # shellcheck disable=SC2086
+  timeout -k 10 "$limit" "$PY" -m capture.runner $options -o "$out" --stats \
+      --reports nvtx_sum,cuda_gpu_kern_sum
+  local status=$?
+  if [ $status -ne 0 ]; then echo "FAILED: gpt 2.7B $mode (exit $status; 124 = timeout)"; fi
+  for report in nvtx_sum cuda_gpu_kern_sum; do
+    if [ -f "${out}_${report}.csv" ]; then
+      echo "-- gpt 2.7B $mode $report (head)"
+      head -n 16 "${out}_${report}.csv"
+    fi
+  done
+  if [ -f "${out}_nvtx_sum.csv" ]; then
+    echo "-- gpt 2.7B $mode phase rows"
+    grep -E ',:?(warmup|profiled_step|forward_pass|loss_computation|backward_pass|optimizer_step)$' \
+        "${out}_nvtx_sum.csv" || true
+  fi
+  rm -f "$out.nsys-rep" "$out.sqlite"  # too large to keep
+}
+
+main() {
+  environment
+  local failed=0 entry
+  for entry in "${FIXTURES[@]}"; do
+    capture_fixture "${entry%%|*}" "${entry#*|}" || failed=$((failed + 1))
+  done
+  echo
+  echo "== stats CSVs $(elapsed)"
+  tar -cJf "$OUT/fixture_stats.tar.xz" -C "$WORK/stats" . && ls -l "$OUT"
+  echo "fixtures failed: $failed"
+
+  # The 2.7B captures come last and are guarded: none of them can remove the fixtures.
+  ( for mode in forward backward train; do capture_big "$mode"; done ) || echo "FAILED: 2.7B block"
+
+  echo
+  echo "== summary $(elapsed)"
+  environment
+  ls -l "$OUT"
+  grep -h '^SIZE\|^FAILED\|^WARNING\|^SKIPPED' "$OUT/make_fixtures.log" 2>/dev/null || true
+}
+
+main 2>&1 | tee "$OUT/make_fixtures.log"

@@ -1,0 +1,724 @@
+#!/usr/bin/env python3
+"""Synthetic Nsight Systems SQLite exports for edge cases a real capture cannot (easily) produce.
+
+The files have the raw tables of an nsys 2025.3 export (schema 3.20.3): the column lists and
+types are those of the CREATE TABLE statements in a real export's sqlite_master (comments left
+out). As nsys exports lazily, an event table is written only when it has rows; StringIds,
+META_DATA_EXPORT, ANALYSIS_DETAILS and the ENUM_* tables are always written.
+
+Ids are packed as nsys packs them: globalTid = (1 << 48) | (pid << 24) | tid and
+globalPid = globalTid with the tid bits zeroed, so pid = (globalTid >> 24) & 0xFFFFFF and
+tid = globalTid & 0xFFFFFF. (The 1 << 48 is the high "vm id" part every id of a real
+single-machine export carries.)
+
+Library use (tests import this file by path):
+
+    b = SyntheticExport()
+    b.thread(100, 100, "python3")
+    b.range("step", 1000, 9000, pid=100, tid=100)
+    b.launch(start=1100, end=1150, pid=100, tid=100, correlation_id=1,
+             kernel=("gemm", 1200, 1600, 7, 0))
+    b.write("step.sqlite")
+
+CLI: `python scripts/make_synthetic.py OUTDIR` writes every case of CASES as OUTDIR/<case>.sqlite.
+Each case function documents its numbers; tests/test_synthetic.py checks nsysql against them.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+SCHEMA_VERSION = "3.20.3"
+PRODUCT_VERSION = "2025.3.2.0"
+VM_ID = 1 << 48
+
+# NVTX event types (ENUM_NSYS_EVENT_TYPE)
+NVTX_MARK = 34
+NVTX_PUSHPOP = 59
+NVTX_STARTEND = 60
+NVTX_DOMAIN_CREATE = 75
+# event classes (ENUM_NSYS_EVENT_CLASS)
+CLASS_CUDA_RUNTIME = 0
+CLASS_CUDA_DRIVER = 1
+CLASS_OSRT = 27
+CLASS_OSRT_START = 31
+CLASS_OSRT_FINISH = 32
+# ENUM_CUDA_MEMCPY_OPER / ENUM_CUDA_MEM_KIND ids
+HTOD, DTOH, DTOD = 1, 2, 8
+PAGEABLE, PINNED, DEVICE = 0, 1, 2
+
+
+def global_tid(pid: int, tid: int) -> int:
+    return VM_ID | (pid << 24) | tid
+
+
+def global_pid(pid: int) -> int:
+    return VM_ID | (pid << 24)
+
+
+# Column lists as in a real nsys 2025.3 export (sqlite_master), comments dropped.
+DDL = {
+    "StringIds": """
+    id                          INTEGER   NOT NULL   PRIMARY KEY,
+    value                       TEXT      NOT NULL""",
+    "META_DATA_EXPORT": """
+    name                        TEXT      NOT NULL,
+    value                       TEXT""",
+    "ThreadNames": """
+    nameId                      INTEGER   NOT NULL,
+    priority                    INTEGER,
+    globalTid                   INTEGER""",
+    "PROCESSES": """
+    globalPid                   INTEGER,
+    pid                         INTEGER,
+    name                        TEXT""",
+    "TARGET_INFO_GPU": """
+    vmId                        INTEGER   NOT NULL,
+    id                          INTEGER   NOT NULL,
+    name                        TEXT,
+    busLocation                 TEXT,
+    isDiscrete                  INTEGER,
+    l2CacheSize                 INTEGER,
+    totalMemory                 INTEGER,
+    memoryBandwidth             INTEGER,
+    clockRate                   INTEGER,
+    smCount                     INTEGER,
+    pwGpuId                     INTEGER,
+    uuid                        TEXT,
+    luid                        INTEGER,
+    chipName                    TEXT,
+    cuDevice                    INTEGER,
+    ctxswDevPath                TEXT,
+    ctrlDevPath                 TEXT,
+    revision                    INTEGER,
+    nodeMask                    INTEGER,
+    constantMemory              INTEGER,
+    maxIPC                      INTEGER,
+    maxRegistersPerBlock        INTEGER,
+    maxShmemPerBlock            INTEGER,
+    maxShmemPerBlockOptin       INTEGER,
+    maxShmemPerSm               INTEGER,
+    maxRegistersPerSm           INTEGER,
+    threadsPerWarp              INTEGER,
+    asyncEngines                INTEGER,
+    maxWarpsPerSm               INTEGER,
+    maxBlocksPerSm              INTEGER,
+    maxThreadsPerBlock          INTEGER,
+    maxBlockDimX                INTEGER,
+    maxBlockDimY                INTEGER,
+    maxBlockDimZ                INTEGER,
+    maxGridDimX                 INTEGER,
+    maxGridDimY                 INTEGER,
+    maxGridDimZ                 INTEGER,
+    computeMajor                INTEGER,
+    computeMinor                INTEGER,
+    smMajor                     INTEGER,
+    smMinor                     INTEGER""",
+    "ANALYSIS_DETAILS": """
+    globalVid                   INTEGER   NOT NULL,
+    duration                    INTEGER   NOT NULL,
+    startTime                   INTEGER   NOT NULL,
+    stopTime                    INTEGER   NOT NULL""",
+    "CUPTI_ACTIVITY_KIND_RUNTIME": """
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,
+    eventClass                  INTEGER   NOT NULL,
+    globalTid                   INTEGER,
+    correlationId               INTEGER,
+    nameId                      INTEGER   NOT NULL,
+    returnValue                 INTEGER   NOT NULL,
+    callchainId                 INTEGER""",
+    "CUPTI_ACTIVITY_KIND_KERNEL": """
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,
+    deviceId                    INTEGER   NOT NULL,
+    contextId                   INTEGER   NOT NULL,
+    greenContextId              INTEGER,
+    streamId                    INTEGER   NOT NULL,
+    correlationId               INTEGER,
+    globalPid                   INTEGER,
+    demangledName               INTEGER   NOT NULL,
+    shortName                   INTEGER   NOT NULL,
+    mangledName                 INTEGER,
+    launchType                  INTEGER,
+    cacheConfig                 INTEGER,
+    registersPerThread          INTEGER   NOT NULL,
+    gridX                       INTEGER   NOT NULL,
+    gridY                       INTEGER   NOT NULL,
+    gridZ                       INTEGER   NOT NULL,
+    blockX                      INTEGER   NOT NULL,
+    blockY                      INTEGER   NOT NULL,
+    blockZ                      INTEGER   NOT NULL,
+    staticSharedMemory          INTEGER   NOT NULL,
+    dynamicSharedMemory         INTEGER   NOT NULL,
+    localMemoryPerThread        INTEGER   NOT NULL,
+    localMemoryTotal            INTEGER   NOT NULL,
+    gridId                      INTEGER   NOT NULL,
+    sharedMemoryExecuted        INTEGER,
+    graphNodeId                 INTEGER,
+    sharedMemoryLimitConfig     INTEGER""",
+    "CUPTI_ACTIVITY_KIND_MEMCPY": """
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,
+    deviceId                    INTEGER   NOT NULL,
+    contextId                   INTEGER   NOT NULL,
+    greenContextId              INTEGER,
+    streamId                    INTEGER   NOT NULL,
+    correlationId               INTEGER,
+    globalPid                   INTEGER,
+    bytes                       INTEGER   NOT NULL,
+    copyKind                    INTEGER   NOT NULL,
+    deprecatedSrcId             INTEGER,
+    srcKind                     INTEGER,
+    dstKind                     INTEGER,
+    srcDeviceId                 INTEGER,
+    srcContextId                INTEGER,
+    dstDeviceId                 INTEGER,
+    dstContextId                INTEGER,
+    migrationCause              INTEGER,
+    graphNodeId                 INTEGER,
+    virtualAddress              INTEGER,
+    copyCount                   INTEGER""",
+    "CUPTI_ACTIVITY_KIND_MEMSET": """
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,
+    deviceId                    INTEGER   NOT NULL,
+    contextId                   INTEGER   NOT NULL,
+    greenContextId              INTEGER,
+    streamId                    INTEGER   NOT NULL,
+    correlationId               INTEGER,
+    globalPid                   INTEGER,
+    value                       INTEGER   NOT NULL,
+    bytes                       INTEGER   NOT NULL,
+    graphNodeId                 INTEGER,
+    memKind                     INTEGER""",
+    "NVTX_EVENTS": """
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER,
+    eventType                   INTEGER   NOT NULL,
+    rangeId                     INTEGER,
+    category                    INTEGER,
+    color                       INTEGER,
+    text                        TEXT,
+    globalTid                   INTEGER,
+    endGlobalTid                INTEGER,
+    textId                      INTEGER,
+    domainId                    INTEGER,
+    uint64Value                 INTEGER,
+    int64Value                  INTEGER,
+    doubleValue                 REAL,
+    uint32Value                 INTEGER,
+    int32Value                  INTEGER,
+    floatValue                  REAL,
+    jsonTextId                  INTEGER,
+    jsonText                    TEXT,
+    binaryData                  TEXT""",
+    "OSRT_API": """
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,
+    eventClass                  INTEGER   NOT NULL,
+    globalTid                   INTEGER,
+    nameId                      INTEGER   NOT NULL,
+    returnValue                 INTEGER   NOT NULL,
+    nestingLevel                INTEGER,
+    callchainId                 INTEGER   NOT NULL""",
+    "ENUM_CUDA_MEMCPY_OPER": """
+    id                          INTEGER   NOT NULL   PRIMARY KEY,
+    name                        TEXT,
+    label                       TEXT""",
+    "ENUM_CUDA_MEM_KIND": """
+    id                          INTEGER   NOT NULL   PRIMARY KEY,
+    name                        TEXT,
+    label                       TEXT""",
+    "ENUM_NSYS_EVENT_CLASS": """
+    id                          INTEGER   NOT NULL   PRIMARY KEY,
+    name                        TEXT,
+    label                       TEXT""",
+}
+
+ENUM_ROWS = {
+    "ENUM_CUDA_MEMCPY_OPER": [
+        (0, "CUDA_MEMCPY_KIND_UNKNOWN", "Unknown"), (1, "CUDA_MEMCPY_KIND_HTOD", "Host-to-Device"),
+        (2, "CUDA_MEMCPY_KIND_DTOH", "Device-to-Host"), (3, "CUDA_MEMCPY_KIND_HTOA", "Host-to-Array"),
+        (4, "CUDA_MEMCPY_KIND_ATOH", "Array-to-Host"), (5, "CUDA_MEMCPY_KIND_ATOA", "Array-to-Array"),
+        (6, "CUDA_MEMCPY_KIND_ATOD", "Array-to-Device"), (7, "CUDA_MEMCPY_KIND_DTOA", "Device-to-Array"),
+        (8, "CUDA_MEMCPY_KIND_DTOD", "Device-to-Device"), (9, "CUDA_MEMCPY_KIND_HTOH", "Host-to-Host"),
+        (10, "CUDA_MEMCPY_KIND_PTOP", "Peer-to-Peer"), (11, "CUDA_MEMCPY_KIND_UVM_HTOD", "Unified Host-to-Device"),
+        (12, "CUDA_MEMCPY_KIND_UVM_DTOH", "Unified Device-to-Host"),
+        (13, "CUDA_MEMCPY_KIND_UVM_DTOD", "Unified Device-to-Device"),
+    ],
+    "ENUM_CUDA_MEM_KIND": [
+        (0, "CUDA_MEMOPR_MEMORY_KIND_PAGEABLE", "Pageable"), (1, "CUDA_MEMOPR_MEMORY_KIND_PINNED", "Pinned"),
+        (2, "CUDA_MEMOPR_MEMORY_KIND_DEVICE", "Device"), (3, "CUDA_MEMOPR_MEMORY_KIND_ARRAY", "Array"),
+        (4, "CUDA_MEMOPR_MEMORY_KIND_MANAGED", "Managed"),
+        (5, "CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC", "Device Static"),
+        (6, "CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC", "Managed Static"),
+        (7, "CUDA_MEMOPR_MEMORY_KIND_UNKNOWN", "Unknown"),
+    ],
+    "ENUM_NSYS_EVENT_CLASS": [
+        (0, "TRACE_PROCESS_EVENT_CUDA_RUNTIME", "CUDA runtime"),
+        (1, "TRACE_PROCESS_EVENT_CUDA_DRIVER", "CUDA driver"),
+        (6, "TRACE_PROCESS_EVENT_NVTX_START", "NVTX start"),
+        (7, "TRACE_PROCESS_EVENT_NVTX_FINISH", "NVTX finish"),
+        (10, "TRACE_PROCESS_EVENT_CUDA_START", "CUDA start"),
+        (11, "TRACE_PROCESS_EVENT_CUDA_FINISH", "CUDA finish"),
+        (26, "TRACE_PROCESS_EVENT_CUDA_API", "CUDA API"),
+        (27, "TRACE_PROCESS_EVENT_OS_RUNTIME", "OSRT runtime"),
+        (31, "TRACE_PROCESS_EVENT_OS_RUNTIME_START", "OSRT start"),
+        (32, "TRACE_PROCESS_EVENT_OS_RUNTIME_FINISH", "OSRT finish"),
+    ],
+}
+
+# event tables in the order they are written; only those with rows are created
+EVENT_TABLES = ["ThreadNames", "PROCESSES", "TARGET_INFO_GPU", "CUPTI_ACTIVITY_KIND_RUNTIME",
+                "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+                "NVTX_EVENTS", "OSRT_API"]
+
+
+def _columns(table: str) -> list[str]:
+    return [line.split()[0] for line in DDL[table].strip().splitlines()]
+
+
+class SyntheticExport:
+    """Collects rows of an nsys-like export; `write(path)` makes the SQLite file.
+
+    Every timestamp is an integer nanosecond. Rows are written in the order the methods
+    were called, so NVTX rowids (nsysql's range_id) are 1, 2, ... in call order, the
+    domain-create rows included.
+    """
+
+    def __init__(self) -> None:
+        self._strings: dict[str, int] = {}
+        self.rows: dict[str, list[dict]] = {t: [] for t in EVENT_TABLES}
+        self._domains: dict[tuple[int, str], int] = {}   # (pid, name) -> domainId
+        self._processes: dict[int, str] = {}
+        self._gpus: set[int] = set()
+        self._next_range_id = 1
+
+    # -- helpers -------------------------------------------------------------------------
+    def string(self, value: str) -> int:
+        """The StringIds id of `value` (added when new)."""
+        if value not in self._strings:
+            self._strings[value] = len(self._strings) + 1
+        return self._strings[value]
+
+    def _add(self, table: str, **values) -> int:
+        cols = _columns(table)
+        unknown = set(values) - set(cols)
+        if unknown:
+            raise ValueError(f"{table} has no column(s) {sorted(unknown)}")
+        self.rows[table].append({c: values.get(c) for c in cols})
+        return len(self.rows[table])  # the rowid SQLite will give it
+
+    # -- processes and threads -----------------------------------------------------------
+    def process(self, pid: int, name: str) -> "SyntheticExport":
+        if pid not in self._processes:
+            self._processes[pid] = name
+            self._add("PROCESSES", globalPid=global_pid(pid), pid=pid, name=name)
+        return self
+
+    def thread(self, pid: int, tid: int, name: str, process_name: str | None = None) -> "SyntheticExport":
+        self.process(pid, process_name or name)
+        self._add("ThreadNames", nameId=self.string(name), priority=20, globalTid=global_tid(pid, tid))
+        return self
+
+    def gpu(self, device: int = 0, name: str = "Synthetic GPU") -> "SyntheticExport":
+        if device not in self._gpus:
+            self._gpus.add(device)
+            self._add("TARGET_INFO_GPU", vmId=VM_ID, id=device, name=name, busLocation=f"0000:00:{6 + device:02x}.0",
+                      isDiscrete=1, l2CacheSize=52428800, totalMemory=85017493504, memoryBandwidth=3352320000000,
+                      clockRate=1980000000, smCount=132, pwGpuId=device, uuid=f"00000000-0000-0000-0000-{device:012d}",
+                      luid=0, chipName="GSYN", cuDevice=device, revision=161, nodeMask=0, constantMemory=65536,
+                      maxIPC=0, maxRegistersPerBlock=65536, maxShmemPerBlock=49152, maxShmemPerBlockOptin=232448,
+                      maxShmemPerSm=233472, maxRegistersPerSm=65536, threadsPerWarp=32, asyncEngines=3,
+                      maxWarpsPerSm=64, maxBlocksPerSm=32, maxThreadsPerBlock=1024, maxBlockDimX=1024,
+                      maxBlockDimY=1024, maxBlockDimZ=64, maxGridDimX=2147483647, maxGridDimY=65535,
+                      maxGridDimZ=65535, computeMajor=9, computeMinor=0, smMajor=9, smMinor=0)
+        return self
+
+    # -- NVTX ----------------------------------------------------------------------------
+    def domain(self, name: str, ts: int, *, pid: int, tid: int | None = None, domain_id: int | None = None) -> int:
+        """nvtxDomainCreate on (pid, tid) at `ts` (an eventType 75 row); returns its domainId."""
+        if domain_id is None:
+            domain_id = 1 + sum(1 for (p, _) in self._domains if p == pid)
+        self._domains[(pid, name)] = domain_id
+        self._add("NVTX_EVENTS", start=ts, eventType=NVTX_DOMAIN_CREATE, text=name,
+                  globalTid=global_tid(pid, pid if tid is None else tid), domainId=domain_id)
+        return domain_id
+
+    def range(self, name: str, start: int, end: int | None, *, tid: int, pid: int, domain: str | None = None,
+              style: str = "PushPop", end_tid: int | None = None, registered: bool = False) -> int:
+        """An NVTX range; `end=None` leaves it unterminated; `end_tid` sets endGlobalTid (ended on
+        another thread, StartEnd only); `registered` stores the text through textId -> StringIds.
+        Returns the row's rowid (nsysql's range_id)."""
+        if style not in ("PushPop", "StartEnd"):
+            raise ValueError(f"style must be PushPop or StartEnd, not {style!r}")
+        if end_tid is not None and style != "StartEnd":
+            raise ValueError("only a StartEnd range can end on another thread")
+        domain_id = 0
+        if domain is not None:
+            if (pid, domain) not in self._domains:
+                raise ValueError(f"create domain {domain!r} in pid {pid} first (SyntheticExport.domain)")
+            domain_id = self._domains[(pid, domain)]
+        range_id = None
+        if style == "StartEnd":
+            range_id = self._next_range_id
+            self._next_range_id += 1
+        return self._add("NVTX_EVENTS", start=start, end=end,
+                         eventType=NVTX_PUSHPOP if style == "PushPop" else NVTX_STARTEND, rangeId=range_id,
+                         text=None if registered else name, textId=self.string(name) if registered else None,
+                         globalTid=global_tid(pid, tid),
+                         endGlobalTid=None if end_tid is None else global_tid(pid, end_tid), domainId=domain_id)
+
+    def mark(self, name: str, ts: int, *, tid: int, pid: int) -> int:
+        """An NVTX mark (instant event, eventType 34)."""
+        return self._add("NVTX_EVENTS", start=ts, end=None, eventType=NVTX_MARK, text=name,
+                         globalTid=global_tid(pid, tid), domainId=0)
+
+    # -- CUDA ----------------------------------------------------------------------------
+    def runtime(self, api: str, start: int, end: int, *, tid: int, pid: int, correlation_id: int | None,
+                event_class: int | None = None) -> int:
+        """A CUDA runtime/driver API call (CUPTI_ACTIVITY_KIND_RUNTIME row)."""
+        if event_class is None:
+            event_class = CLASS_CUDA_DRIVER if api.startswith("cu") and not api.startswith("cuda") else CLASS_CUDA_RUNTIME
+        return self._add("CUPTI_ACTIVITY_KIND_RUNTIME", start=start, end=end, eventClass=event_class,
+                         globalTid=global_tid(pid, tid), correlationId=correlation_id, nameId=self.string(api),
+                         returnValue=0, callchainId=None)
+
+    def kernel(self, name: str, start: int, end: int, *, pid: int, correlation_id: int | None, stream: int = 7,
+               device: int = 0, grid=(1, 1, 1), block=(128, 1, 1), registers: int = 32) -> int:
+        """A kernel execution (CUPTI_ACTIVITY_KIND_KERNEL row) only; see `launch`."""
+        self.gpu(device)
+        short = name.split("(")[0].split("<")[0].split()[-1]
+        return self._add("CUPTI_ACTIVITY_KIND_KERNEL", start=start, end=end, deviceId=device, contextId=1,
+                         greenContextId=0, streamId=stream, correlationId=correlation_id, globalPid=global_pid(pid),
+                         demangledName=self.string(name), shortName=self.string(short), mangledName=self.string(name),
+                         launchType=1, cacheConfig=1, registersPerThread=registers,
+                         gridX=grid[0], gridY=grid[1], gridZ=grid[2], blockX=block[0], blockY=block[1],
+                         blockZ=block[2], staticSharedMemory=0, dynamicSharedMemory=0, localMemoryPerThread=0,
+                         localMemoryTotal=0, gridId=len(self.rows["CUPTI_ACTIVITY_KIND_KERNEL"]) + 1,
+                         sharedMemoryExecuted=0, graphNodeId=None, sharedMemoryLimitConfig=0)
+
+    def launch(self, api: str = "cudaLaunchKernel_v7000", start: int = 0, end: int = 0, *, tid: int, pid: int,
+               correlation_id: int, kernel: tuple | None = None) -> int:
+        """A launching API call on (pid, tid) and, with kernel=(name, kstart, kend, stream, device),
+        the kernel it launched (same correlationId and process). Returns the runtime rowid."""
+        rowid = self.runtime(api, start, end, tid=tid, pid=pid, correlation_id=correlation_id)
+        if kernel is not None:
+            name, kstart, kend, stream, device = kernel
+            self.kernel(name, kstart, kend, pid=pid, correlation_id=correlation_id, stream=stream, device=device)
+        return rowid
+
+    def kernel_without_runtime(self, name: str, start: int, end: int, *, pid: int, correlation_id: int | None,
+                               stream: int = 7, device: int = 0) -> int:
+        """A kernel whose correlationId matches no API call of its process."""
+        return self.kernel(name, start, end, pid=pid, correlation_id=correlation_id, stream=stream, device=device)
+
+    def memcpy(self, start: int, end: int, nbytes: int, *, pid: int, correlation_id: int, copy_kind: int = HTOD,
+               src_kind: int = PAGEABLE, dst_kind: int = DEVICE, stream: int = 7, device: int = 0,
+               api: str = "cudaMemcpyAsync_v3020", api_start: int | None = None, api_end: int | None = None,
+               tid: int | None = None) -> int:
+        """A memory copy; with api_start/api_end/tid also the API call that issued it."""
+        if api_start is not None:
+            self.runtime(api, api_start, api_end, tid=tid, pid=pid, correlation_id=correlation_id)
+        self.gpu(device)
+        return self._add("CUPTI_ACTIVITY_KIND_MEMCPY", start=start, end=end, deviceId=device, contextId=1,
+                         greenContextId=0, streamId=stream, correlationId=correlation_id, globalPid=global_pid(pid),
+                         bytes=nbytes, copyKind=copy_kind, srcKind=src_kind, dstKind=dst_kind, copyCount=1)
+
+    def memset(self, start: int, end: int, nbytes: int, *, pid: int, correlation_id: int, value: int = 0,
+               mem_kind: int = DEVICE, stream: int = 7, device: int = 0, api: str = "cudaMemsetAsync_v3020",
+               api_start: int | None = None, api_end: int | None = None, tid: int | None = None) -> int:
+        """A memset; with api_start/api_end/tid also the API call that issued it."""
+        if api_start is not None:
+            self.runtime(api, api_start, api_end, tid=tid, pid=pid, correlation_id=correlation_id)
+        self.gpu(device)
+        return self._add("CUPTI_ACTIVITY_KIND_MEMSET", start=start, end=end, deviceId=device, contextId=1,
+                         greenContextId=0, streamId=stream, correlationId=correlation_id, globalPid=global_pid(pid),
+                         value=value, bytes=nbytes, graphNodeId=None, memKind=mem_kind)
+
+    # -- OS runtime ----------------------------------------------------------------------
+    def osrt(self, name: str, start: int, end: int, *, tid: int, pid: int, event_class: int = CLASS_OSRT,
+             nesting_level: int | None = 0) -> int:
+        """An OS runtime call (OSRT_API row); event_class 31/32 makes nsys's start/finish markers."""
+        return self._add("OSRT_API", start=start, end=end, eventClass=event_class, globalTid=global_tid(pid, tid),
+                         nameId=self.string(name), returnValue=0, nestingLevel=nesting_level, callchainId=0)
+
+    # -- output --------------------------------------------------------------------------
+    def _time_span(self) -> tuple[int, int]:
+        ts = []
+        for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                      "CUPTI_ACTIVITY_KIND_MEMSET", "NVTX_EVENTS", "OSRT_API"):
+            for row in self.rows[table]:
+                ts.extend(v for v in (row["start"], row["end"]) if v is not None)
+        return (0, max(ts) + 1000) if ts else (0, 1000)
+
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write the export (replacing `path`); returns the path."""
+        path = Path(path)
+        if path.exists():
+            path.unlink()
+        start, stop = self._time_span()
+        con = sqlite3.connect(path)
+        try:
+            tables = ["StringIds", "META_DATA_EXPORT", "ANALYSIS_DETAILS"]
+            tables += [t for t in EVENT_TABLES if self.rows[t]]
+            tables += list(ENUM_ROWS)
+            for table in tables:
+                con.execute(f"CREATE TABLE {table} ({DDL[table]}\n)")
+            con.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, s) for s, i in self._strings.items()])
+            major, minor, micro = SCHEMA_VERSION.split(".")
+            con.executemany("INSERT INTO META_DATA_EXPORT VALUES (?, ?)", [
+                ("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"), ("EXPORT_PRODUCT_VERSION", PRODUCT_VERSION),
+                ("EXPORT_SCHEMA_VERSION", SCHEMA_VERSION), ("EXPORT_SCHEMA_VERSION_MAJOR", major),
+                ("EXPORT_SCHEMA_VERSION_MINOR", minor), ("EXPORT_SCHEMA_VERSION_MICRO", micro),
+                ("EXPORT_PARAM_LAZY", "true"), ("EXPORT_SYNTHETIC", "scripts/make_synthetic.py"),
+            ])
+            con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (?, ?, ?, ?)", (VM_ID, stop - start, start, stop))
+            for table in EVENT_TABLES:
+                if self.rows[table]:
+                    cols = _columns(table)
+                    con.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                                    [tuple(r[c] for c in cols) for r in self.rows[table]])
+            for table, rows in ENUM_ROWS.items():
+                con.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", rows)
+            con.commit()
+        finally:
+            con.close()
+        return path
+
+
+class ForeignSQLite:
+    """A valid SQLite file that is not an nsys export."""
+
+    def write(self, path: str | os.PathLike) -> Path:
+        path = Path(path)
+        if path.exists():
+            path.unlink()
+        con = sqlite3.connect(path)
+        try:
+            con.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+            con.executemany("INSERT INTO customers (name) VALUES (?)", [("ada",), ("grace",)])
+            con.commit()
+        finally:
+            con.close()
+        return path
+
+
+class TextFile:
+    """Not SQLite at all (e.g. a CSV renamed .sqlite)."""
+
+    def __init__(self, text: str = "Range,Style,Total Time (ns)\n:step,PushPop,9000\n") -> None:
+        self.text = text
+
+    def write(self, path: str | os.PathLike) -> Path:
+        path = Path(path)
+        path.write_text(self.text)
+        return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Edge cases. PID/TID 100 is the main thread unless a case says otherwise.
+# ---------------------------------------------------------------------------------------------
+P, T = 100, 100
+
+
+def nested_ranges() -> SyntheticExport:
+    """PushPop ranges three deep on one thread, kernels/memcpy/memset launched at several depths.
+
+        step  [1000, 10000]                                   rowid 1, depth 0
+          fwd   [1100, 5000]                                  rowid 2, depth 1
+            layer [1200, 3000]                                rowid 3, depth 2
+              corr 1 cudaLaunchKernel [1300,1350] -> gemm  [2000,2400]
+              corr 2 cudaLaunchKernel [1400,1450] -> relu  [2500,2600]
+            layer [3100, 4800]                                rowid 4, depth 2
+              corr 3 cudaMemcpyAsync  [3200,3300] -> HtoD 4096 B [3400,3900]
+              corr 4 cudaLaunchKernel [3500,3550] -> gemm  [4000,4500]
+          bwd   [5100, 9000]                                  rowid 5, depth 1
+              corr 5 cudaLaunchKernel [5200,5250] -> gemm_bwd [5300,6300]
+              corr 6 cudaMemsetAsync  [5400,5450] -> memset 512 B [6400,6500]
+            idle  [6000, 7000]  (no GPU work)                 rowid 6, depth 2
+        corr 7 cudaLaunchKernel [10500,10550] -> tail [10600,10700]  (outside every range)
+    """
+    b = SyntheticExport().thread(P, T, "python3")
+    b.range("step", 1000, 10000, tid=T, pid=P)
+    b.range("fwd", 1100, 5000, tid=T, pid=P)
+    b.range("layer", 1200, 3000, tid=T, pid=P)
+    b.range("layer", 3100, 4800, tid=T, pid=P, registered=True)
+    b.range("bwd", 5100, 9000, tid=T, pid=P)
+    b.range("idle", 6000, 7000, tid=T, pid=P)
+    b.launch(start=1300, end=1350, tid=T, pid=P, correlation_id=1, kernel=("gemm", 2000, 2400, 7, 0))
+    b.launch(start=1400, end=1450, tid=T, pid=P, correlation_id=2, kernel=("relu", 2500, 2600, 7, 0))
+    b.memcpy(3400, 3900, 4096, pid=P, correlation_id=3, api_start=3200, api_end=3300, tid=T)
+    b.launch(start=3500, end=3550, tid=T, pid=P, correlation_id=4, kernel=("gemm", 4000, 4500, 7, 0))
+    b.launch(start=5200, end=5250, tid=T, pid=P, correlation_id=5, kernel=("gemm_bwd", 5300, 6300, 7, 0))
+    b.memset(6400, 6500, 512, pid=P, correlation_id=6, api_start=5400, api_end=5450, tid=T)
+    b.launch(start=10500, end=10550, tid=T, pid=P, correlation_id=7, kernel=("tail", 10600, 10700, 7, 0))
+    return b
+
+
+def unterminated_range() -> SyntheticExport:
+    """Ranges never closed; the last NVTX timestamp is 900 (the end of `later`).
+
+        outer_open PushPop  [50, None]     rowid 1 -> ends at 900
+          inner    PushPop  [100, 400]     rowid 2
+          later    PushPop  [600, 900]     rowid 3
+            async_open StartEnd [700, None] rowid 4 -> ends at 900
+              corr 1 cudaLaunchKernel [750,760] -> k_in   [800,1000]
+        corr 2 cudaLaunchKernel [950,960] -> k_after [1000,1100]  (after the last NVTX timestamp)
+    """
+    b = SyntheticExport().thread(P, T, "python3")
+    b.range("outer_open", 50, None, tid=T, pid=P)
+    b.range("inner", 100, 400, tid=T, pid=P)
+    b.range("later", 600, 900, tid=T, pid=P)
+    b.range("async_open", 700, None, tid=T, pid=P, style="StartEnd")
+    b.launch(start=750, end=760, tid=T, pid=P, correlation_id=1, kernel=("k_in", 800, 1000, 7, 0))
+    b.launch(start=950, end=960, tid=T, pid=P, correlation_id=2, kernel=("k_after", 1000, 1100, 7, 0))
+    return b
+
+
+def unterminated_range_late_mark() -> SyntheticExport:
+    """`unterminated_range` plus an NVTX mark at 2000 (rowid 5): the last NVTX timestamp of the
+    whole NVTX_EVENTS table is now 2000, which nsys stats's nvtx_sum uses for open ranges."""
+    b = unterminated_range()
+    b.mark("checkpoint_saved", 2000, tid=T, pid=P)
+    return b
+
+
+def range_crossing_threads() -> SyntheticExport:
+    """A StartEnd range started on tid 100 and ended on tid 101 (endGlobalTid set).
+
+        handoff StartEnd [1000, 5000] start tid 100, end tid 101   rowid 1
+        local   PushPop  [2000, 3000] tid 100                       rowid 2
+          corr 1 cudaLaunchKernel [2100,2150] tid 100 -> k_local   [2200,2700]
+        corr 2 cudaLaunchKernel [3500,3550] tid 100 -> k_between [3600,3900]  (inside handoff's span only)
+        corr 3 cudaLaunchKernel [4000,4050] tid 101 -> k_worker  [4100,4300]  (inside handoff's span only)
+    """
+    b = SyntheticExport().thread(P, T, "python3").thread(P, 101, "worker", process_name="python3")
+    b.range("handoff", 1000, 5000, tid=T, pid=P, style="StartEnd", end_tid=101)
+    b.range("local", 2000, 3000, tid=T, pid=P)
+    b.launch(start=2100, end=2150, tid=T, pid=P, correlation_id=1, kernel=("k_local", 2200, 2700, 7, 0))
+    b.launch(start=3500, end=3550, tid=T, pid=P, correlation_id=2, kernel=("k_between", 3600, 3900, 7, 0))
+    b.launch(start=4000, end=4050, tid=101, pid=P, correlation_id=3, kernel=("k_worker", 4100, 4300, 7, 0))
+    return b
+
+
+def kernel_without_runtime() -> SyntheticExport:
+    """Kernels whose correlationId has no API call in the export.
+
+        region PushPop [100, 1000]                                   rowid 1
+          corr 1 cudaLaunchKernel [200,250] -> k_launched [300,500]
+        k_orphan [600,900]   correlationId 99 (no API call 99), running while `region` is open
+        k_orphan [1100,1200] correlationId NULL
+    """
+    b = SyntheticExport().thread(P, T, "python3")
+    b.range("region", 100, 1000, tid=T, pid=P)
+    b.launch(start=200, end=250, tid=T, pid=P, correlation_id=1, kernel=("k_launched", 300, 500, 7, 0))
+    b.kernel_without_runtime("k_orphan", 600, 900, pid=P, correlation_id=99)
+    b.kernel_without_runtime("k_orphan", 1100, 1200, pid=P, correlation_id=None)
+    return b
+
+
+def two_processes_same_correlation() -> SyntheticExport:
+    """Two processes, each with correlationId 1 and its own domain id 1 (named differently).
+
+        pid 100 tid 100: domain 1 "alpha" (rowid 1); alpha:a_range PushPop [100, 1000] (rowid 3)
+            corr 1 cudaLaunchKernel [200,260] -> kA [300,700]  device 0 stream 7
+        pid 200 tid 201: domain 1 "beta"  (rowid 2); beta:b_range  PushPop [150, 2000] (rowid 4)
+            corr 1 cudaLaunchKernel [400,420] -> kB [800,1800] device 0 stream 13
+    """
+    b = SyntheticExport().thread(100, 100, "procA").thread(200, 201, "procB")
+    b.domain("alpha", 10, pid=100, tid=100, domain_id=1)
+    b.domain("beta", 20, pid=200, tid=201, domain_id=1)
+    b.range("a_range", 100, 1000, tid=100, pid=100, domain="alpha")
+    b.range("b_range", 150, 2000, tid=201, pid=200, domain="beta")
+    b.launch(start=200, end=260, tid=100, pid=100, correlation_id=1, kernel=("kA", 300, 700, 7, 0))
+    b.launch(start=400, end=420, tid=201, pid=200, correlation_id=1, kernel=("kB", 800, 1800, 13, 0))
+    return b
+
+
+def no_cuda() -> SyntheticExport:
+    """NVTX and OS runtime only (captured with --trace=nvtx,osrt): no CUPTI tables, no GPU.
+
+        pid/tid 300: phase PushPop [100, 600], phase PushPop [700, 900]
+        OSRT: read [150,250], read [300,330], poll [400,900], and a zero-length OSRT-start
+        marker (eventClass 31) at 50 that is not a call.
+    """
+    b = SyntheticExport().thread(300, 300, "python3")
+    b.range("phase", 100, 600, tid=300, pid=300)
+    b.range("phase", 700, 900, tid=300, pid=300)
+    b.osrt("pthread_create", 50, 50, tid=300, pid=300, event_class=CLASS_OSRT_START, nesting_level=None)
+    b.osrt("read", 150, 250, tid=300, pid=300)
+    b.osrt("read", 300, 330, tid=300, pid=300)
+    b.osrt("poll", 400, 900, tid=300, pid=300)
+    return b
+
+
+def overlapping_startend() -> SyntheticExport:
+    """Two StartEnd ranges on one thread that overlap without nesting (legal for start/end ranges).
+
+        A StartEnd [1000, 5000]   rowid 1
+        B StartEnd [3000, 8000]   rowid 2   (not inside A: it ends after A)
+        corr 3 cudaLaunchKernel [2000,2050] -> k_a_only [2100,2150]   (inside A only)
+        corr 1 cudaLaunchKernel [4000,4050] -> k_both   [4100,4200]   (inside A and B)
+        corr 2 cudaLaunchKernel [6000,6050] -> k_b_only [6100,6300]   (inside B only)
+    """
+    b = SyntheticExport().thread(P, T, "python3")
+    b.range("A", 1000, 5000, tid=T, pid=P, style="StartEnd")
+    b.range("B", 3000, 8000, tid=T, pid=P, style="StartEnd")
+    b.launch(start=2000, end=2050, tid=T, pid=P, correlation_id=3, kernel=("k_a_only", 2100, 2150, 7, 0))
+    b.launch(start=4000, end=4050, tid=T, pid=P, correlation_id=1, kernel=("k_both", 4100, 4200, 7, 0))
+    b.launch(start=6000, end=6050, tid=T, pid=P, correlation_id=2, kernel=("k_b_only", 6100, 6300, 7, 0))
+    return b
+
+
+def graph_launch() -> SyntheticExport:
+    """A CUDA graph launch: one API call, three kernels sharing its correlationId.
+
+        graph_step PushPop [100, 2000]                                  rowid 1
+          corr 5 cudaGraphLaunch_v10000 [200,260] -> g1 [300,400], g2 [400,550], g3 [600,650]
+          corr 6 cudaLaunchKernel       [300,320] -> k_single [700,800]
+    """
+    b = SyntheticExport().thread(P, T, "python3")
+    b.range("graph_step", 100, 2000, tid=T, pid=P)
+    b.runtime("cudaGraphLaunch_v10000", 200, 260, tid=T, pid=P, correlation_id=5)
+    for name, start, end in (("g1", 300, 400), ("g2", 400, 550), ("g3", 600, 650)):
+        b.kernel(name, start, end, pid=P, correlation_id=5)
+    b.launch(start=300, end=320, tid=T, pid=P, correlation_id=6, kernel=("k_single", 700, 800, 7, 0))
+    return b
+
+
+def not_nsys() -> ForeignSQLite:
+    """A SQLite file with an unrelated table."""
+    return ForeignSQLite()
+
+
+def not_sqlite() -> TextFile:
+    """A text (CSV) file named .sqlite."""
+    return TextFile()
+
+
+CASES = {f.__name__: f for f in (
+    nested_ranges, unterminated_range, unterminated_range_late_mark, range_crossing_threads,
+    kernel_without_runtime, two_processes_same_correlation, no_cuda, overlapping_startend,
+    graph_launch, not_nsys, not_sqlite,
+)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write synthetic nsys-like SQLite exports for edge cases.")
+    parser.add_argument("outdir", type=Path, help="directory to write <case>.sqlite files into (created)")
+    parser.add_argument("--case", action="append", choices=sorted(CASES), help="only this case (repeatable)")
+    args = parser.parse_args(argv)
+    args.outdir.mkdir(parents=True, exist_ok=True)
+    for name in args.case or CASES:
+        path = CASES[name]().write(args.outdir / f"{name}.sqlite")
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,353 @@
+"""The nsys command lines the capture runner builds, its errors, and the CLI command.
+
+None of these tests needs torch or nsys.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from capture import runner
+from capture.runner import CaptureError
+from nsysql.commands.capture import capture as capture_command
+
+NSYS = "/opt/nsys/bin/nsys"
+PY = "/usr/bin/python3"
+DEFAULTS = ["-t", "cuda,nvtx,osrt", "-s", "none", "--cpuctxsw=none", "--python-sampling=false"]
+
+
+def program(*workload: str) -> list[str]:
+    return [PY, "-m", "capture", "gpt", *workload]
+
+
+def plan(tmp_path: Path, flags: list[str] = (), **kwargs) -> runner.CapturePlan:
+    return runner.plan_capture(NSYS, tmp_path / "run", "gpt", ["--size", "tiny"], flags,
+                               python=PY, **kwargs)
+
+
+def test_default_commands(tmp_path: Path) -> None:
+    out = str(tmp_path / "run")
+    p = plan(tmp_path)
+    assert p.profile == [NSYS, "profile", *DEFAULTS, "-o", out, "-f", "true",
+                         *program("--size", "tiny")]
+    assert p.export == [NSYS, "export", "--type", "sqlite", "-f", "true",
+                        "-o", out + ".sqlite", out + ".nsys-rep"]
+    assert p.stats is None and p.stats_files == ()
+    assert (p.report, p.sqlite) == (Path(out + ".nsys-rep"), Path(out + ".sqlite"))
+
+
+def test_stats_command_and_files(tmp_path: Path) -> None:
+    out = str(tmp_path / "run")
+    p = plan(tmp_path, stats=True)
+    assert p.stats == [
+        NSYS, "stats", "-r",
+        "nvtx_sum,nvtx_gpu_proj_sum,nvtx_kern_sum,cuda_api_sum,cuda_gpu_kern_sum,"
+        "cuda_kern_exec_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum,osrt_sum",
+        "-f", "csv", "-o", out, out + ".sqlite"]
+    assert p.stats_files[0] == Path(out + "_nvtx_sum.csv")
+    assert p.stats_files[-1] == Path(out + "_osrt_sum.csv")
+    assert len(p.stats_files) == 9
+    chosen = plan(tmp_path, stats=True, reports=["nvtx_sum", "cuda_gpu_kern_sum"])
+    assert chosen.stats[3] == "nvtx_sum,cuda_gpu_kern_sum"
+    assert [f.name for f in chosen.stats_files] == ["run_nvtx_sum.csv",
+                                                    "run_cuda_gpu_kern_sum.csv"]
+
+
+@pytest.mark.parametrize("flags, replaced", [
+    (["-t", "cuda"], ["-t", "cuda,nvtx,osrt"]),
+    (["--trace", "cuda,nvtx"], ["-t", "cuda,nvtx,osrt"]),
+    (["--trace=cuda,osrt"], ["-t", "cuda,nvtx,osrt"]),
+    (["-s", "process-tree"], ["-s", "none"]),
+    (["--sample=cpu"], ["-s", "none"]),
+    (["--cpuctxsw=process-tree"], ["--cpuctxsw=none"]),
+    (["--cpuctxsw", "process-tree"], ["--cpuctxsw=none"]),
+    (["--python-sampling=true"], ["--python-sampling=false"]),
+    (["-f", "false"], ["-f", "true"]),
+    (["--force-overwrite=false"], ["-f", "true"]),
+])
+def test_user_flag_replaces_its_default(tmp_path: Path, flags: list[str],
+                                        replaced: list[str]) -> None:
+    out = str(tmp_path / "run")
+    defaults = [*DEFAULTS, "-o", out, "-f", "true"]
+    start = next(i for i in range(len(defaults)) if defaults[i:i + len(replaced)] == replaced)
+    kept = defaults[:start] + defaults[start + len(replaced):]
+    assert plan(tmp_path, flags).profile == [NSYS, "profile", *kept, *flags,
+                                             *program("--size", "tiny")]
+
+
+def test_other_user_flags_keep_every_default(tmp_path: Path) -> None:
+    flags = ["--cuda-memory-usage=true", "--duration", "30"]
+    out = str(tmp_path / "run")
+    assert plan(tmp_path, flags).profile == [NSYS, "profile", *DEFAULTS, "-o", out, "-f", "true",
+                                             *flags, *program("--size", "tiny")]
+
+
+@pytest.mark.parametrize("form", ["short", "long", "long="])
+def test_user_output_replaces_default_and_is_used_for_export(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "sub" / "mine"
+    flags = {"short": ["-o", "sub/mine"], "long": ["--output", "sub/mine.nsys-rep"],
+             "long=": ["--output=sub/mine"]}[form]
+    p = runner.plan_capture(NSYS, tmp_path / "run", "gpt", [], flags, python=PY, stats=True)
+    given = {"short": ["-o", str(mine)], "long": ["--output", str(mine)],
+             "long=": [f"--output={mine}"]}[form]
+    assert p.profile == [NSYS, "profile", *DEFAULTS, "-f", "true", *given, *program()]
+    assert p.report == Path(f"{mine}.nsys-rep")
+    assert p.export[-3:] == ["-o", f"{mine}.sqlite", f"{mine}.nsys-rep"]
+    assert p.stats[-3:] == ["-o", str(mine), f"{mine}.sqlite"]
+
+
+def test_output_is_made_absolute_and_loses_its_suffix(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for given in ("x", "x.sqlite", "x.nsys-rep"):
+        p = runner.plan_capture(NSYS, given, "ncf", [], python=PY)
+        assert p.sqlite == tmp_path / "x.sqlite"
+        assert p.profile[p.profile.index("-o") + 1] == str(tmp_path / "x")
+
+
+def test_workload_argv() -> None:
+    assert runner.workload_argv("gpt", size="tiny", mode="train", dtype="bf16", batch=2,
+                                seq=64, warmup=1, steps=1) == [
+        "--size", "tiny", "--mode", "train", "--dtype", "bf16", "--batch", "2", "--seq", "64",
+        "--warmup", "1", "--steps", "1"]
+    assert runner.workload_argv("dlrm", rows=1000, rows_step=10, op_ranges=False) == [
+        "--rows", "1000", "--rows-step", "10", "--no-op-ranges"]
+    assert runner.workload_argv("ncf", size=None, users=None) == []
+
+
+@pytest.mark.parametrize("model, options, message", [
+    ("gpt", {"users": 5}, "--users does not apply to gpt"),
+    ("ncf", {"seq": 5}, "--seq does not apply to ncf"),
+    ("bert", {"size": "tiny"}, "--size does not apply to bert"),
+    ("gpt", {"size": "huge"}, "unknown --size 'huge'"),
+    ("gpt", {"mode": "infer"}, "unknown --mode 'infer'"),
+    ("resnet", {}, "unknown model 'resnet'"),
+])
+def test_workload_argv_errors(model: str, options: dict, message: str) -> None:
+    with pytest.raises(CaptureError, match=message):
+        runner.workload_argv(model, **options)
+
+
+def test_nsys_missing_from_path(tmp_path: Path) -> None:
+    with pytest.raises(CaptureError) as info:
+        runner.find_nsys(path=str(tmp_path))
+    assert "--nsys" in str(info.value) and "PATH" in str(info.value)
+
+
+def test_nsys_explicit_path_missing(tmp_path: Path) -> None:
+    with pytest.raises(CaptureError) as info:
+        runner.find_nsys(tmp_path / "nope" / "nsys")
+    assert "--nsys" in str(info.value) and str(tmp_path / "nope" / "nsys") in str(info.value)
+
+
+def fake_executable(path: Path, body: str = "exit 0\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def test_nsys_found_on_path_or_as_folder(tmp_path: Path) -> None:
+    nsys = fake_executable(tmp_path / "bin" / "nsys")
+    assert runner.find_nsys(path=str(tmp_path / "bin")) == str(nsys)
+    assert runner.find_nsys(tmp_path / "bin") == str(nsys)
+    assert runner.find_nsys(nsys) == str(nsys)
+
+
+def test_torch_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` fail
+    with pytest.raises(CaptureError, match=r"pip install 'nsysql\[capture\]'"):
+        runner.check_torch_cuda()
+
+
+def test_cuda_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = types.SimpleNamespace(__version__="9.9.9+cpu",
+                                 cuda=types.SimpleNamespace(is_available=lambda: False))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    with pytest.raises(CaptureError, match="CUDA is not available") as info:
+        runner.check_torch_cuda()
+    assert "9.9.9+cpu" in str(info.value)
+
+
+def test_cuda_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = types.SimpleNamespace(__version__="9.9.9",
+                                 cuda=types.SimpleNamespace(is_available=lambda: True))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    runner.check_torch_cuda()
+
+
+def test_profiling_env_is_small() -> None:
+    environ = {"PATH": "/bin", "LD_LIBRARY_PATH": "/lib", "AWS_SECRET": "x", "USER": "me",
+               "PWD": "/work/main", "CUDA_VISIBLE_DEVICES": "0"}
+    env = runner.profiling_env("/scratch", environ)
+    assert env == {"PATH": "/bin", "LD_LIBRARY_PATH": "/lib", "CUDA_VISIBLE_DEVICES": "0",
+                   "HOME": "/scratch", "PYTHONPATH": env["PYTHONPATH"],
+                   "PYTHONUNBUFFERED": "1"}
+    assert (Path(env["PYTHONPATH"]) / "capture" / "runner.py").is_file()
+
+
+FAKE_NSYS = r'''#!{python}
+"""Fake nsys: records its call, runs the profiled program's import of capture, writes files."""
+import json, os, subprocess, sys
+args = sys.argv[1:]
+with open({log!r}, "a") as log:
+    log.write(json.dumps({{"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}}) + "\n")
+def value(flag):
+    return args[args.index(flag) + 1]
+if args[0] == "profile":
+    py = args[args.index("-m") - 1]
+    subprocess.run([py, "-c", "import capture.runner"], check=True)
+    open(value("-o") + ".nsys-rep", "w").close()
+elif args[0] == "export":
+    open(value("-o"), "w").close()
+elif args[0] == "stats":
+    for report in value("-r").split(","):
+        open(value("-o") + "_" + report + ".csv", "w").close()
+'''
+
+
+def test_run_capture_end_to_end_with_fake_nsys(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "calls.jsonl"
+    nsys = tmp_path / "bin" / "nsys"
+    nsys.parent.mkdir()
+    nsys.write_text(FAKE_NSYS.format(python=sys.executable, log=str(log)))
+    nsys.chmod(0o755)
+    monkeypatch.setattr(runner, "check_torch_cuda", lambda: None)
+    monkeypatch.setenv("SOME_TOKEN", "do-not-record")
+    lines: list[str] = []
+    p = runner.run_capture("gpt", ["--size", "tiny"], tmp_path / "out" / "run", nsys=nsys,
+                           nsys_flags=["-t", "cuda,nvtx"], stats=True, echo=lines.append)
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c["args"][0] for c in calls] == ["profile", "export", "stats"]
+    assert calls[0]["args"] == p.profile[1:]
+    repo = Path(runner.__file__).resolve().parent.parent
+    for call in calls:
+        assert Path(call["cwd"]) != repo and call["cwd"] == call["env"]["HOME"]
+        assert "SOME_TOKEN" not in call["env"]
+    assert p.sqlite.is_file() and all(f.is_file() for f in p.stats_files)
+    assert lines[0].startswith("$ " + str(nsys) + " profile -s none")
+    assert lines[-1] == f"wrote {p.stats_files[-1]}"
+
+
+def test_execute_reports_failures(tmp_path: Path) -> None:
+    p = runner.plan_capture(NSYS, tmp_path / "run", "gpt", [], python=PY)
+
+    def failing(command, **kwargs):
+        return subprocess.CompletedProcess(command, 3)
+
+    with pytest.raises(CaptureError, match="nsys profile exited with status 3"):
+        runner.execute(p, run=failing, echo=lambda line: None)
+
+    def silent(command, **kwargs):  # succeeds but writes nothing
+        return subprocess.CompletedProcess(command, 0)
+
+    with pytest.raises(CaptureError, match=r"wrote no .*run\.nsys-rep.*qdstrm"):
+        runner.execute(p, run=silent, echo=lambda line: None)
+
+
+def test_runner_main_dry_run(capsys: pytest.CaptureFixture) -> None:
+    status = runner.main(["gpt", "--size", "tiny", "-o", "/tmp/x", "--stats", "--dry-run",
+                          "--nsys", NSYS, "--python", PY, "--steps", "2", "--", "-s", "cpu"])
+    assert status == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (f"{NSYS} profile -t cuda,nvtx,osrt --cpuctxsw=none "
+                        f"--python-sampling=false -o /tmp/x -f true -s cpu "
+                        f"{PY} -m capture gpt --size tiny --steps 2")
+    assert lines[1].startswith(f"{NSYS} export --type sqlite")
+    assert lines[2].startswith(f"{NSYS} stats -r nvtx_sum,")
+
+
+def test_runner_main_errors_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert runner.main(["gpt", "-o", str(tmp_path / "x")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Error: nsys not found on PATH") and err.count("\n") == 1
+
+
+# --- the typer command --------------------------------------------------------------------
+
+def make_app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:
+        """nsysql (test app)."""
+
+    app.command("capture", context_settings={"allow_extra_args": True,
+                                             "ignore_unknown_options": True})(capture_command)
+    return app
+
+
+def test_cli_help_lists_the_options() -> None:
+    result = CliRunner().invoke(make_app(), ["capture", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for option in ("--output", "--size", "--mode", "--dtype", "--batch", "--seq", "--warmup",
+                   "--steps", "--op-ranges", "--no-op-ranges", "--layers", "--users",
+                   "--items", "--rows", "--rows-step", "--stats", "--nsys"):
+        assert option in result.output, option
+    assert "Profile a seed model under Nsight Systems" in result.output
+
+
+def test_cli_passes_options_and_nsys_flags(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    monkeypatch.setattr(runner, "run_capture", lambda *a, **k: calls.append((a, k)))
+    result = CliRunner().invoke(make_app(), [
+        "capture", "dlrm", "-o", str(tmp_path / "x"), "--rows", "1000", "--rows-step", "10",
+        "--batch", "256", "--warmup", "1", "--no-op-ranges", "--stats", "--nsys", "/x/nsys",
+        "--", "-t", "cuda,nvtx", "--sample=cpu"])
+    assert result.exit_code == 0, result.output
+    [(args, kwargs)] = calls
+    assert args == ("dlrm", ["--mode", "train", "--dtype", "fp32", "--batch", "256",
+                             "--warmup", "1", "--rows", "1000", "--rows-step", "10",
+                             "--no-op-ranges"], tmp_path / "x")
+    assert kwargs["nsys_flags"] == ["-t", "cuda,nvtx", "--sample=cpu"]
+    assert kwargs["stats"] is True and kwargs["nsys"] == Path("/x/nsys")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--nsys", "/nonexistent/nsys"], "Error: nsys not found at /nonexistent/nsys"),
+    ([], "Error: nsys not found on PATH"),
+    (["--users", "5"], "Error: --users does not apply to gpt"),
+])
+def test_cli_errors_exit_1_with_one_line(tmp_path: Path, argv: list[str], message: str) -> None:
+    result = CliRunner().invoke(make_app(), ["capture", "gpt", "-o", str(tmp_path / "x"), *argv],
+                                env={"PATH": str(tmp_path)})
+    assert result.exit_code == 1
+    assert result.stderr.startswith(message)
+    assert result.stderr.count("\n") == 1
+    assert "--nsys" in result.stderr or "--users" in result.stderr
+
+
+def test_cli_cuda_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = types.SimpleNamespace(__version__="9.9.9+cpu",
+                                 cuda=types.SimpleNamespace(is_available=lambda: False))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    nsys = fake_executable(tmp_path / "nsys")
+    result = CliRunner().invoke(make_app(), ["capture", "gpt", "--size", "tiny", "--mode",
+                                             "train", "-o", str(tmp_path / "x"), "--stats",
+                                             "--nsys", str(nsys)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: CUDA is not available")
+
+
+def test_command_module_imports_neither_torch_nor_duckdb() -> None:
+    code = ("import sys; import nsysql; before = set(sys.modules); "
+            "import nsysql.commands.capture; "
+            "print(sorted(m for m in {'torch', 'duckdb'} & (set(sys.modules) - before)))")
+    root = Path(runner.__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(root)}, check=True).stdout
+    assert out.strip() == "[]"
