@@ -18,7 +18,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from capture.models import GPT_SIZES, MODEL_NAMES
 from capture.workload import DTYPES, MODES
@@ -271,7 +271,8 @@ def run_capture(model: str, workload_args: Sequence[str], output: str | Path, *,
     echo(f"wrote {plan.report}")
     echo(f"wrote {plan.sqlite}")
     for path in plan.stats_files:
-        echo(f"wrote {path}")
+        echo(f"wrote {path}" if path.is_file() else
+             f"no {path.name}: nsys stats skipped that report (no such data in the capture?)")
     return plan
 
 

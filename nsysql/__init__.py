@@ -1,14 +1,30 @@
-"""nsysql: exact, fast answers about where GPU time went in an Nsight Systems export."""
+"""nsysql: exact, fast answers about where GPU time went in an Nsight Systems export.
+
+The heavy imports (DuckDB, Polars) happen on first use, so `nsysql capture` runs where only
+torch and nsys are installed.
+"""
 from .errors import MissingDataError, NsysqlError
-from .export import Export, open  # noqa: A004
 
 __version__ = "0.1.0"
+
+
+def open(path, *, cache_dir=None, use_cache=True):  # noqa: A001
+    """Open an Nsight Systems SQLite export (.sqlite or .sqlite.xz), read-only. Returns an `Export`."""
+    from .export import Export
+    return Export(path, cache_dir=cache_dir, use_cache=use_cache)
 
 
 def reports() -> list[str]:
     """Names of the `nsys stats`-identical reports."""
     from . import catalog
     return [q.name for q in catalog.group("reports")]
+
+
+def __getattr__(name):
+    if name == "Export":
+        from .export import Export
+        return Export
+    raise AttributeError(name)
 
 
 __all__ = ["Export", "open", "reports", "NsysqlError", "MissingDataError", "__version__"]

@@ -12,7 +12,7 @@ import typer
 
 from . import catalog
 from .errors import NsysqlError
-from .render import Format
+from .formats import Format
 
 app = typer.Typer(
     name="nsysql",

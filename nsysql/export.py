@@ -88,10 +88,13 @@ class Export:
         return raw is None or raw in self._tables
 
     def require(self, tables, purpose: str) -> None:
-        for table in tables:
-            if table in SOURCES and not self.has(table):
-                raw, flag = SOURCES[table]
-                raise MissingDataError(f"{self.path.name} has no {raw}, which {purpose} needs; capture with {flag}")
+        """Raise MissingDataError unless every requirement holds; `a|b` needs at least one of a, b."""
+        for requirement in tables:
+            options = [t for t in requirement.split("|") if t in SOURCES]
+            if options and not any(self.has(t) for t in options):
+                raws = " or ".join(SOURCES[t][0] for t in options)
+                flag = SOURCES[options[0]][1]
+                raise MissingDataError(f"{self.path.name} has no {raws}, which {purpose} needs; capture with {flag}")
 
     def sql(self, sql: str, params: dict | None = None) -> pl.DataFrame:
         """Run SQL against the normalized tables and return a Polars frame."""
@@ -171,6 +174,3 @@ def _to_polars(rel) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=cols, orient="row", infer_schema_length=None)
 
 
-def open(path: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None, use_cache: bool = True) -> Export:  # noqa: A001
-    """Open an Nsight Systems SQLite export (read-only)."""
-    return Export(path, cache_dir=cache_dir, use_cache=use_cache)

@@ -11,20 +11,12 @@ import io
 import json
 import sys
 from decimal import ROUND_HALF_UP, Decimal
-from enum import Enum
 from pathlib import Path
 
 import polars as pl
 
 from .errors import NsysqlError
-
-
-class Format(str, Enum):
-    table = "table"
-    csv = "csv"
-    json = "json"
-    parquet = "parquet"
-    markdown = "markdown"
+from .formats import Format
 
 
 def fixed(value: float, decimals: int) -> str:

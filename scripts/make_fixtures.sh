@@ -12,11 +12,13 @@
 # Then, guarded so that a failure cannot lose the fixtures, the 2.7B GPT of seed 003
 # (ctx 512, batch 4, fp32, 1 warm-up + 1 profiled step, no op ranges as in the seed) in
 # forward, backward and train, each under a timeout; only its stats heads are kept.
-# The whole script stops starting work after BUDGET_S seconds (default 470).
+# Last, with time left, `nsysql capture` itself and tests/test_capture_gpu.py (each only if
+# its packages import here). Every step runs under a timeout that ends by BUDGET_S seconds
+# into the script (default 430), so the whole run stays under about 7.5 minutes.
 set -uo pipefail
 
 : "${OUT:?set OUT to the folder to write into}"
-BUDGET_S=${BUDGET_S:-470}
+BUDGET_S=${BUDGET_S:-430}
 PY=${PYTHON:-python3}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
@@ -34,6 +36,11 @@ FIXTURES=(
 )
 
 elapsed() { echo "[t=${SECONDS}s]"; }
+
+time_left() {  # seconds a step may take: at most $1, and none past BUDGET_S
+  local left=$((BUDGET_S - SECONDS - 10))
+  echo $(( left < $1 ? left : $1 ))
+}
 
 environment() {
   echo "== environment $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -60,15 +67,18 @@ capture_fixture() {
     dlrm) echo "NOTE dlrm_train is reduced to keep the export small: 26 tables of 1000 + 10*i rows (seed: 100000 + 100*i), batch 2048 (seed: 32768); dims/MLPs as the seed. 26 embeddings give many kernels (forward, backward, SGD per table)." ;;
     bert) echo "NOTE bert_2layer_train uses the seed's sizes (hidden 1024, 16 heads, 4096, vocab 30522, batch 4, seq 128); AdamW stands in for the seed's LAMB." ;;
   esac
+  local limit; limit=$(time_left 120)
+  if [ "$limit" -lt 30 ]; then echo "FAILED: fixture $name skipped, no time left"; return 1; fi
   echo "nsysql equivalent: nsysql capture $options -o $name --stats"
-  echo "\$ $PY -m capture.runner $options -o $WORK/$name/$name --stats"
+  echo "\$ timeout $limit $PY -m capture.runner $options -o $WORK/$name/$name --stats"
   # shellcheck disable=SC2086  # options are words on purpose
-  if ! timeout -k 10 150 "$PY" -m capture.runner $model $rest -o "$WORK/$name/$name" --stats; then
+  if ! timeout -k 10 "$limit" "$PY" -m capture.runner $model $rest -o "$WORK/$name/$name" --stats
+  then
     echo "FAILED: fixture $name"
     return 1
   fi
   local sqlite="$WORK/$name/$name.sqlite"
-  xz -T0 -6 -c "$sqlite" > "$OUT/$name.sqlite.xz"
+  xz -T0 -9 -c "$sqlite" > "$OUT/$name.sqlite.xz"
   local raw xzd
   raw=$(stat -c %s "$sqlite"); xzd=$(stat -c %s "$OUT/$name.sqlite.xz")
   echo "SIZE $name: sqlite ${raw} bytes, xz ${xzd} bytes"
@@ -89,17 +99,16 @@ EOF
 
 capture_big() {
   local mode=$1
-  local left=$((BUDGET_S - SECONDS - 10))
-  local limit=$(( left < 170 ? left : 170 ))
+  local limit; limit=$(time_left 150)
   echo
   echo "== gpt 2.7B ctx512 batch4 fp32 $mode $(elapsed)"
   if [ "$limit" -lt 60 ]; then
-    echo "SKIPPED: gpt 2.7B $mode (only ${left}s of the ${BUDGET_S}s budget left)"
+    echo "SKIPPED: gpt 2.7B $mode (only ${limit}s of the ${BUDGET_S}s budget left)"
     return 0
   fi
   local out="$WORK/big/gpt_2.7B_ctx512_$mode"
   local options="gpt --size 2.7B --mode $mode --dtype fp32 --batch 4 --seq 512 --warmup 1 --steps 1 --no-op-ranges"
-  echo "nsysql equivalent: nsysql capture $options -o gpt_2.7B_ctx512_$mode -- (stats: nvtx_sum,cuda_gpu_kern_sum)"
+  echo "nsysql equivalent: nsysql capture $options -o gpt_2.7B_ctx512_$mode --stats (here only 2 reports)"
   echo "\$ timeout $limit $PY -m capture.runner $options -o $out --stats --reports nvtx_sum,cuda_gpu_kern_sum"
   # shellcheck disable=SC2086
   timeout -k 10 "$limit" "$PY" -m capture.runner $options -o "$out" --stats \
@@ -120,8 +129,38 @@ capture_big() {
   rm -f "$out.nsys-rep" "$out.sqlite"  # too large to keep
 }
 
+cli_check() {
+  echo
+  echo "== nsysql capture gpt --size tiny --mode train -o $WORK/cli/x --stats $(elapsed)"
+  local limit; limit=$(time_left 90)
+  if [ "$limit" -lt 45 ]; then echo "SKIPPED: nsysql CLI check (no time left)"; return 0; fi
+  if ! "$PY" -c 'import nsysql.cli' 2>/dev/null; then
+    echo "SKIPPED: nsysql CLI check (nsysql.cli does not import here: typer/duckdb/... missing?)"
+    return 0
+  fi
+  timeout -k 10 "$limit" "$PY" -c 'import sys; from nsysql.cli import main; sys.argv[0] = "nsysql"; sys.exit(main())' \
+      capture gpt --size tiny --mode train -o "$WORK/cli/x" --stats
+  echo "nsysql capture exit status: $?"
+  ls -l "$WORK/cli" 2>/dev/null
+}
+
+gpu_test() {
+  echo
+  echo "== pytest tests/test_capture_gpu.py $(elapsed)"
+  local limit; limit=$(time_left 90)
+  if [ "$limit" -lt 45 ]; then echo "SKIPPED: GPU test (no time left)"; return 0; fi
+  if ! "$PY" -c 'import pytest' 2>/dev/null; then
+    echo "SKIPPED: GPU test (pytest is not installed here)"
+    return 0
+  fi
+  timeout -k 10 "$limit" "$PY" -m pytest -q -p no:cacheprovider tests/test_capture_gpu.py -rs
+  echo "GPU test exit status: $?"
+}
+
 main() {
-  environment
+  local info
+  info=$(environment 2>&1)
+  echo "$info"
   local failed=0 entry
   for entry in "${FIXTURES[@]}"; do
     capture_fixture "${entry%%|*}" "${entry#*|}" || failed=$((failed + 1))
@@ -134,11 +173,15 @@ main() {
   # The 2.7B captures come last and are guarded: none of them can remove the fixtures.
   ( for mode in forward backward train; do capture_big "$mode"; done ) || echo "FAILED: 2.7B block"
 
+  # With time left: the issue's CLI check and the GPU test, where their packages exist here.
+  cli_check || echo "FAILED: nsysql capture check"
+  gpu_test || echo "FAILED: GPU test"
+
   echo
   echo "== summary $(elapsed)"
-  environment
+  echo "$info"
   ls -l "$OUT"
-  grep -h '^SIZE\|^FAILED\|^WARNING\|^SKIPPED' "$OUT/make_fixtures.log" 2>/dev/null || true
+  grep -h '^SIZE\|^FAILED\|^WARNING\|^SKIPPED\|exit status' "$OUT/make_fixtures.log" 2>/dev/null || true
 }
 
 main 2>&1 | tee "$OUT/make_fixtures.log"

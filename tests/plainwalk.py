@@ -42,12 +42,17 @@ class Plain:
                     self.ops.append((kind, s, e, (gpid >> 24) & 0xFFFFFF, corr, nbytes))
         max_ts = db.execute("SELECT MAX(MAX(start, COALESCE(end, start))) FROM NVTX_EVENTS "
                             "WHERE eventType IN (59, 60, 70, 71)").fetchone()[0]
+        domains = {}  # (pid, domainId) -> name, from domain-create events (eventType 75)
+        for gtid, dom, text, tid_ in db.execute(
+                "SELECT globalTid, domainId, text, textId FROM NVTX_EVENTS WHERE eventType = 75 ORDER BY start"):
+            domains.setdefault(((gtid >> 24) & 0xFFFFFF, dom), text if text is not None else strings.get(tid_, ""))
         self.ranges = []  # (rowid, name, start, end, gtid)
-        for rowid, s, e, gtid, text, tid_ in db.execute(
-                "SELECT n.rowid, n.start, n.end, n.globalTid, n.text, n.textId FROM NVTX_EVENTS n "
+        for rowid, s, e, gtid, text, tid_, dom in db.execute(
+                "SELECT n.rowid, n.start, n.end, n.globalTid, n.text, n.textId, n.domainId FROM NVTX_EVENTS n "
                 "WHERE eventType IN (59, 60, 70, 71) AND endGlobalTid IS NULL"):
             body = text if text is not None else strings.get(tid_, "")
-            self.ranges.append((rowid, ":" + (body or ""), s, e if e is not None else max_ts, gtid))
+            domain = domains.get(((gtid >> 24) & 0xFFFFFF, dom), "")
+            self.ranges.append((rowid, f"{domain}:{body or ''}", s, e if e is not None else max_ts, gtid))
         self.by_thread = defaultdict(list)
         for r in self.ranges:
             self.by_thread[r[4]].append(r)

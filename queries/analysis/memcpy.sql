@@ -1,6 +1,6 @@
 -- nsysql: analysis.memcpy v1
 -- purpose: Memory copies per copy kind and source/destination memory kind (pageable vs pinned host memory), with memsets as their own kind: count, bytes, GPU time and achieved bandwidth.
--- requires: memcpy, memset
+-- requires: memcpy|memset
 -- params: none
 -- columns:
 --   copy_kind | VARCHAR | text (Host-to-Device, Device-to-Host, ..., Memset)

@@ -23,4 +23,4 @@ SELECT 100.0 * SUM(end_ns - start_ns) / SUM(SUM(end_ns - start_ns)) OVER () AS "
        api_short_name AS "Name"
 FROM runtime
 GROUP BY api_short_name
-ORDER BY "Total Time (ns)" DESC, "Name";
+ORDER BY "Total Time (ns)" DESC, "Num Calls", "Name";

@@ -23,4 +23,4 @@ SELECT 100.0 * SUM(end_ns - start_ns) / SUM(SUM(end_ns - start_ns)) OVER () AS "
        kernel_name AS "Name"
 FROM kernel
 GROUP BY kernel_name
-ORDER BY "Total Time (ns)" DESC, "Name";
+ORDER BY "Total Time (ns)" DESC, "Instances", "Name";

@@ -1,6 +1,6 @@
 -- nsysql: reports.cuda_gpu_mem_size_sum v1
 -- purpose: Bytes moved by memory copies and set by memsets per operation kind (MB = 10^6 bytes), identical to `nsys stats -r cuda_gpu_mem_size_sum` (Nsight Systems 2025.3).
--- requires: memcpy, memset
+-- requires: memcpy|memset
 -- params: none
 -- columns:
 --   Total (MB) | DOUBLE | MB (10^6 bytes) | 3

@@ -1,6 +1,6 @@
 -- nsysql: reports.cuda_gpu_mem_time_sum v1
 -- purpose: GPU time of memory copies and memsets per operation kind, identical to `nsys stats -r cuda_gpu_mem_time_sum` (Nsight Systems 2025.3).
--- requires: memcpy, memset
+-- requires: memcpy|memset
 -- params: none
 -- columns:
 --   Time (%) | DOUBLE | pct of all memory-operation time | 1
@@ -28,4 +28,4 @@ SELECT 100.0 * SUM(dur) / SUM(SUM(dur)) OVER () AS "Time (%)",
        operation AS "Operation"
 FROM ops
 GROUP BY operation
-ORDER BY "Total Time (ns)" DESC, "Operation";
+ORDER BY "Total Time (ns)" DESC, "Count", "Operation";
