@@ -82,7 +82,8 @@ def build(export: Export, top: int = 10) -> list[Section]:
         none = cov["in_no_range_ns"].sum() or 0
         note = (f"{_pct(total - user, total)} of kernel time is outside every user NVTX range "
                 f"({_pct(none, total)} outside every range, op markers included). Backward kernels run on "
-                "PyTorch's autograd thread, outside the user's ranges: `nsysql kernels` attributes them to layers.")
+                "PyTorch's autograd thread, outside the user's ranges; linking them back to their forward "
+                "layer (autograd sequence numbers) is the next analysis to come.")
         sections.append(Section("NVTX coverage of kernel time", cov, _decimals("analysis.range_coverage"), note))
     return sections
 

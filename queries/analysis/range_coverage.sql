@@ -3,7 +3,7 @@
 -- requires: kernel, runtime
 -- params: none
 -- notes: PyTorch runs backward kernels on its autograd thread, outside the user's ranges; there they are covered at best
---   by emit_nvtx op markers. `nsysql kernels` (attribution) links them back to their forward layer.
+--   by emit_nvtx op markers; linking them to their forward layer needs the autograd sequence numbers.
 -- columns:
 --   pid | BIGINT | id
 --   tid | BIGINT | id (NULL: kernels without a launching API row)
