@@ -43,6 +43,12 @@ def user_errors(debug: bool):
             raise
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(1) from None
+    except OSError as exc:  # e.g. -o into a missing or read-only directory
+        if debug or os.environ.get("NSYSQL_DEBUG"):
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        typer.echo(f"Error: {where}{exc.strerror or exc}; check the path and its permissions", err=True)
+        raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
 

@@ -11,6 +11,8 @@ import re
 import tempfile
 from pathlib import Path
 
+import duckdb
+
 from . import catalog
 from .engine import connect, quote_literal
 from .errors import NsysqlError
@@ -80,7 +82,7 @@ def normalize(export: Path, target: Path) -> dict:
             try:
                 tables = {r[0] for r in con.execute(
                     "SELECT name FROM sqlite_scan($p, 'sqlite_master') WHERE type = 'table'", {"p": str(link)}).fetchall()}
-            except Exception as exc:
+            except duckdb.Error as exc:
                 raise NsysqlError(f"{export}: cannot read it as SQLite ({str(exc).splitlines()[0]})") from None
             if not tables & NSYS_MARKERS:
                 raise NsysqlError(f"{export} is a SQLite file but not an Nsight Systems export "
@@ -100,7 +102,7 @@ def normalize(export: Path, target: Path) -> dict:
             for q in _ordered(view_set):
                 try:
                     con.execute(q.sql)
-                except Exception as exc:
+                except duckdb.Error as exc:
                     raise NsysqlError(f"{export}: could not normalize {q.name} "
                                       f"({str(exc).splitlines()[0]}); export schema {schema} may be unsupported") from None
             con.execute("CREATE TABLE nsysql_tables AS SELECT unnest($t::VARCHAR[]) AS raw_table ORDER BY 1",

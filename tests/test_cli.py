@@ -98,3 +98,12 @@ def test_input_untouched_and_nothing_written_beside_it(export_files, tmp_path):
     assert res.exit_code == 0, res.output
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
     assert sorted(p.name for p in d.iterdir()) == ["run.sqlite"]
+
+
+def test_unwritable_output_is_one_line(export_files, cache_dir, tmp_path):
+    path = next(iter(export_files.values()))
+    res = runner.invoke(app, ["report", "nvtx_sum", str(path), "--format", "csv",
+                              "-o", str(tmp_path / "no" / "such" / "dir" / "x.csv"), "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 1
+    assert res.output.startswith("Error: ") and len(res.output.strip().splitlines()) == 1
+    assert "Traceback" not in res.output
