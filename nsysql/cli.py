@@ -1,16 +1,17 @@
 """The `nsysql` command line: parse arguments, call the library, render. Nothing else."""
 from __future__ import annotations
 
-import os
+import importlib
 import shutil
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from . import catalog
+from .commands.common import (CacheDirOpt, DebugOpt, ExportArg, NoCacheOpt, OutputOpt, open_export,
+                              user_errors)
 from .errors import NsysqlError
 from .formats import Format
 
@@ -22,40 +23,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-ExportArg = Annotated[Path, typer.Argument(help="An nsys SQLite export (nsys export --type sqlite REPORT.nsys-rep).",
-                                           show_default=False)]
-CacheDirOpt = Annotated[Optional[Path], typer.Option(
-    "--cache-dir", help="Where normalized exports are cached [default: $NSYSQL_CACHE_DIR or ~/.cache/nsysql].",
-    show_default=False)]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Normalize into a temporary file and discard it.")]
-OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write to this file instead of stdout.",
-                                                   show_default=False)]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
-
-
-@contextmanager
-def user_errors(debug: bool):
-    """Turn nsysql errors into one line on stderr and exit code 1 (tracebacks only with --debug)."""
-    try:
-        yield
-    except NsysqlError as exc:
-        if debug or os.environ.get("NSYSQL_DEBUG"):
-            raise
-        typer.echo(f"Error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    except OSError as exc:  # e.g. -o into a missing or read-only directory
-        if debug or os.environ.get("NSYSQL_DEBUG"):
-            raise
-        where = f"{exc.filename}: " if exc.filename else ""
-        typer.echo(f"Error: {where}{exc.strerror or exc}; check the path and its permissions", err=True)
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
-
 
 def _open(export: Path, cache_dir: Optional[Path], no_cache: bool):
-    from . import open as open_export
-    return open_export(export, cache_dir=cache_dir, use_cache=not no_cache)
+    return open_export(export, cache_dir, no_cache)
 
 
 @app.command("reports")
@@ -113,15 +83,23 @@ def summarize(
             output.write_text(text, encoding="utf-8")
 
 
-def _register_capture() -> None:
-    try:
-        from .commands.capture import capture
-    except ImportError:  # the capture command module is optional in a trimmed install
-        return
-    app.command("capture", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(capture)
+# Commands in their own modules: nsysql/commands/<name>.py, each with `register(app)`.
+# A module that cannot be imported (e.g. capture where torch-only tools are trimmed) is skipped.
+COMMAND_MODULES = (
+    "capture",
+)
 
 
-_register_capture()
+def _register_commands() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"{__package__}.commands.{name}")
+        except ImportError:
+            continue
+        module.register(app)
+
+
+_register_commands()
 
 
 def main() -> None:

@@ -82,3 +82,7 @@ def capture(
     except runner.CaptureError as exc:
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(1) from None
+
+
+def register(app: typer.Typer) -> None:
+    app.command("capture", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(capture)

@@ -1,0 +1,48 @@
+"""What every command shares: the EXPORT argument, common options, one-line errors, opening."""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import NsysqlError
+from ..formats import Format
+
+ExportArg = Annotated[Path, typer.Argument(help="An nsys SQLite export (nsys export --type sqlite REPORT.nsys-rep).",
+                                           show_default=False)]
+CacheDirOpt = Annotated[Optional[Path], typer.Option(
+    "--cache-dir", help="Where normalized exports are cached [default: $NSYSQL_CACHE_DIR or ~/.cache/nsysql].",
+    show_default=False)]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Normalize into a temporary file and discard it.")]
+OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write to this file instead of stdout.",
+                                                   show_default=False)]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
+
+
+@contextmanager
+def user_errors(debug: bool):
+    """Turn nsysql errors into one line on stderr and exit code 1 (tracebacks only with --debug)."""
+    try:
+        yield
+    except NsysqlError as exc:
+        if debug or os.environ.get("NSYSQL_DEBUG"):
+            raise
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except OSError as exc:  # e.g. -o into a missing or read-only directory
+        if debug or os.environ.get("NSYSQL_DEBUG"):
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        typer.echo(f"Error: {where}{exc.strerror or exc}; check the path and its permissions", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool):
+    from .. import open as open_nsysql
+    return open_nsysql(export, cache_dir=cache_dir, use_cache=not no_cache)
