@@ -110,9 +110,10 @@ def expected_tree(model: str, mode: str, warmup: int, steps: int, op_ranges: boo
         phases += [leaf(LOSS_RANGE[model]), leaf("backward_pass")]
     if mode == "train":
         phases.append(leaf("optimizer_step"))
-    tree = [("warmup", FORWARD[model] * warmup)] if warmup else []
+    tree = [leaf("model_init")]
+    tree += [("warmup", FORWARD[model] * warmup)] if warmup else []
     profiled = [("profiled_step", phases)] * steps
-    return tree + ([(EMIT_NVTX, profiled)] if op_ranges else profiled)
+    return tree + ([(EMIT_NVTX, profiled)] if op_ranges else profiled) + [leaf("result")]
 
 
 def run_tiny(model: str, *extra: str) -> dict:
@@ -134,7 +135,8 @@ def test_ranges_and_nesting(recorder: Recorder, model: str, mode: str) -> None:
 
 def test_gpt_tiny_train_tree_spelled_out(recorder: Recorder) -> None:
     run_tiny("gpt", "--mode", "train", "--warmup", "0", "--steps", "1")
-    [(emit, [(step, phases)])] = recorder.root
+    [init, (emit, [(step, phases)]), result] = recorder.root
+    assert (init, result) == (leaf("model_init"), leaf("result"))
     assert (emit, step) == (EMIT_NVTX, "profiled_step")
     assert [name for name, _ in phases] == [
         "forward_pass", "loss_computation", "backward_pass", "optimizer_step"]

@@ -1,0 +1,33 @@
+-- nsysql: analysis.attribution_coverage v1
+-- purpose: How much GPU kernel time kernel attribution could charge: with a known layer, per direction, and per way the layer was found (seq link to the forward op, own thread's range, range borrowed from the thread waiting in backward, none).
+-- requires: gpu_op, gpu_op_attribution
+-- params: none
+-- columns:
+--   kernels | BIGINT | count
+--   kernel_ns | BIGINT | ns
+--   known_layer_ns | BIGINT | ns (layer other than '?')
+--   known_layer_pct | DOUBLE | pct | 2
+--   fprop_ns | BIGINT | ns
+--   bprop_ns | BIGINT | ns
+--   optim_ns | BIGINT | ns
+--   other_ns | BIGINT | ns (outside every range, or no launching call)
+--   by_seq_ns | BIGINT | ns
+--   by_own_range_ns | BIGINT | ns
+--   by_borrowed_range_ns | BIGINT | ns
+WITH ops AS (
+    SELECT a.layer, a.direction, a.link, o.end_ns - o.start_ns AS d
+    FROM gpu_op AS o JOIN gpu_op_attribution AS a USING (op_kind, op_id)
+    WHERE o.op_kind = 'kernel'
+)
+SELECT COUNT(*) AS kernels,
+       CAST(COALESCE(SUM(d), 0) AS BIGINT) AS kernel_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE layer <> '?'), 0) AS BIGINT) AS known_layer_ns,
+       100.0 * COALESCE(SUM(d) FILTER (WHERE layer <> '?'), 0) / NULLIF(SUM(d), 0) AS known_layer_pct,
+       CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'fprop'), 0) AS BIGINT) AS fprop_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'bprop'), 0) AS BIGINT) AS bprop_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'optim'), 0) AS BIGINT) AS optim_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'other'), 0) AS BIGINT) AS other_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE link = 'seq'), 0) AS BIGINT) AS by_seq_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE link = 'own'), 0) AS BIGINT) AS by_own_range_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE link = 'borrowed'), 0) AS BIGINT) AS by_borrowed_range_ns
+FROM ops;

@@ -1,0 +1,44 @@
+-- nsysql: analysis.layers v1
+-- purpose: GPU kernel time per layer (user NVTX path, see analysis.kernel_table) split into forward, backward and optimizer, in model order, with the backward/forward ratio.
+-- requires: gpu_op, gpu_op_attribution
+-- params: depth BIGINT (keep the first N path components; 0 = whole path), merge_repeats BOOLEAN (numbered components such as layer_3, MLP_0, Embedding_12 become layer_*, MLP_*, Embedding_*)
+-- notes: Kernels only (copies and sets are not kernel time). `total_ns` includes direction `other`.
+--   Rows are in the order their first kernel ran (model order); the unknown layer '?' sorts last.
+--   pct = share of all kernel time in the export. bprop_ratio = bprop_ns / fprop_ns (NULL without fprop).
+-- columns:
+--   layer | VARCHAR | text
+--   fprop_ns | BIGINT | ns
+--   bprop_ns | BIGINT | ns
+--   optim_ns | BIGINT | ns
+--   total_ns | BIGINT | ns
+--   kernels | BIGINT | count
+--   pct | DOUBLE | pct | 1
+--   bprop_ratio | DOUBLE | ratio | 2
+WITH
+ops AS (
+    SELECT a.layer, a.direction, o.start_ns, o.end_ns - o.start_ns AS d
+    FROM gpu_op AS o JOIN gpu_op_attribution AS a USING (op_kind, op_id)
+    WHERE o.op_kind = 'kernel'
+),
+rolled AS (
+    SELECT CASE WHEN layer = '?' THEN '?'
+                ELSE array_to_string(list_slice(string_split(
+                         CASE WHEN $merge_repeats THEN regexp_replace(layer, '([_.#-])[0-9]+(/|$)', '\1*\2', 'g')
+                              ELSE layer END, '/'), 1, CASE WHEN $depth > 0 THEN $depth ELSE 1000000 END), '/')
+           END AS layer,
+           direction, start_ns, d
+    FROM ops
+),
+total AS (SELECT SUM(d) AS all_ns FROM ops)
+SELECT layer,
+       CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'fprop'), 0) AS BIGINT) AS fprop_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'bprop'), 0) AS BIGINT) AS bprop_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'optim'), 0) AS BIGINT) AS optim_ns,
+       CAST(SUM(d) AS BIGINT) AS total_ns,
+       COUNT(*) AS kernels,
+       100.0 * SUM(d) / ANY_VALUE(t.all_ns) AS pct,
+       CAST(SUM(d) FILTER (WHERE direction = 'bprop') AS DOUBLE)
+         / NULLIF(SUM(d) FILTER (WHERE direction = 'fprop'), 0) AS bprop_ratio
+FROM rolled CROSS JOIN total AS t
+GROUP BY layer
+ORDER BY layer = '?', MIN(start_ns), layer;

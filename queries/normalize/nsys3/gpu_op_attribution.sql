@@ -1,0 +1,151 @@
+-- nsysql: normalize.nsys3.gpu_op_attribution v1
+-- purpose: Every GPU op (kernel, memcpy, memset) charged to a direction (fprop, bprop, optim, other), a layer (user NVTX path), the PyTorch op or autograd node that launched it, its recorded input shapes and autograd sequence number.
+-- requires: gpu_op, runtime, runtime_nvtx, nvtx_range, nvtx_context, user_range, thread
+-- params: none
+-- notes: Resolution, per launching CUDA API call (found by correlationId AND process, see gpu_op):
+--   1. The call's innermost NVTX range on its own thread (runtime_nvtx) gives, through nvtx_context,
+--      its user range, innermost op marker and any enclosing autograd evaluation / optimizer / backward range.
+--   2. A call inside `autograd::engine::evaluate_function: XBackward0` runs backward node XBackward0; the
+--      node's own marker (`XBackward0, seq = N, ...`) carries the autograd sequence number. The forward
+--      op marker with the same seq in the same process (outside any backward evaluation; the latest one
+--      starting before the node, since ops that create no node show the next number) gives the layer
+--      and input shapes: a backward GEMM of layer_3/ffn_sublayer says so.
+--   3. Otherwise the layer is the call's own innermost user range.
+--   4. A call on a thread that never has a user range of its own (PyTorch's autograd thread when op
+--      markers are off) borrows the innermost user range open across the whole call on the one other
+--      thread of its process that has one open (the thread waiting in backward()); with none, or with
+--      several such threads, nothing is borrowed.
+--   5. Otherwise the layer is '?': unknown, never guessed.
+--   Direction: optim inside an optimizer range or marker; bprop inside a backward evaluation or a user
+--   range named like backward, or on a thread named pt_autograd_*; fprop for any other call inside a
+--   range (own or borrowed); other when there is no range at all or no launching call in the export.
+--   CUDA graph replays: every replayed kernel carries the graph launch's correlationId, so it takes
+--   the ranges enclosing cudaGraphLaunch.
+-- columns:
+--   op_kind | VARCHAR | kernel, memcpy or memset
+--   op_id | BIGINT | id
+--   runtime_id | BIGINT | id (launching call)
+--   direction | VARCHAR | fprop, bprop, optim or other
+--   layer_range_id | BIGINT | id (user range giving the layer)
+--   layer | VARCHAR | text ('?' when unknown)
+--   op | VARCHAR | text (aten op, or autograd node for bprop)
+--   params | VARCHAR | text (input shapes as recorded)
+--   seq | BIGINT | id (autograd sequence number)
+--   link | VARCHAR | how the layer was found: seq, own, borrowed or none
+CREATE TABLE gpu_op_attribution AS
+WITH
+calls AS MATERIALIZED (
+    SELECT rt.runtime_id, rt.pid, rt.global_tid, rt.start_ns, rt.end_ns, rn.range_id,
+           cx.user_range_id, cx.op_range_id, cx.eval_range_id,
+           COALESCE(cx.in_optim, false) AS in_optim, COALESCE(cx.in_backward, false) AS in_backward,
+           COALESCE(th.thread_name LIKE 'pt_autograd_%', false) AS autograd_thread
+    FROM (SELECT DISTINCT runtime_id FROM gpu_op WHERE runtime_id IS NOT NULL) AS used
+    JOIN runtime AS rt USING (runtime_id)
+    LEFT JOIN runtime_nvtx AS rn USING (runtime_id)
+    LEFT JOIN nvtx_context AS cx ON cx.range_id = rn.range_id
+    LEFT JOIN thread AS th ON th.global_tid = rt.global_tid
+),
+marker AS (
+    -- op markers that carry an autograd sequence number, parsed once
+    SELECT r.range_id, r.pid, r.start_ns, r.parent_id, cx.user_range_id, cx.eval_range_id,
+           CAST(regexp_extract(r.text, ', seq = ([0-9]+)', 1) AS BIGINT) AS seq,
+           NULLIF(regexp_extract(r.text, ', sizes = (.*?)(, input_op_ids = .*)?$', 1), '') AS sizes
+    FROM nvtx_range AS r JOIN nvtx_context AS cx USING (range_id)
+    WHERE r.is_op_marker AND contains(r.text, ', seq = ')
+),
+forward_op AS (
+    SELECT range_id, pid, seq, start_ns, user_range_id, sizes FROM marker WHERE eval_range_id IS NULL
+),
+eval_node AS (
+    -- one backward node per evaluate_function marker: its name, and the seq of its own marker (a child)
+    SELECT e.range_id AS eval_range_id, e.pid, e.start_ns,
+           regexp_extract(e.text, '^autograd::engine::evaluate_function: (.*?)(, op_id = [0-9]+)?$', 1) AS node,
+           (SELECT MIN(m.seq) FROM marker AS m WHERE m.parent_id = e.range_id) AS seq
+    FROM nvtx_range AS e
+    WHERE e.range_id IN (SELECT eval_range_id FROM calls)
+),
+linked AS (
+    SELECT n.eval_range_id, n.node, n.seq, f.user_range_id AS fwd_user_range_id, f.sizes AS fwd_sizes
+    FROM eval_node AS n
+    ASOF LEFT JOIN forward_op AS f ON f.pid = n.pid AND f.seq = n.seq AND f.start_ns <= n.start_ns
+),
+-- rule 4: calls on threads without user ranges borrow the waiting thread's innermost open user range
+lone AS (
+    SELECT c.runtime_id, c.pid, c.start_ns, c.end_ns FROM calls AS c
+    WHERE c.user_range_id IS NULL AND c.global_tid NOT IN (SELECT DISTINCT global_tid FROM user_range)
+),
+nested_user AS (
+    SELECT u.range_id, u.global_tid, u.pid, u.start_ns, u.end_ns
+    FROM user_range AS u JOIN nvtx_range AS r USING (range_id)
+    WHERE r.end_global_tid IS NULL AND u.pid IN (SELECT DISTINCT pid FROM lone)
+),
+sweep AS (
+    SELECT global_tid, start_ns AS ts, 1 AS kind, -end_ns AS tiebreak, range_id AS id, 1 AS delta FROM nested_user
+    UNION ALL
+    SELECT global_tid, end_ns, CASE WHEN end_ns = start_ns THEN 2 ELSE 0 END, -start_ns, range_id, -1 FROM nested_user
+    UNION ALL
+    SELECT t.global_tid, l.start_ns, 3, 0, l.runtime_id, 0
+    FROM lone AS l JOIN (SELECT DISTINCT pid, global_tid FROM nested_user) AS t USING (pid)
+),
+ordered AS (
+    SELECT id, global_tid, delta, kind, ROW_NUMBER() OVER w AS seq,
+           SUM(delta) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS open_after
+    FROM sweep
+    WINDOW w AS (PARTITION BY global_tid ORDER BY ts, kind, tiebreak, id)
+),
+probe_hit AS (
+    SELECT p.id AS runtime_id, s.id AS range_id
+    FROM (SELECT * FROM ordered WHERE kind = 3 AND open_after > 0) AS p
+    ASOF JOIN (SELECT id, global_tid, seq, open_after - 1 AS depth FROM ordered WHERE delta = 1) AS s
+      ON s.global_tid = p.global_tid AND s.depth = p.open_after - 1 AND s.seq < p.seq
+),
+borrowed AS (
+    SELECT h.runtime_id, MIN(h.range_id) AS range_id
+    FROM probe_hit AS h
+    JOIN lone AS l USING (runtime_id)
+    JOIN nvtx_range AS r ON r.range_id = h.range_id
+    WHERE r.end_ns >= l.end_ns
+    GROUP BY h.runtime_id
+    HAVING COUNT(*) = 1
+),
+resolved AS (
+    SELECT c.runtime_id,
+           b.range_id AS borrowed_range_id, bx.in_optim AS borrowed_optim, bx.in_backward AS borrowed_backward,
+           l.node, l.seq AS node_seq, l.fwd_user_range_id, l.fwd_sizes,
+           c.user_range_id, c.op_range_id, c.eval_range_id, c.range_id, c.in_optim, c.in_backward, c.autograd_thread,
+           COALESCE(l.fwd_user_range_id, c.user_range_id, b.range_id) AS layer_range_id,
+           CASE WHEN l.fwd_user_range_id IS NOT NULL THEN 'seq'
+                WHEN c.user_range_id IS NOT NULL THEN 'own'
+                WHEN b.range_id IS NOT NULL THEN 'borrowed' ELSE 'none' END AS link
+    FROM calls AS c
+    LEFT JOIN linked AS l USING (eval_range_id)
+    LEFT JOIN borrowed AS b USING (runtime_id)
+    LEFT JOIN nvtx_context AS bx ON bx.range_id = b.range_id
+),
+per_call AS (
+    SELECT r.runtime_id, r.layer_range_id, r.link,
+           CASE WHEN r.in_optim THEN 'optim'
+                WHEN r.eval_range_id IS NOT NULL OR r.in_backward OR r.autograd_thread THEN 'bprop'
+                WHEN r.range_id IS NOT NULL THEN 'fprop'
+                WHEN r.borrowed_optim THEN 'optim'
+                WHEN r.borrowed_backward THEN 'bprop'
+                WHEN r.borrowed_range_id IS NOT NULL THEN 'fprop'
+                ELSE 'other' END AS direction,
+           CASE WHEN r.eval_range_id IS NOT NULL THEN r.node ELSE split_part(om.text, ', ', 1) END AS op,
+           CASE WHEN r.eval_range_id IS NOT NULL THEN r.fwd_sizes
+                ELSE NULLIF(regexp_extract(om.text, ', sizes = (.*?)(, input_op_ids = .*)?$', 1), '') END AS params,
+           CASE WHEN r.eval_range_id IS NOT NULL THEN r.node_seq
+                ELSE TRY_CAST(NULLIF(regexp_extract(om.text, ', seq = ([0-9]+)', 1), '') AS BIGINT) END AS seq
+    FROM resolved AS r
+    LEFT JOIN nvtx_range AS om ON om.range_id = r.op_range_id
+)
+SELECT o.op_kind, o.op_id, o.runtime_id,
+       COALESCE(p.direction, 'other') AS direction,
+       p.layer_range_id,
+       COALESCE(u.layer, '?') AS layer,
+       p.op, p.params, p.seq,
+       COALESCE(p.link, 'none') AS link
+FROM gpu_op AS o
+LEFT JOIN per_call AS p USING (runtime_id)
+LEFT JOIN user_range AS u ON u.range_id = p.layer_range_id
+ORDER BY o.start_ns, o.op_kind, o.op_id;
