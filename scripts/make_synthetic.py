@@ -722,3 +722,235 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---------------------------------------------------------------------------------------------
+# Steps (nsysql steps): not in CASES, since the CLI above is done by the time these are defined;
+# tests/test_steps.py builds them directly.
+# ---------------------------------------------------------------------------------------------
+AUTOGRAD_TID = 101
+
+
+def steps_pattern() -> SyntheticExport:
+    """No step-named range: top-level forward_pass, backward_pass, optimizer_step repeat on the main
+    thread (tid 100); PyTorch's autograd thread (tid 101, pt_autograd_0) launches the backward kernels
+    and has its own repeating top-level user range `grad_hook`, which must not make steps.
+
+        tid 100 top level: warmup [100,900], forward_pass [1000,1900], backward_pass [2000,2900],
+          optimizer_step [3000,3500], forward_pass [4000,4900], backward_pass [5000,5900],
+          optimizer_step [6000,6500], checkpoint [7000,7200]
+        => anchor forward_pass: step 1 = [1000,3500] (wall 2500), step 2 = [4000,7200] (wall 3200,
+           checkpoint joins the last step)
+        tid 101 top level: grad_hook [2050,2060], [2070,2080], [5050,5060], [5070,5080];
+          op marker `autograd::engine::evaluate_function: MmBackward0` [2100,2800] and [5100,5800]
+        corr 1  tid 100 [200,250]   -> k_warm   [300,800]     (warm-up: no step)
+        corr 2  tid 100 [1100,1150] -> k_fwd    [1200,1500]   step 1
+        corr 3  tid 101 [2200,2250] -> k_bwd_a  [2300,2700]   step 1, off thread
+        corr 4  tid 101 [2300,2350] -> k_bwd_b  [2600,2900]   step 1, off thread, overlaps k_bwd_a (stream 8)
+        corr 5  tid 100 [3100,3150] -> k_opt    [3200,3400]   step 1
+        corr 6  tid 100 [3700,3750] -> k_gap    [3800,3850]   between steps: no step
+        corr 7  tid 100 [4100,4150] -> HtoD 1024 B [4200,4300]  step 2 (memcpy)
+        corr 8  tid 100 [4400,4450] -> k_fwd    [4500,4800]   step 2
+        corr 9  tid 101 [5200,5250] -> k_bwd_a  [5300,5700]   step 2, off thread
+        corr 10 tid 100 [6100,6150] -> k_opt    [6200,6400]   step 2
+        step 1: 4 ops (4 kernels, 2 off thread), busy 300 + 600 + 200 = 1100
+        step 2: 4 ops (3 kernels, 1 off thread), busy 100 + 300 + 400 + 200 = 1000
+    """
+    b = SyntheticExport().thread(P, T, "python3").thread(P, AUTOGRAD_TID, "pt_autograd_0", process_name="python3")
+    b.range("warmup", 100, 900, tid=T, pid=P)
+    for base in (0, 3000):
+        b.range("forward_pass", 1000 + base, 1900 + base, tid=T, pid=P)
+        b.range("backward_pass", 2000 + base, 2900 + base, tid=T, pid=P)
+        b.range("optimizer_step", 3000 + base, 3500 + base, tid=T, pid=P)
+        b.range("grad_hook", 2050 + base, 2060 + base, tid=AUTOGRAD_TID, pid=P)
+        b.range("grad_hook", 2070 + base, 2080 + base, tid=AUTOGRAD_TID, pid=P)
+        b.range("autograd::engine::evaluate_function: MmBackward0", 2100 + base, 2800 + base,
+                tid=AUTOGRAD_TID, pid=P)
+    b.range("checkpoint", 7000, 7200, tid=T, pid=P)
+    b.launch(start=200, end=250, tid=T, pid=P, correlation_id=1, kernel=("k_warm", 300, 800, 7, 0))
+    b.launch(start=1100, end=1150, tid=T, pid=P, correlation_id=2, kernel=("k_fwd", 1200, 1500, 7, 0))
+    b.launch(start=2200, end=2250, tid=AUTOGRAD_TID, pid=P, correlation_id=3, kernel=("k_bwd_a", 2300, 2700, 7, 0))
+    b.launch(start=2300, end=2350, tid=AUTOGRAD_TID, pid=P, correlation_id=4, kernel=("k_bwd_b", 2600, 2900, 8, 0))
+    b.launch(start=3100, end=3150, tid=T, pid=P, correlation_id=5, kernel=("k_opt", 3200, 3400, 7, 0))
+    b.launch(start=3700, end=3750, tid=T, pid=P, correlation_id=6, kernel=("k_gap", 3800, 3850, 7, 0))
+    b.memcpy(4200, 4300, 1024, pid=P, correlation_id=7, api_start=4100, api_end=4150, tid=T)
+    b.launch(start=4400, end=4450, tid=T, pid=P, correlation_id=8, kernel=("k_fwd", 4500, 4800, 7, 0))
+    b.launch(start=5200, end=5250, tid=AUTOGRAD_TID, pid=P, correlation_id=9, kernel=("k_bwd_a", 5300, 5700, 7, 0))
+    b.launch(start=6100, end=6150, tid=T, pid=P, correlation_id=10, kernel=("k_opt", 6200, 6400, 7, 0))
+    return b
+
+
+def steps_named() -> SyntheticExport:
+    """Step-named top-level ranges, a step-named range nested inside one, and a repeating pattern
+    that is ignored because named steps exist.
+
+        tid 100: warmup [100,900] with forward_pass [150,400], forward_pass [500,800] inside
+                 ProfilerStep#1 [1000,3000]   (step 1)
+                   step [1100,1300]           (nested step name: not a step of its own)
+                 ProfilerStep#2 [3000,5000]   (step 2)
+                 Iteration 7 [6000,7000]      (step 3; case-insensitive)
+        corr 1 tid 100 [1150,1160] -> k1 [1200,1600]             step 1
+        corr 2 tid 101 [2000,2010] -> k2 [2100,2400]             step 1 (autograd thread, off thread)
+        corr 3 tid 100 [3000,3010] -> k3 [3050,3150]             step 2 (call starts exactly at the step's start)
+        corr 4 tid 100 [4990,5010] -> k4 [5020,5100]             no step: the call ends after step 2 ends
+        corr 5 tid 100 [6500,6510] -> k5 [6600,6700], corr 5 -> k5b [6650,6900]  step 3, a graph-like
+               launch with two kernels on two streams: busy 300
+        corr 6 tid 100 [200,210]   -> k0 [220,260]               warm-up: no step
+    """
+    b = SyntheticExport().thread(P, T, "python3").thread(P, AUTOGRAD_TID, "pt_autograd_0", process_name="python3")
+    b.range("warmup", 100, 900, tid=T, pid=P)
+    b.range("forward_pass", 150, 400, tid=T, pid=P)
+    b.range("forward_pass", 500, 800, tid=T, pid=P)
+    b.range("ProfilerStep#1", 1000, 3000, tid=T, pid=P)
+    b.range("step", 1100, 1300, tid=T, pid=P)
+    b.range("ProfilerStep#2", 3000, 5000, tid=T, pid=P)
+    b.range("Iteration 7", 6000, 7000, tid=T, pid=P)
+    b.launch(start=1150, end=1160, tid=T, pid=P, correlation_id=1, kernel=("k1", 1200, 1600, 7, 0))
+    b.launch(start=2000, end=2010, tid=AUTOGRAD_TID, pid=P, correlation_id=2, kernel=("k2", 2100, 2400, 7, 0))
+    b.launch(start=3000, end=3010, tid=T, pid=P, correlation_id=3, kernel=("k3", 3050, 3150, 7, 0))
+    b.launch(start=4990, end=5010, tid=T, pid=P, correlation_id=4, kernel=("k4", 5020, 5100, 7, 0))
+    b.runtime("cudaGraphLaunch_v10000", 6500, 6510, tid=T, pid=P, correlation_id=5)
+    b.kernel("k5", 6600, 6700, pid=P, correlation_id=5, stream=7)
+    b.kernel("k5b", 6650, 6900, pid=P, correlation_id=5, stream=9)
+    b.launch(start=200, end=210, tid=T, pid=P, correlation_id=6, kernel=("k0", 220, 260, 7, 0))
+    return b
+
+
+def no_steps() -> SyntheticExport:
+    """Top-level ranges that never repeat (setup, train_once): no steps."""
+    b = SyntheticExport().thread(P, T, "python3")
+    b.range("setup", 100, 200, tid=T, pid=P)
+    b.range("train_once", 300, 900, tid=T, pid=P)
+    b.launch(start=400, end=410, tid=T, pid=P, correlation_id=1, kernel=("k", 500, 600, 7, 0))
+    return b
+
+
+# ---------------------------------------------------------------------------------------------
+# Export schema versions (tests/test_schema_versions.py): not in CASES, since nsysql refuses some
+# of them by design and CASES are all opened by tests/test_synthetic.py.
+# ---------------------------------------------------------------------------------------------
+class SchemaVersionExport(SyntheticExport):
+    """A SyntheticExport whose metadata claims another export schema version.
+
+    `metadata_table` is where the version is kept: "META_DATA_EXPORT" as nsys 2025.x writes it,
+    "EXPORT_META_DATA" as nsys 2022.4 does, or None for no metadata table at all. Only the
+    metadata differs from a 3.20.3 export; the other tables keep their 3.20.3 columns.
+    """
+
+    def __init__(self, schema_version: str, *, product_version: str = "0.0.0",
+                 metadata_table: str | None = "META_DATA_EXPORT") -> None:
+        super().__init__()
+        self.schema_version = schema_version
+        self.product_version = product_version
+        self.metadata_table = metadata_table
+
+    def write(self, path: str | os.PathLike) -> Path:
+        path = super().write(path)
+        parts = (self.schema_version.split(".") + ["", "", ""])[:3]
+        con = sqlite3.connect(path)
+        try:
+            for name, value in (("EXPORT_SCHEMA_VERSION", self.schema_version), ("EXPORT_SCHEMA_VERSION_MAJOR", parts[0]),
+                                ("EXPORT_SCHEMA_VERSION_MINOR", parts[1]), ("EXPORT_SCHEMA_VERSION_MICRO", parts[2]),
+                                ("EXPORT_PRODUCT_VERSION", self.product_version)):
+                con.execute("UPDATE META_DATA_EXPORT SET value = ? WHERE name = ?", (value, name))
+            if self.metadata_table is None:
+                con.execute("DROP TABLE META_DATA_EXPORT")
+            elif self.metadata_table != "META_DATA_EXPORT":
+                con.execute(f"ALTER TABLE META_DATA_EXPORT RENAME TO {self.metadata_table}")
+            con.commit()
+        finally:
+            con.close()
+        return path
+
+
+def schema_version_case(schema_version: str, *, product_version: str = "0.0.0",
+                        metadata_table: str | None = "META_DATA_EXPORT") -> SchemaVersionExport:
+    """One NVTX range and one OS runtime call under the given export schema version.
+
+        pid/tid 400: phase PushPop [100, 600]; OSRT read [150, 250]
+    """
+    b = SchemaVersionExport(schema_version, product_version=product_version, metadata_table=metadata_table)
+    b.thread(400, 400, "python3")
+    b.range("phase", 100, 600, tid=400, pid=400)
+    b.osrt("read", 150, 250, tid=400, pid=400)
+    return b
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel attribution (nsysql kernels / layers): built directly by tests/test_attribution.py.
+# ---------------------------------------------------------------------------------------------
+MAIN, AUTOGRAD = 100, 101
+
+
+def cross_thread_backward() -> SyntheticExport:
+    """A training step whose backward runs on PyTorch's autograd thread (pid 100).
+
+        tid 100 "python3":
+          profiled_step [0, 10000]
+            forward_pass [100, 3000]
+              layer_0 [200, 2900]
+                aten::linear, seq = 7, op_id = 1, sizes = [[8, 256], [256, 768], []]   [300, 1000]
+                  aten::t, seq = 7, op_id = 2, sizes = [[256, 768]]                    [310, 400]
+                  aten::addmm, seq = 8, op_id = 3, sizes = [[768], [8, 256], [256, 768]] [500, 900]
+                    corr 1 launch [600, 650] -> gemm_fwd [700, 1200]
+            backward_pass [3000, 8000]       (the main thread waits in backward())
+            optimizer_step [8000, 9500]
+              Optimizer.step#SGD.step [8100, 9400]
+                corr 4 launch [8200, 8250] -> sgd_kernel [8300, 8600]
+        tid 101 "pt_autograd_0":
+          autograd::engine::evaluate_function: AddmmBackward0, op_id = 10   [3100, 4000]
+            AddmmBackward0, seq = 8, op_id = 11, sizes = [[8, 768]]           [3110, 3990]
+              aten::mm, op_id = 12, sizes = [[8, 768], [768, 256]]            [3200, 3900]
+                corr 2 launch [3300, 3350] -> gemm_bwd [3400, 3800]
+          CCCL:cub::DeviceRadixSort [4100, 4500]  (a library's range: transparent)
+            autograd::engine::evaluate_function: TBackward0, op_id = 13      [4150, 4450]
+              TBackward0, seq = 7, op_id = 14, sizes = [[256, 768]]           [4160, 4440]
+                corr 3 launch [4200, 4250] -> t_bwd [4300, 4600]
+          corr 5 launch [5000, 5050] -> lone_bwd [5100, 5200]   (no marker: borrows backward_pass)
+          autograd::engine::evaluate_function: MulBackward0, op_id = 20      [6000, 6500]
+            MulBackward0, seq = 99, op_id = 21, sizes = [[8]]                 [6010, 6490]
+              corr 6 launch [6100, 6150] -> mul_bwd [6200, 6300]  (seq 99 has no forward op)
+        kernel orphan [9600, 9700] with correlationId 77 (no API call)
+    """
+    b = SyntheticExport().thread(P, MAIN, "python3").thread(P, AUTOGRAD, "pt_autograd_0", process_name="python3")
+    b.range("profiled_step", 0, 10000, tid=MAIN, pid=P)
+    b.range("forward_pass", 100, 3000, tid=MAIN, pid=P)
+    b.range("layer_0", 200, 2900, tid=MAIN, pid=P)
+    b.range("aten::linear, seq = 7, op_id = 1, sizes = [[8, 256], [256, 768], []]", 300, 1000, tid=MAIN, pid=P)
+    b.range("aten::t, seq = 7, op_id = 2, sizes = [[256, 768]]", 310, 400, tid=MAIN, pid=P)
+    b.range("aten::addmm, seq = 8, op_id = 3, sizes = [[768], [8, 256], [256, 768]]", 500, 900, tid=MAIN, pid=P)
+    b.launch(start=600, end=650, tid=MAIN, pid=P, correlation_id=1, kernel=("gemm_fwd", 700, 1200, 7, 0))
+    b.range("backward_pass", 3000, 8000, tid=MAIN, pid=P)
+    b.range("optimizer_step", 8000, 9500, tid=MAIN, pid=P)
+    b.range("Optimizer.step#SGD.step", 8100, 9400, tid=MAIN, pid=P)
+    b.launch(start=8200, end=8250, tid=MAIN, pid=P, correlation_id=4, kernel=("sgd_kernel", 8300, 8600, 7, 0))
+    b.range("autograd::engine::evaluate_function: AddmmBackward0, op_id = 10", 3100, 4000, tid=AUTOGRAD, pid=P)
+    b.range("AddmmBackward0, seq = 8, op_id = 11, sizes = [[8, 768]]", 3110, 3990, tid=AUTOGRAD, pid=P)
+    b.range("aten::mm, op_id = 12, sizes = [[8, 768], [768, 256]]", 3200, 3900, tid=AUTOGRAD, pid=P)
+    b.launch(start=3300, end=3350, tid=AUTOGRAD, pid=P, correlation_id=2, kernel=("gemm_bwd", 3400, 3800, 7, 0))
+    b.domain("CCCL", 50, pid=P, tid=AUTOGRAD)
+    b.range("cub::DeviceRadixSort", 4100, 4500, tid=AUTOGRAD, pid=P, domain="CCCL")
+    b.range("autograd::engine::evaluate_function: TBackward0, op_id = 13", 4150, 4450, tid=AUTOGRAD, pid=P)
+    b.range("TBackward0, seq = 7, op_id = 14, sizes = [[256, 768]]", 4160, 4440, tid=AUTOGRAD, pid=P)
+    b.launch(start=4200, end=4250, tid=AUTOGRAD, pid=P, correlation_id=3, kernel=("t_bwd", 4300, 4600, 7, 0))
+    b.launch(start=5000, end=5050, tid=AUTOGRAD, pid=P, correlation_id=5, kernel=("lone_bwd", 5100, 5200, 7, 0))
+    b.range("autograd::engine::evaluate_function: MulBackward0, op_id = 20", 6000, 6500, tid=AUTOGRAD, pid=P)
+    b.range("MulBackward0, seq = 99, op_id = 21, sizes = [[8]]", 6010, 6490, tid=AUTOGRAD, pid=P)
+    b.launch(start=6100, end=6150, tid=AUTOGRAD, pid=P, correlation_id=6, kernel=("mul_bwd", 6200, 6300, 7, 0))
+    b.kernel_without_runtime("orphan", 9600, 9700, pid=P, correlation_id=77)
+    return b
+
+
+def ambiguous_waiting_threads() -> SyntheticExport:
+    """No op markers; a helper thread launches while TWO other threads of its process are in ranges.
+
+        tid 100: work_a [0, 1000];  tid 102: work_b [0, 1000]
+        tid 101 (no ranges): corr 1 launch [100, 150] -> k_amb [200, 300]   -> layer '?', never a guess
+        tid 100: corr 2 launch [2000, 2050] -> k_out [2100, 2200]            -> outside every range: other
+    """
+    b = SyntheticExport().thread(P, MAIN, "python3").thread(P, AUTOGRAD, "worker").thread(P, 102, "loader")
+    b.range("work_a", 0, 1000, tid=MAIN, pid=P)
+    b.range("work_b", 0, 1000, tid=102, pid=P)
+    b.launch(start=100, end=150, tid=AUTOGRAD, pid=P, correlation_id=1, kernel=("k_amb", 200, 300, 7, 0))
+    b.launch(start=2000, end=2050, tid=MAIN, pid=P, correlation_id=2, kernel=("k_out", 2100, 2200, 7, 0))
+    return b

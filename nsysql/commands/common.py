@@ -46,3 +46,9 @@ def user_errors(debug: bool):
 def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool):
     from .. import open as open_nsysql
     return open_nsysql(export, cache_dir=cache_dir, use_cache=not no_cache)
+
+
+def query_decimals(query_id: str) -> dict[str, int]:
+    """Decimals each float column prints with, from the query's SQL header."""
+    from .. import catalog
+    return {c.name: c.decimals for c in catalog.get(query_id).columns if c.decimals is not None}

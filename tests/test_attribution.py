@@ -1,0 +1,105 @@
+"""Kernel attribution (`nsysql kernels` / `layers`) against a plain brute-force walk of the raw rows."""
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from plainwalk import PlainAttribution
+
+TRAIN = ["gpt-tiny-train-fp32", "gpt-tiny-train-bf16", "gpt-tiny-train-noops", "bert-2layer-train", "ncf-train",
+         "dlrm-train"]
+
+
+def _rows(ex):
+    df = ex.kernel_table()
+    ids = ex.sql("SELECT op_kind, op_id FROM gpu_op ORDER BY start_ns, op_kind, op_id")
+    assert df["idx"].to_list() == list(range(1, df.height + 1))
+    return [(k, i, d, layer, op, params, seq) for (k, i), d, layer, op, params, seq in zip(
+        ids.iter_rows(), df["direction"], df["layer"], df["op"], df["params"], df["seq"])]
+
+
+@pytest.mark.parametrize("name", ["gpt-tiny-train-fp32", "gpt-tiny-train-bf16", "gpt-tiny-forward",
+                                  "gpt-tiny-train-noops", "bert-2layer-train", "ncf-train", "dlrm-train",
+                                  "shared-small-train"])
+def test_kernel_table_matches_plain_walk(opened, export_files, name):
+    if name not in opened:
+        pytest.skip(f"{name} is not here")
+    expected = PlainAttribution(export_files[name]).attribute()
+    got = _rows(opened[name])
+    assert len(got) == len(expected)
+    mismatches = [(g, e) for g, e in zip(got, expected) if g != e]
+    assert not mismatches, f"{len(mismatches)} rows differ, first: {mismatches[:3]}"
+
+
+@pytest.mark.parametrize("name", TRAIN)
+def test_coverage_at_least_99_percent(opened, export_files, name):
+    """Done-when of the attribution issue, computed by the plain walk and by nsysql."""
+    ex = opened[name]
+    plain = PlainAttribution(export_files[name])
+    durations = {(o[0], o[1]): o[3] - o[2] for o in plain.ops}
+    rows = plain.attribute()
+    total = sum(durations[(k, i)] for k, i, *_ in rows if k == "kernel")
+    known = sum(durations[(k, i)] for k, i, d, layer, *_ in rows if k == "kernel" and layer != "?" and d != "other")
+    cov = ex.attribution_coverage()
+    assert (cov["kernel_ns"], cov["known_layer_ns"]) == (total, known)
+    assert known / total >= 0.99
+
+
+def test_gpt_backward_kernels_name_their_forward_layer(opened):
+    df = opened["gpt-tiny-train-fp32"].kernel_table()
+    bwd = df.filter((df["direction"] == "bprop") & df["layer"].str.starts_with("forward_pass/layer_1/ffn_sublayer"))
+    assert bwd.height > 0
+    assert set(bwd["op"].to_list()) & {"MmBackward0", "AddmmBackward0"}
+    assert bwd["seq"].null_count() == 0
+
+
+def test_ncf_backward_embedding_kernels_carry_their_embedding(opened):
+    """Like rows 68-187 of seed 000: sort/scan/compute_grad_weight/sum_and_scatter under the embedding."""
+    df = opened["ncf-train"].pyprof_table(1)
+    emb = df.filter(df["Kernel"].str.contains("compute_grad_weight|sum_and_scatter|DeviceRadixSort"))
+    assert emb.height >= 8
+    assert set(emb["Direction"]) == {"bprop"}
+    assert set(emb["Layer"]) == {"MF_User_Embedding", "MF_Item_Embedding", "MLP_User_Embedding", "MLP_Item_Embedding"}
+    assert set(emb["Op"]) == {"EmbeddingBackward0"}
+
+
+def test_layers_gpt_forward_and_backward_per_layer(opened):
+    ex = opened["gpt-tiny-train-fp32"]
+    full = ex.layers()
+    kt = ex.kernel_table().filter(ex.kernel_table()["kernel"].str.starts_with("[CUDA") == False)  # noqa: E712
+    assert full["total_ns"].sum() == kt["duration_ns"].sum()
+    assert full["kernels"].sum() == kt.height
+    rolled = ex.layers(depth=2)
+    for n in (0, 1):
+        row = rolled.filter(rolled["layer"] == f"forward_pass/layer_{n}").row(0, named=True)
+        assert row["fprop_ns"] > 0 and row["bprop_ns"] > 0
+        assert row["bprop_ratio"] == pytest.approx(row["bprop_ns"] / row["fprop_ns"])
+        assert 1.2 < row["bprop_ratio"] < 3.5  # the seed's analysis reads ~2x
+    merged = ex.layers(depth=2, merge_repeats=True)
+    star = merged.filter(merged["layer"] == "forward_pass/layer_*").row(0, named=True)
+    both = rolled.filter(rolled["layer"].str.starts_with("forward_pass/layer_"))
+    assert star["total_ns"] == both["total_ns"].sum()
+    assert merged["pct"].sum() == pytest.approx(100.0)
+
+
+def test_pyprof_style_cli(export_files, tmp_path):
+    from nsysql.cli import app
+    out = tmp_path / "k.csv"
+    res = CliRunner().invoke(app, ["kernels", str(export_files["ncf-train"]), "--style", "pyprof", "-f", "csv",
+                                   "-o", str(out), "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    lines = out.read_text().splitlines()
+    assert lines[0] == "Idx,Direction,Layer,Op,Params,Kernel"
+    assert lines[1].startswith("1,fprop,MF_User_Embedding,")
+    res = CliRunner().invoke(app, ["kernels", str(export_files["ncf-train"]), "--style", "pyprof", "--step", "5",
+                                   "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 1 and "choose --step 1..1" in res.output
+
+
+def test_layers_cli_prints_coverage_line(export_files, tmp_path):
+    from nsysql.cli import app
+    res = CliRunner().invoke(app, ["layers", str(export_files["gpt-tiny-train-fp32"]), "--depth", "2",
+                                   "--merge-repeats", "-f", "markdown", "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    assert "| forward_pass/layer_* |" in res.output
+    assert res.output.rstrip().splitlines()[-1].startswith("coverage: 100.00% of kernel time")
