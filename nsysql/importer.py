@@ -19,9 +19,14 @@ from .errors import NsysqlError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Tables whose presence marks a file as an Nsight Systems export.
-NSYS_MARKERS = {"StringIds", "META_DATA_EXPORT", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL",
+NSYS_MARKERS = {"StringIds", "META_DATA_EXPORT", "EXPORT_META_DATA", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL",
                 "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API", "TARGET_INFO_SESSION_START_TIME"}
 VIEW_SETS = {3: "nsys3"}  # export schema major version -> queries/normalize/<set>
+SUPPORTED = "export schema 3.x, i.e. Nsight Systems 2022.4 to 2025.x"
+# Where the schema version is kept: 2025.x names the table META_DATA_EXPORT, 2022.4 EXPORT_META_DATA.
+METADATA_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
+# A shim folder under queries/normalize/shims/ is named for the schema versions it serves.
+_SHIM_RANGE = re.compile(r"v(\d+)_(\d+)_to_v(\d+)_(\d+)")
 
 
 def check_sqlite_file(path: Path) -> None:
@@ -88,13 +93,20 @@ def normalize(export: Path, target: Path) -> dict:
                 raise NsysqlError(f"{export} is a SQLite file but not an Nsight Systems export "
                                   "(no StringIds, NVTX_EVENTS or CUPTI tables); export one with: nsys export --type sqlite REPORT.nsys-rep")
             con.execute(f"ATTACH {quote_literal(str(link))} AS nsys (TYPE sqlite, READ_ONLY)")
-            schema = "unknown"
-            if "META_DATA_EXPORT" in tables:
-                row = con.execute("SELECT value FROM nsys.META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'").fetchone()
-                schema = row[0] if row else "unknown"
+            schema = _schema_version(con, tables)
             view_set = _view_set(schema, tables, export)
             con.execute("CREATE SCHEMA raw")
+            shims = applicable_shims(schema, tables)
+            for shim in shims:  # raw.<3.x table> views over an older export's tables, before the stubs
+                try:
+                    con.execute(shim.sql)
+                except duckdb.Error as exc:
+                    raise NsysqlError(f"{export}: could not apply {shim.id} ({str(exc).splitlines()[0]}); "
+                                      f"export schema {schema} may be unsupported") from None
+            shimmed = {_provided(shim) for shim in shims}
             for name, stub in _stub_statements().items():
+                if name in shimmed:
+                    continue
                 if name in tables:
                     con.execute(f"CREATE VIEW raw.{name} AS SELECT rowid AS rowid, * FROM nsys.{name}")
                 else:
@@ -105,12 +117,14 @@ def normalize(export: Path, target: Path) -> dict:
                 except duckdb.Error as exc:
                     raise NsysqlError(f"{export}: could not normalize {q.name} "
                                       f"({str(exc).splitlines()[0]}); export schema {schema} may be unsupported") from None
+            # the raw tables as the views saw them: a shimmed 3.x table counts as present
             con.execute("CREATE TABLE nsysql_tables AS SELECT unnest($t::VARCHAR[]) AS raw_table ORDER BY 1",
-                        {"t": sorted(tables)})
+                        {"t": sorted(tables | shimmed)})
             con.execute("CREATE TABLE nsysql_meta (key VARCHAR, value VARCHAR)")
             con.executemany("INSERT INTO nsysql_meta VALUES (?, ?)", [
                 ("export_path", str(export.resolve())), ("export_schema", schema), ("view_set", view_set),
                 ("views_version", views_version(view_set)),
+                ("shims", ", ".join(shim.id for shim in shims) or "none"),
             ])
             con.execute("DROP SCHEMA raw CASCADE")
             con.execute("DETACH nsys")
@@ -120,21 +134,63 @@ def normalize(export: Path, target: Path) -> dict:
     return {"schema": schema, "view_set": view_set, "tables": tables}
 
 
+def _schema_version(con, tables: set[str]) -> str:
+    """EXPORT_SCHEMA_VERSION from whichever metadata table the export has; 'unknown' without one."""
+    for table in METADATA_TABLES:
+        if table in tables:
+            row = con.execute(f"SELECT value FROM nsys.{table} WHERE name = 'EXPORT_SCHEMA_VERSION'").fetchone()
+            return row[0] if row else "unknown"
+    return "unknown"
+
+
+def _version_tuple(schema: str) -> tuple[int, ...] | None:
+    """(major, minor) of '3.20.3'; None when it does not start with two numbers."""
+    m = re.match(r"(\d+)\.(\d+)", schema)
+    return (int(m[1]), int(m[2])) if m else None
+
+
 def _view_set(schema: str, tables: set[str], export: Path) -> str:
     if schema == "unknown":
-        # Exports older than META_DATA_EXPORT: the 3.x views read only long-standing columns.
+        # Exports older than any metadata table: the 3.x views read only long-standing columns.
         return "nsys3"
     try:
         major = int(schema.split(".")[0])
     except ValueError:
-        raise NsysqlError(f"{export}: unreadable export schema version {schema!r}") from None
+        raise NsysqlError(f"{export}: unreadable export schema version {schema!r} (supported: {SUPPORTED})") from None
+    if major < min(VIEW_SETS):
+        raise NsysqlError(f"{export}: export schema {schema} is older than nsysql supports ({SUPPORTED}); "
+                          "re-export the .nsys-rep with Nsight Systems 2022.4 or newer")
     if major not in VIEW_SETS:
-        raise NsysqlError(f"{export}: export schema {schema} is not supported (supported: "
-                          f"{', '.join(f'{m}.x' for m in VIEW_SETS)}); re-export it with Nsight Systems 2023.1 or newer")
+        raise NsysqlError(f"{export}: export schema {schema} is newer than nsysql supports ({SUPPORTED}); "
+                          "export the .nsys-rep with Nsight Systems 2025.x, or update nsysql")
     return VIEW_SETS[major]
 
 
+def _provided(shim: catalog.Query) -> str:
+    return shim.meta["provides"].strip().removeprefix("raw.")
+
+
+def applicable_shims(schema: str, tables: set[str]) -> list[catalog.Query]:
+    """The shims for this export: its schema version is in the shim folder's range, it has every
+    table the shim reads (`requires: nsys.X`) and lacks the 3.x table the shim provides."""
+    version = _version_tuple(schema)
+    if version is None:
+        return []
+    chosen = []
+    for shim in catalog.group("normalize.shims"):
+        folder = shim.id.split(".")[2]
+        m = _SHIM_RANGE.fullmatch(folder)
+        if m is None:
+            raise ValueError(f"{shim.path}: shim folder {folder!r} must be named v<major>_<minor>_to_v<major>_<minor>")
+        low, high = (int(m[1]), int(m[2])), (int(m[3]), int(m[4]))
+        reads = {r.removeprefix("nsys.") for r in shim.requires}
+        if low <= version <= high and reads <= tables and _provided(shim) not in tables:
+            chosen.append(shim)
+    return chosen
+
+
 def views_version(view_set: str = "nsys3") -> str:
-    """Changes whenever any normalize query of the set changes (its text, hence its version too)."""
-    digest = hashlib.sha256("".join(q.sql for q in catalog.group(f"normalize.{view_set}")).encode())
+    """Changes whenever any normalize query of the set or any shim changes (its text, hence its version too)."""
+    queries = catalog.group(f"normalize.{view_set}") + catalog.group("normalize.shims")
+    digest = hashlib.sha256("".join(q.sql for q in queries).encode())
     return f"{view_set}-{digest.hexdigest()[:12]}"

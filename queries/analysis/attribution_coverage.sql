@@ -2,6 +2,7 @@
 -- purpose: How much GPU kernel time kernel attribution could charge: with a known layer, per direction, and per way the layer was found (seq link to the forward op, own thread's range, range borrowed from the thread waiting in backward, none).
 -- requires: gpu_op, gpu_op_attribution
 -- params: none
+-- rows: one
 -- columns:
 --   kernels | BIGINT | count
 --   kernel_ns | BIGINT | ns

@@ -2,6 +2,7 @@
 -- purpose: One row of facts about the capture: GPUs, Nsight Systems version, export schema, duration and how much of each activity it holds.
 -- requires: none
 -- params: none
+-- rows: one
 -- columns:
 --   gpus | VARCHAR | text (device id: name; ...)
 --   nsys_version | VARCHAR | text
