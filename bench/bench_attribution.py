@@ -1,6 +1,6 @@
 """What kernel attribution adds to a cold `nsysql` run, on an export replicated N times.
 
-    python bench/bench_attribution.py BASE.sqlite[.xz] --copies 2100 [--workdir DIR]
+    python bench/bench_attribution.py BASE.sqlite[.xz] --copies 2100 [--workdir DIR] [--skip OSRT_API]
 
 Builds the N-copy export (bench/replicate.py), normalizes it once with nsysql (cold), then,
 on a copy of the cached DuckDB file, drops the attribution tables and rebuilds each from its
@@ -31,6 +31,7 @@ def main() -> None:
     p.add_argument("base", type=Path)
     p.add_argument("--copies", type=int, default=2100)
     p.add_argument("--workdir", type=Path, default=None)
+    p.add_argument("--skip", action="append", default=[], help="raw table not to replicate (e.g. OSRT_API)")
     a = p.parse_args()
     import nsysql
     from nsysql import catalog
@@ -46,7 +47,8 @@ def main() -> None:
     export = work / f"x{a.copies}.sqlite"
     if not export.exists():
         subprocess.run([sys.executable, str(HERE / "replicate.py"), str(base), str(export), "--copies",
-                        str(a.copies)], check=True, stderr=subprocess.DEVNULL)
+                        str(a.copies)] + [x for t in a.skip for x in ("--skip", t)],
+                       check=True, stderr=subprocess.DEVNULL)
     cache = work / "cache"
     shutil.rmtree(cache, ignore_errors=True)
     t = time.perf_counter()

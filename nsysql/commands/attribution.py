@@ -7,12 +7,12 @@ from typing import Annotated
 import typer
 
 from ..formats import Format
-from .common import (CacheDirOpt, DebugOpt, ExportArg, FormatOpt, NoCacheOpt, OutputOpt, open_export,
-                     query_decimals, user_errors)
+from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, gather, query_decimals,
+                     user_errors)
 
 
 def kernels(
-    export: ExportArg,
+    exports: ExportsArg,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
     style: Annotated[str, typer.Option(
@@ -31,16 +31,16 @@ def kernels(
     with user_errors(debug):
         if style not in ("full", "pyprof"):
             raise NsysqlError(f"--style is full or pyprof, not {style!r}")
-        with open_export(export, cache_dir, no_cache) as ex:
-            if style == "pyprof":
-                df, query = ex.pyprof_table(step), "analysis.kernel_table_pyprof"
-            else:
-                df, query = ex.kernel_table(), "analysis.kernel_table"
-            emit(df, fmt, decimals=query_decimals(query), output=output, title=f"kernels ({style})")
+        if style == "pyprof":
+            df = gather(exports, lambda ex: ex.pyprof_table(step), cache_dir, no_cache)
+            query = "analysis.kernel_table_pyprof"
+        else:
+            df, query = gather(exports, lambda ex: ex.kernel_table(), cache_dir, no_cache), "analysis.kernel_table"
+        emit(df, fmt, decimals=query_decimals(query), output=output, title=f"kernels ({style})")
 
 
 def layers(
-    export: ExportArg,
+    exports: ExportsArg,
     depth: Annotated[int, typer.Option(
         "--depth", min=0, help="Roll paths up to their first N components (1 = forward_pass, ...; 0 = whole path).")] = 0,
     merge_repeats: Annotated[bool, typer.Option(
@@ -55,11 +55,15 @@ def layers(
     ratio; ends with the coverage line (share of kernel time with a known layer)."""
     from ..render import emit
     with user_errors(debug):
-        with open_export(export, cache_dir, no_cache) as ex:
-            df = ex.layers(depth=depth, merge_repeats=merge_repeats)
-            cov = ex.attribution_coverage()
+        covs = []
+
+        def per_export(ex):
+            covs.append(ex.attribution_coverage())
+            return ex.layers(depth=depth, merge_repeats=merge_repeats)
+
+        df = gather(exports, per_export, cache_dir, no_cache)
         emit(df, fmt, decimals=query_decimals("analysis.layers"), output=output, title="GPU kernel time per layer")
-        line = coverage_line(cov)
+        line = coverage_line(combined(covs))
         if fmt in (Format.table, Format.markdown):
             if output is None:
                 sys.stdout.write(line + "\n")
@@ -68,6 +72,13 @@ def layers(
                     f.write(line + "\n")
         else:  # keep machine-readable output clean
             typer.echo(line, err=True)
+
+
+def combined(covs: list[dict]) -> dict:
+    """Coverage over several exports: sums of the ns columns, percentage recomputed."""
+    total = {k: sum(c[k] for c in covs) for k in covs[0] if k != "known_layer_pct"}
+    total["known_layer_pct"] = 100.0 * total["known_layer_ns"] / total["kernel_ns"] if total["kernel_ns"] else None
+    return total
 
 
 def coverage_line(cov: dict) -> str:

@@ -13,6 +13,9 @@ from ..formats import Format
 
 ExportArg = Annotated[Path, typer.Argument(help="An nsys SQLite export (nsys export --type sqlite REPORT.nsys-rep).",
                                            show_default=False)]
+ExportsArg = Annotated[list[Path], typer.Argument(
+    help="One or more nsys SQLite exports (.sqlite or .sqlite.xz), or a quoted glob such as 'runs/rank*.sqlite'; "
+         "with several, rows carry `export` and `rank` columns.", show_default=False)]
 CacheDirOpt = Annotated[Optional[Path], typer.Option(
     "--cache-dir", help="Where normalized exports are cached [default: $NSYSQL_CACHE_DIR or ~/.cache/nsysql].",
     show_default=False)]
@@ -52,3 +55,9 @@ def query_decimals(query_id: str) -> dict[str, int]:
     """Decimals each float column prints with, from the query's SQL header."""
     from .. import catalog
     return {c.name: c.decimals for c in catalog.get(query_id).columns if c.decimals is not None}
+
+
+def gather(exports: list[Path], analysis, cache_dir: Optional[Path], no_cache: bool):
+    """Run `analysis(export)` on every export given (globs expanded); see nsysql.multi.gather."""
+    from .. import multi
+    return multi.gather(multi.expand(exports), analysis, lambda p: open_export(p, cache_dir, no_cache))

@@ -1,0 +1,73 @@
+"""Several exports at once (one per rank, or several runs): expand paths and globs, label each
+export, and run one analysis over all of them into a single frame with `export` and `rank` columns."""
+from __future__ import annotations
+
+import glob
+import re
+from pathlib import Path
+from typing import Callable
+
+import polars as pl
+
+from .errors import NsysqlError
+
+# rank in a file name: rank3, rank_3, rank-03, or r3 (r/rank not glued to a letter or digit before it)
+_RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank|r)[_-]?(\d+)(?:[^0-9]|$)", re.IGNORECASE)
+
+
+def expand(paths: list[Path]) -> list[Path]:
+    """Paths in the order given, with glob patterns (*, ?, [..]) expanded and sorted; duplicates dropped."""
+    out: list[Path] = []
+    for p in paths:
+        text = str(p)
+        if any(ch in text for ch in "*?["):
+            matches = sorted(glob.glob(text))
+            if not matches:
+                raise NsysqlError(f"{text}: no file matches this pattern")
+            out.extend(Path(m) for m in matches)
+        else:
+            out.append(p)
+    seen, unique = set(), []
+    for p in out:
+        key = p.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return unique
+
+
+def label(path: Path) -> str:
+    """The export's name in multi-export output: the file name without .sqlite/.xz."""
+    name = path.name
+    for suffix in (".xz", ".sqlite"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def labels(paths: list[Path]) -> list[str]:
+    """Unique labels: file names, or parent/file where two files share a name."""
+    names = [label(p) for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    return [f"{p.parent.name}/{n}" for p, n in zip(paths, names)]
+
+
+def rank_of(path: Path) -> int | None:
+    """The rank a file name states (`rank3`, `rank_03`, `r3`), else None."""
+    m = _RANK.search(label(path))
+    return int(m.group(1)) if m else None
+
+
+def gather(paths: list[Path], analysis: Callable, opener: Callable) -> pl.DataFrame:
+    """`analysis(export)` for each path. One path: its frame unchanged (so single-export output stays
+    identical to `nsys stats`). Several: one frame, rows prefixed with `export` and `rank`."""
+    if len(paths) == 1:
+        with opener(paths[0]) as ex:
+            return analysis(ex)
+    frames = []
+    for path, name in zip(paths, labels(paths)):
+        with opener(path) as ex:
+            df = analysis(ex)
+        frames.append(df.select(pl.lit(name).alias("export"), pl.lit(rank_of(path), dtype=pl.Int64).alias("rank"),
+                                pl.all()))
+    return pl.concat(frames, how="diagonal_relaxed")

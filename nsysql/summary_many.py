@@ -1,0 +1,77 @@
+"""`nsysql summarize A B ...`: several exports (ranks or runs) side by side — per-export totals with the
+ones whose GPU time deviates, per-range spread (min/median/max), and the slowest export of every step."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import polars as pl
+
+from . import multi
+from .summary import Section
+
+
+def build(paths: list[Path], opener: Callable, top: int = 10, deviation_pct: float = 10.0) -> list[Section]:
+    names = multi.labels(paths)
+    totals, ranges, steps = [], [], []
+    for path, name in zip(paths, names):
+        with opener(path) as ex:
+            tag = dict(export=name, rank=multi.rank_of(path))
+            facts = ex.run("analysis.capture_facts").row(0, named=True)
+            busy = ex.sql("SELECT COALESCE(SUM(end_ns - start_ns), 0) AS busy FROM gpu_busy")["busy"][0]
+            kernel_ns = ex.sql("SELECT COALESCE(SUM(end_ns - start_ns), 0) AS k FROM kernel")["k"][0]
+            totals.append({**tag, "duration_ns": facts["duration_ns"], "kernels": facts["kernels"],
+                           "kernel_ns": int(kernel_ns), "gpu_busy_ns": int(busy)})
+            if ex.has("nvtx_range") and ex.has("kernel"):
+                markers = ex.sql("SELECT DISTINCT range_name FROM nvtx_range WHERE is_op_marker")
+                r = (ex.gpu_time_by_range().join(markers, on="range_name", how="anti")  # user ranges only
+                     .select("range_name", "inclusive_busy_ns"))
+                ranges.append(r.with_columns(pl.lit(name).alias("export"), pl.lit(tag["rank"], pl.Int64).alias("rank")))
+            if ex.has("nvtx_range"):
+                s = ex.steps().select("step", "wall_ns", "gpu_busy_ns")
+                steps.append(s.with_columns(pl.lit(name).alias("export"), pl.lit(tag["rank"], pl.Int64).alias("rank")))
+    sections = [_totals(pl.DataFrame(totals), deviation_pct)]
+    if ranges:
+        sections.append(_range_spread(pl.concat(ranges), len(paths), top))
+    if steps and pl.concat(steps).height:
+        sections.append(_slowest_per_step(pl.concat(steps)))
+    return sections
+
+
+def _totals(df: pl.DataFrame, deviation_pct: float) -> Section:
+    median = df["gpu_busy_ns"].median() or 0
+    df = df.with_columns(
+        (100.0 * (pl.col("gpu_busy_ns") - median) / median if median else pl.lit(None, pl.Float64))
+        .alias("busy_vs_median_pct"))
+    df = df.with_columns((pl.col("busy_vs_median_pct").abs() > deviation_pct).alias("deviates"))
+    odd = df.filter(pl.col("deviates"))["export"].to_list()
+    note = (f"median GPU busy {int(median):,} ns; exports more than {deviation_pct:g}% from it: "
+            + (", ".join(odd) if odd else "none"))
+    return Section("Exports", df, {"busy_vs_median_pct": 1}, note)
+
+
+def _range_spread(df: pl.DataFrame, n_exports: int, top: int) -> Section:
+    slowest = (df.sort(["inclusive_busy_ns", "export"], descending=[True, False])
+                 .group_by("range_name", maintain_order=True).first()
+                 .select("range_name", pl.col("export").alias("slowest_export"), pl.col("rank").alias("slowest_rank")))
+    spread = (df.group_by("range_name")
+                .agg(pl.len().alias("exports"), pl.col("inclusive_busy_ns").min().alias("min_ns"),
+                     pl.col("inclusive_busy_ns").median().alias("median_ns"),
+                     pl.col("inclusive_busy_ns").max().alias("max_ns"))
+                .with_columns((pl.col("max_ns") / pl.col("min_ns")).alias("max_over_min"))
+                .join(slowest, on="range_name")
+                .sort(["median_ns", "range_name"], descending=[True, False]).head(top))
+    note = (f"GPU busy time (union of intervals) of the ops launched inside each range, over {n_exports} exports; "
+            "`nsysql report nvtx_gpu_proj_sum A B ...` gives NVIDIA's projection per export")
+    return Section(f"Top {top} ranges: spread across exports", spread, {"median_ns": 1, "max_over_min": 2}, note)
+
+
+def _slowest_per_step(df: pl.DataFrame) -> Section:
+    slowest = (df.sort(["wall_ns", "export"], descending=[True, False]).group_by("step", maintain_order=True).first()
+                 .select("step", pl.col("export").alias("slowest_export"), pl.col("rank").alias("slowest_rank")))
+    per_step = (df.group_by("step")
+                  .agg(pl.len().alias("exports"), pl.col("wall_ns").min().alias("min_wall_ns"),
+                       pl.col("wall_ns").median().alias("median_wall_ns"), pl.col("wall_ns").max().alias("max_wall_ns"))
+                  .join(slowest, on="step").sort("step"))
+    return Section("Steps: slowest export per step", per_step, {"median_wall_ns": 1},
+                   "steps as `nsysql steps` finds them, matched by their index in each export")
