@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 import typer
 
 from . import catalog
-from .commands.common import (CacheDirOpt, DebugOpt, ExportArg, NoCacheOpt, OutputOpt, open_export,
-                              user_errors)
+from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, NoCacheOpt, OutputOpt, gather, open_export,
+                              query_decimals, user_errors)
 from .errors import NsysqlError
 from .formats import Format
 
@@ -38,45 +38,56 @@ def list_reports() -> None:
 @app.command("report")
 def report(
     name: Annotated[str, typer.Argument(help="Report name; `nsysql reports` lists them.", show_default=False)],
-    export: ExportArg,
+    exports: ExportsArg,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
     output: OutputOpt = None,
     cache_dir: CacheDirOpt = None,
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Run one report; `--format csv` is identical to `nsys stats -r NAME -f csv`."""
+    """Run one report; `--format csv` is identical to `nsys stats -r NAME -f csv` (one export)."""
     from .render import emit
     with user_errors(debug):
         if f"reports.{name}" not in catalog.all_queries():
             raise NsysqlError(f"no report named {name!r}; `nsysql reports` lists them")
-        with _open(export, cache_dir, no_cache) as ex:
-            df = ex.report(name)
-            q = catalog.get(f"reports.{name}")
-            emit(df, fmt, decimals={c.name: c.decimals for c in q.columns if c.decimals is not None},
-                 output=output, title=name)
+        df = gather(exports, lambda ex: ex.report(name), cache_dir, no_cache)
+        emit(df, fmt, decimals=query_decimals(f"reports.{name}"), output=output, title=name)
 
 
 @app.command("summarize")
 def summarize(
-    export: ExportArg,
+    exports: ExportsArg,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="table, markdown or json.")] = Format.table,
     top: Annotated[int, typer.Option("--top", min=1, help="Rows in each top-N section.")] = 10,
+    deviation: Annotated[float, typer.Option(
+        "--deviation", min=0, help="Several exports: flag those whose GPU busy time is more than this many "
+                                   "percent from the median.")] = 10.0,
     output: OutputOpt = None,
     cache_dir: CacheDirOpt = None,
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Where the GPU time went: busy vs wall, top ranges and kernels, launch overhead, copies, coverage."""
-    from . import summary
+    """Where the GPU time went: busy vs wall, top ranges and kernels, launch overhead, copies, coverage.
+    With several exports: per-export totals and deviating ones, per-range spread, slowest export per step."""
+    from types import SimpleNamespace
+
+    from . import multi, summary
     with user_errors(debug):
         if fmt not in (Format.table, Format.markdown, Format.json):
             raise NsysqlError(f"summarize prints table, markdown or json, not {fmt.value}")
-        with _open(export, cache_dir, no_cache) as ex:
-            sections = summary.build(ex, top=top)
-            tty = output is None and sys.stdout.isatty()
-            width = shutil.get_terminal_size().columns if tty else 200
-            text = summary.render(ex, sections, fmt, color=tty, width=width)
+        paths = multi.expand(exports)
+        tty = output is None and sys.stdout.isatty()
+        width = shutil.get_terminal_size().columns if tty else 200
+        if len(paths) == 1:
+            with _open(paths[0], cache_dir, no_cache) as ex:
+                sections = summary.build(ex, top=top)
+                text = summary.render(ex, sections, fmt, color=tty, width=width)
+        else:
+            from . import summary_many
+            sections = summary_many.build(paths, lambda p: _open(p, cache_dir, no_cache), top=top,
+                                          deviation_pct=deviation)
+            title = SimpleNamespace(path=Path(f"{len(paths)} exports ({', '.join(multi.labels(paths))})"))
+            text = summary.render(title, sections, fmt, color=tty, width=width)
         if output is None:
             sys.stdout.write(text)
         else:
@@ -87,6 +98,17 @@ def summarize(
 # A module that cannot be imported (e.g. capture where torch-only tools are trimmed) is skipped.
 COMMAND_MODULES = (
     "capture",
+    "attribution",
+    "steps",
+    "diff",
+    "plot",
+    "efficiency",
+    "db",
+    "sql",
+    "parquet",
+    "overhead",
+    "memcpy",
+    "gaps",
 )
 
 
