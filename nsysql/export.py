@@ -127,6 +127,28 @@ class Export:
         """Every kernel with its launching API call (correlationId and process), in GPU start order."""
         return self.run("analysis.kernels")
 
+    def kernel_table(self) -> pl.DataFrame:
+        """Every GPU op charged to direction (fprop/bprop/optim/other), layer, op, input shapes, seq."""
+        return self.run("analysis.kernel_table")
+
+    def layers(self, depth: int = 0, merge_repeats: bool = False) -> pl.DataFrame:
+        """Kernel time per layer path split fprop/bprop/optim; `depth` keeps N path components."""
+        if depth < 0:
+            raise NsysqlError(f"depth must be 0 (whole path) or more, not {depth}")
+        return self.run("analysis.layers", depth=depth, merge_repeats=merge_repeats)
+
+    def attribution_coverage(self) -> dict:
+        """Kernel time with a known layer, per direction and per way the layer was found."""
+        return self.run("analysis.attribution_coverage").row(0, named=True)
+
+    def pyprof_table(self, step: int = 1) -> pl.DataFrame:
+        """The seed tables' layout (Idx, Direction, Layer, Op, Params, Kernel) for step `step`
+        (1-based, in time order); step 0, or an export without step ranges, gives every kernel."""
+        steps = self.sql("SELECT COUNT(*) AS n FROM user_range WHERE is_step")["n"][0]
+        if step < 0 or (steps and step > steps):
+            raise NsysqlError(f"{self.path.name} has {steps} step range(s); choose --step 1..{steps} (0 = all kernels)")
+        return self.run("analysis.kernel_table_pyprof", step=step if steps else 0)
+
     def ranges(self) -> pl.DataFrame:
         """NVTX ranges with depth, parent, full path and thread."""
         return self.run("analysis.ranges")
@@ -139,9 +161,68 @@ class Export:
         """Per kernel launch: API, queue and kernel time."""
         return self.run("analysis.launch_overhead")
 
-    def memcpy(self) -> pl.DataFrame:
-        """Per copy kind and host memory kind: count, bytes, time, GB/s."""
-        return self.run("analysis.memcpy")
+    def memcpy(self, by: str = "kind") -> pl.DataFrame:
+        """Copies and memsets per copy/memory kind (`by="kind"`), per user NVTX range and kind (`"range"`) or
+        per device, stream and kind (`"stream"`): count, bytes, time, GB/s, pageable/pinned, synchronous."""
+        queries = {"kind": "analysis.memcpy", "range": "analysis.memcpy_by_range", "stream": "analysis.memcpy_by_stream"}
+        if by not in queries:
+            raise NsysqlError(f"memcpy by {by!r}? choose one of: {', '.join(queries)}")
+        return self.run(queries[by])
+
+    def overhead(self, by: str = "range") -> pl.DataFrame:
+        """Kernel launch overhead per user NVTX range (`by="range"`), kernel name (`"kernel"`) or launching
+        thread (`"thread"`): launches, CPU and GPU busy time, API/queue time mean/median/p95, launch_bound."""
+        if by not in ("range", "kernel", "thread"):
+            raise NsysqlError(f"overhead by {by!r}? choose one of: range, kernel, thread")
+        return self.run(f"analysis.overhead_by_{by}")
+
+    def gaps(self, min_gap_us: float = 100.0, threads: bool = False) -> pl.DataFrame:
+        """GPU idle gaps of at least `min_gap_us`, longest first, with the launching thread's CPU context;
+        `threads=True` gives one row per gap and thread instead."""
+        if min_gap_us < 0:
+            raise NsysqlError(f"the minimum gap must be 0 µs or more, not {min_gap_us}")
+        return self.run("analysis.gaps_threads" if threads else "analysis.gaps", min_gap_ns=round(min_gap_us * 1000))
+
+    def utilization(self, window_ms: float = 10.0) -> pl.DataFrame:
+        """GPU busy share per device in fixed windows of `window_ms` from the first GPU op to the last."""
+        window_ns = round(window_ms * 1_000_000)
+        if window_ns <= 0:
+            raise NsysqlError(f"the window must be longer than 0 ms, not {window_ms}")
+        span = self.sql("SELECT MAX(end_ns) - MIN(start_ns) AS span FROM gpu_busy")["span"][0] or 0
+        if span // window_ns > 1_000_000:  # a window count that size is a typo, not a question
+            raise NsysqlError(f"{window_ms} ms windows cut the {span / 1e6:.0f} ms of GPU activity into more than "
+                              "a million; choose a longer --window-ms")
+        return self.run("analysis.utilization", window_ns=window_ns)
+
+    def steps(self) -> pl.DataFrame:
+        """Training/inference steps (step-named ranges, else a repeating top-level pattern): wall, GPU busy, split."""
+        return self.run("analysis.steps")
+
+    def diff(self, other: "Export", by: str = "range", match: str = "exact") -> pl.DataFrame:
+        """This export (A) against `other` (B) per range path, kernel or layer: times, B - A, biggest change first.
+
+        `match="base"` (kernels only) matches kernels by base name, e.g. all GEMMs as `gemm*` across dtypes.
+        """
+        from .diff import diff
+        return diff(self, other, by=by, match=match)
+
+    def efficiency(self, by: str = "op") -> pl.DataFrame:
+        """Achieved TFLOP/s (matmul, conv) and GB/s (elementwise) per op and input shapes (`by="op"`) or per
+        layer (`"layer"`), from the shapes PyTorch's op markers recorded, with the tensor-core share of matmul time."""
+        if by not in ("op", "layer"):
+            raise NsysqlError(f"efficiency by {by!r}? choose op or layer")
+        return self.run("analysis.efficiency", by=by)
+
+    # -- standalone copies (logic in nsysql/dataset.py) ------------------------------------------
+    def to_duckdb(self, path: str | os.PathLike, *, force: bool = False):
+        """Write a DuckDB file: the normalized tables plus every report and analysis as a documented view."""
+        from . import dataset
+        return dataset.write_duckdb(self, Path(path), force=force)
+
+    def to_parquet(self, directory: str | os.PathLike, *, name: str | None = None, force: bool = False):
+        """Write the normalized tables as a Parquet dataset: DIR/<table>/export=<name>/part-0.parquet."""
+        from . import dataset
+        return dataset.write_parquet(self, Path(directory), name=name, force=force)
 
 
 def unpack_xz(path: Path, directory: Path) -> Path:

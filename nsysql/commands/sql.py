@@ -1,0 +1,38 @@
+"""`nsysql sql EXPORT "SELECT ..."`: ad-hoc, read-only SQL over the normalized tables and report views."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ..formats import Format
+from .common import CacheDirOpt, DebugOpt, ExportArg, FormatOpt, NoCacheOpt, OutputOpt, open_export, user_errors
+
+QueryArg = Annotated[str, typer.Argument(
+    help="One SELECT over the normalized tables (kernel, runtime, nvtx_range, gpu_op, ...) and the report/analysis "
+         "views (nvtx_gpu_proj_sum, ...); use $name for values given with -p.", show_default=False)]
+ParamOpt = Annotated[Optional[list[str]], typer.Option(
+    "-p", "--param", help="Bind $name: -p name=value (an int if it parses, else a float, else text). Repeatable.",
+    show_default=False)]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("sql")
+    def sql(
+        export: ExportArg,
+        query: QueryArg,
+        fmt: FormatOpt = Format.table,
+        output: OutputOpt = None,
+        param: ParamOpt = None,
+        cache_dir: CacheDirOpt = None,
+        no_cache: NoCacheOpt = False,
+        debug: DebugOpt = False,
+    ) -> None:
+        """Run ad-hoc SQL (read-only) against an export's normalized tables and the report/analysis views."""
+        from .. import adhoc
+        from ..render import emit
+        with user_errors(debug):
+            params = adhoc.parse_params(param or [])
+            with open_export(export, cache_dir, no_cache) as ex:
+                df = adhoc.run(ex, query, params)
+            emit(df, fmt, output=output, title=None)

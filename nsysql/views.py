@@ -1,0 +1,168 @@
+"""The catalog's reports and analyses as SQL views over the normalized tables.
+
+Every query in the `reports` and `analysis` groups becomes a view whose SQL is the query file's
+text (DuckDB stores views re-formatted, so the original text is kept in `nsysql_views.sql`).
+A view is named after its query (`reports.nvtx_gpu_proj_sum` -> `nvtx_gpu_proj_sum`) unless
+that name is already a normalized table or an earlier view, then `<group>_<name>`
+(`analysis.memcpy` -> `analysis_memcpy`, since `memcpy` is a table). Reports come first, so
+they always keep NVIDIA's report names.
+
+A view cannot take parameters: a query using `$name` gets its header's default
+(`-- params: top BIGINT default 10`, or `top = 10`) as a literal, and without one it is left
+out with a note saying so.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import duckdb
+
+from . import catalog
+from .engine import quote_ident, quote_literal
+
+VIEW_GROUPS = ("reports", "analysis")
+_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
+_VALUE = r"(?P<v>'[^']*'|\"[^\"]*\"|[^\s,;)]+)"
+
+
+@dataclass(frozen=True)
+class CatalogView:
+    query: catalog.Query
+    view_name: str
+    sql: str | None  # what CREATE VIEW gets; None: it cannot be a view (see note)
+    note: str = ""
+
+    @property
+    def description(self) -> str:
+        return self.query.purpose
+
+
+def catalog_views(taken: set[str]) -> list[CatalogView]:
+    """Every report and analysis as a view; `taken` holds the normalized relations' names."""
+    used = {t.lower() for t in taken}
+    views = []
+    for group in VIEW_GROUPS:
+        for q in catalog.group(group):
+            name, notes = q.name, []
+            if name.lower() in used:
+                notes.append(f"named {group}_{name}: {name} is already a table or view")
+                name = f"{group}_{name}"
+            used.add(name.lower())
+            sql, param_note = _with_defaults(q)
+            if param_note:
+                notes.append(param_note)
+            views.append(CatalogView(q, name, sql, "; ".join(notes)))
+    return views
+
+
+def create_views(con: duckdb.DuckDBPyConnection, views: list[CatalogView], *, temporary: bool = False,
+                 document: bool = False) -> list[CatalogView]:
+    """CREATE each view on `con`; returns the views with notes for those that failed or differ from their header."""
+    kind = "TEMP VIEW" if temporary else "VIEW"
+    done = []
+    for v in views:
+        note = v.note
+        if v.sql is not None:
+            try:
+                con.execute(f"CREATE {kind} {quote_ident(v.view_name)} AS {_body(v.sql)}")
+            except duckdb.Error as exc:
+                note = _join(note, f"not created: {str(exc).splitlines()[0]}")
+                v = CatalogView(v.query, v.view_name, None, note)
+            else:
+                got = [d[0] for d in con.execute(f"SELECT * FROM {quote_ident(v.view_name)} LIMIT 0").description]
+                want = [c.name for c in v.query.columns]
+                if want and got != want:
+                    note = _join(note, f"columns {got} differ from its header {want}")
+                if document:
+                    _comment(con, "VIEW", v.view_name, v.query)
+                v = CatalogView(v.query, v.view_name, v.sql, note)
+        done.append(v)
+    return done
+
+
+def document_tables(con: duckdb.DuckDBPyConnection, view_set: str) -> None:
+    """COMMENT ON the normalized tables (and nvtx_path) from their normalize query headers."""
+    kinds = dict(con.execute(
+        "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'main'").fetchall())
+    for q in catalog.group(f"normalize.{view_set}"):
+        if q.name in kinds and q.columns:
+            _comment(con, "VIEW" if kinds[q.name] == "VIEW" else "TABLE", q.name, q)
+
+
+def _comment(con, kind: str, name: str, q: catalog.Query) -> None:
+    # COMMENT ON takes no bound parameters; the texts are our own SQL headers.
+    con.execute(f"COMMENT ON {kind} {quote_ident(name)} IS {quote_literal(f'{q.id} v{q.version}: {q.purpose}')}")
+    present = {d[0] for d in con.execute(f"SELECT * FROM {quote_ident(name)} LIMIT 0").description}
+    for c in q.columns:
+        if c.name in present:
+            con.execute(f"COMMENT ON COLUMN {quote_ident(name)}.{quote_ident(c.name)} IS "
+                        f"{quote_literal(f'{c.type} | {c.unit}')}")
+
+
+def _body(sql: str) -> str:
+    """The query text without its final semicolon (CREATE VIEW ... AS takes one statement)."""
+    text = sql.rstrip()
+    while text.endswith(";"):
+        text = text[:-1].rstrip()
+    return text
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}; {b}" if a else b
+
+
+def _with_defaults(q: catalog.Query) -> tuple[str | None, str]:
+    """The SQL with each $param replaced by its header default, or None when one has no default."""
+    defaults = param_defaults(q)
+    if not defaults:
+        return q.sql, ""
+    missing = [n for n, d in defaults.items() if d is _NO_DEFAULT]
+    if missing:
+        return None, (f"not a view: needs parameter(s) {', '.join(missing)} and its header gives no default; "
+                      f"run it with `nsysql sql` or Export.run('{q.id}', ...)")
+    literals = {n: sql_literal(v) for n, v in defaults.items()}
+    sql = _PARAM.sub(lambda m: literals.get(m.group(1), m.group(0)), q.sql)
+    return sql, "parameters fixed at their header defaults: " + ", ".join(f"{n}={literals[n]}" for n in literals)
+
+
+_NO_DEFAULT = object()
+
+
+def param_defaults(q: catalog.Query) -> dict[str, object]:
+    """Each $param the SQL uses -> its default from the header's params line (Python value), or _NO_DEFAULT."""
+    code = "\n".join(line.split("--", 1)[0] for line in q.sql.splitlines())
+    return {n: header_default(q.params, n) for n in sorted(set(_PARAM.findall(code)))}
+
+
+def header_default(params_line: str, name: str):
+    """The default of `name` stated in a params line (`name TYPE default 10`, `name = 'x'`), else _NO_DEFAULT."""
+    pattern = (rf"\$?\b{re.escape(name)}\b[^,;]*?\bdefault\b\s*[:=]?\s*{_VALUE}"
+               rf"|\$?\b{re.escape(name)}\b\s*(?:[A-Za-z]+\s*)?=\s*{_VALUE.replace('?P<v>', '?P<w>')}")
+    m = re.search(pattern, params_line or "")
+    if not m:
+        return _NO_DEFAULT
+    text = m.group("v") or m.group("w")
+    if text[:1] in "'\"" and text[-1:] == text[:1] and len(text) >= 2:
+        return text[1:-1]
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if text.lower() == "null":
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def sql_literal(value) -> str:
+    """A SQL literal for a default from our own headers (never for user input, which is bound)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return quote_literal(str(value))
