@@ -954,3 +954,132 @@ def ambiguous_waiting_threads() -> SyntheticExport:
     b.launch(start=100, end=150, tid=AUTOGRAD, pid=P, correlation_id=1, kernel=("k_amb", 200, 300, 7, 0))
     b.launch(start=2000, end=2050, tid=MAIN, pid=P, correlation_id=2, kernel=("k_out", 2100, 2200, 7, 0))
     return b
+
+
+def launch_overhead_copies_gaps() -> SyntheticExport:
+    """Launch overhead, copies and GPU idle gaps with numbers worked out by hand (tests/test_overhead.py,
+    test_memcpy.py, test_gaps.py). pid 100; tid 100 python3, 101 pt_autograd_0, 102 loader.
+
+        tid 100  step [0, 10000]                                                   rowid 1
+                   fwd [100, 4000]                                                 rowid 2
+                     aten::linear, op_id = 1, sizes = [] [200, 1900] (op marker)   rowid 3
+                       corr 1 launch [300, 400]   -> k1 [450, 500]     device 0
+                       corr 2 launch [600, 700]   -> k2 [700, 1700]    device 0
+                     corr 3 launch [2000, 2100]   -> k1 [2150, 2200]   device 0
+                   corr 8 cudaMemcpy [4100, 4650] -> HtoD Pageable 1000000 B [4200, 4500] (blocking API)
+                   opt [5000, 9000]                                                rowid 4
+                     corr 4 launch [5100, 5200]   -> k3 [5300, 5400]   device 0
+                     corr 5 launch [8000, 8100]   -> k3 [8200, 8300]   device 0
+                     aten::copy_, op_id = 5, sizes = [] [8400, 8600] (op marker)   rowid 5
+                       corr 9 cudaMemcpyAsync [8500, 8550] -> HtoD Pinned 2000000 B [9200, 9700] stream 14
+                   corr 10 cudaMemsetAsync [9160, 9180] -> memset 4096 B [9750, 9800]
+                   corr 11 cudaMemcpyAsync [9850, 9990] -> DtoH to Pageable 8 B [9900, 9950] (returns after it)
+                 OSRT: poll [5300, 7900] with a nested read [5350, 5380] (nesting level 1)
+        tid 101  corr 6 launch [3000, 3050] -> k_bwd [3100, 3600] device 0  (no ranges on this thread)
+        tid 102  corr 7 launch [1000, 1010] -> k_dev1 [1500, 3500] device 1; OSRT pthread_cond_wait [2000, 9000]
+
+    Device 0 busy: [450,500] [700,1700] [2150,2200] [3100,3600] [4200,4500] [5300,5400] [8200,8300]
+    [9200,9700] [9750,9800] [9900,9950] (2700 ns); gaps 2800 [5400,8200], 900 [2200,3100], 900 [8300,9200],
+    800 [4500,5300], 600 [3600,4200], 450 [1700,2150], 200 [500,700], 100 [9800,9900], 50 [9700,9750].
+    Device 1 busy [1500, 3500], no gap.
+    """
+    main, autograd, loader = 100, 101, 102
+    b = SyntheticExport().thread(P, main, "python3").thread(P, autograd, "pt_autograd_0").thread(P, loader, "loader")
+    b.range("step", 0, 10000, tid=main, pid=P)
+    b.range("fwd", 100, 4000, tid=main, pid=P)
+    b.range("aten::linear, op_id = 1, sizes = []", 200, 1900, tid=main, pid=P)
+    b.range("opt", 5000, 9000, tid=main, pid=P)
+    b.range("aten::copy_, op_id = 5, sizes = []", 8400, 8600, tid=main, pid=P)
+    b.launch(start=300, end=400, tid=main, pid=P, correlation_id=1, kernel=("k1", 450, 500, 7, 0))
+    b.launch(start=600, end=700, tid=main, pid=P, correlation_id=2, kernel=("k2", 700, 1700, 7, 0))
+    b.launch(start=2000, end=2100, tid=main, pid=P, correlation_id=3, kernel=("k1", 2150, 2200, 7, 0))
+    b.launch(start=5100, end=5200, tid=main, pid=P, correlation_id=4, kernel=("k3", 5300, 5400, 7, 0))
+    b.launch(start=8000, end=8100, tid=main, pid=P, correlation_id=5, kernel=("k3", 8200, 8300, 7, 0))
+    b.launch(start=3000, end=3050, tid=autograd, pid=P, correlation_id=6, kernel=("k_bwd", 3100, 3600, 7, 0))
+    b.launch(start=1000, end=1010, tid=loader, pid=P, correlation_id=7, kernel=("k_dev1", 1500, 3500, 7, 1))
+    b.memcpy(4200, 4500, 1_000_000, pid=P, correlation_id=8, api="cudaMemcpy_v3020", api_start=4100, api_end=4650,
+             tid=main)
+    b.memcpy(9200, 9700, 2_000_000, pid=P, correlation_id=9, src_kind=PINNED, stream=14, api_start=8500,
+             api_end=8550, tid=main)
+    b.memset(9750, 9800, 4096, pid=P, correlation_id=10, api_start=9160, api_end=9180, tid=main)
+    b.memcpy(9900, 9950, 8, pid=P, correlation_id=11, copy_kind=DTOH, src_kind=DEVICE, dst_kind=PAGEABLE,
+             api_start=9850, api_end=9990, tid=main)
+    b.osrt("poll", 5300, 7900, tid=main, pid=P)
+    b.osrt("read", 5350, 5380, tid=main, pid=P, nesting_level=1)
+    b.osrt("pthread_cond_wait", 2000, 9000, tid=loader, pid=P)
+    return b
+
+
+def efficiency_ops() -> SyntheticExport:
+    """PyTorch op markers with recorded shapes around kernels, for `nsysql efficiency` (numbers in
+    tests/test_efficiency.py). Main thread tid 100, autograd thread tid 101.
+
+        profiled_step [0, 100000] > forward_pass [100, 50000]:
+          aten::linear (sizes [[8,16,32],[64,32],[64]]) [200,2000] > aten::addmm ([[64],[128,32],[32,64],[],[]])
+            [300,1900]: ampere_bf16_s16816gemm... [500,1500] (tensor core), splitKreduce_kernel [1500,1600]
+          aten::matmul ([[4,8,16],[4,16,2]]) [2100,4000]: its own copy kernel [2200,2300];
+            > aten::bmm ([[4,8,16],[4,16,2]]) [2400,3900]: sm80_xmma_gemm_..._ffma_... [2600,3100] (not tensor core)
+          aten::conv2d op_id 5 ([[2,3,10,10],[4,3,3,3],[4],...]) [4100,6000] > aten::convolution [4150,5900]
+            > aten::cudnn_convolution ([[2,3,10,10],[4,3,3,3],...]) [4200,5800]: ..._tensor16x8x8 [4400,5400]
+          aten::relu ([[2,4,8,8]], input_op_ids [(5,0)]: the convolution's output) [6100,6500]: float kernel [6200,6300]
+          aten::add ([[8,64],[8,64],[]]) [7000,7500]: BFloat16 kernel [7100,7200]
+          aten::copy_ ([[8,64],[8,64],[]]) [7600,7900]: float copy kernel [7700,7800]
+        tid 101: evaluate_function: MmBackward0 [60000,65000] > MmBackward0 [60100,64900]
+          > aten::mm ([[128,64],[64,32]]) [60200,62000]: nvjet_sm90_tst_... [60400,60800]
+        tid 100: Optimizer.step#SGD.step [70000,72000] > aten::_foreach_add_ ([[64],[64]]) [70100,71000]:
+          multi_tensor_apply_kernel [70300,70500]
+    """
+    b = SyntheticExport().thread(P, T, "python3").thread(P, AUTOGRAD_TID, "pt_autograd_0", process_name="python3")
+    b.range("profiled_step", 0, 100000, tid=T, pid=P)
+    b.range("forward_pass", 100, 50000, tid=T, pid=P)
+    corr = iter(range(1, 100))
+
+    def launch(kernel, start, kstart, kend, tid=T):
+        b.launch(start=start, end=start + 10, tid=tid, pid=P, correlation_id=next(corr),
+                 kernel=(kernel, kstart, kend, 7, 0))
+
+    b.range("aten::linear, seq = 10, op_id = 1, sizes = [[8, 16, 32], [64, 32], [64]], "
+            "input_op_ids = [(0,-1), (0,-1), (0,-1)]", 200, 2000, tid=T, pid=P)
+    b.range("aten::addmm, op_id = 2, sizes = [[64], [128, 32], [32, 64], [], []], "
+            "input_op_ids = [(0,-1), (0,-1), (0,-1), (0,-1), (0,-1)]", 300, 1900, tid=T, pid=P)
+    launch("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_tn", 400, 500, 1500)
+    launch("void cublasLt::splitKreduce_kernel<32, 16, int, float, float>(T1 *)", 420, 1500, 1600)
+    b.range("aten::matmul, seq = 11, op_id = 3, sizes = [[4, 8, 16], [4, 16, 2]], input_op_ids = [(0,-1), (0,-1)]",
+            2100, 4000, tid=T, pid=P)
+    launch("void at::native::elementwise_kernel<128, 4, at::native::direct_copy_kernel_cuda<float>>(int, T3)",
+           2150, 2200, 2300)
+    b.range("aten::bmm, op_id = 4, sizes = [[4, 8, 16], [4, 16, 2]], input_op_ids = [(0,-1), (0,-1)]",
+            2400, 3900, tid=T, pid=P)
+    launch("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel_trt",
+           2500, 2600, 3100)
+    b.range("aten::conv2d, seq = 12, op_id = 5, sizes = [[2, 3, 10, 10], [4, 3, 3, 3], [4], [], [], [], []], "
+            "input_op_ids = [(0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1)]", 4100, 6000, tid=T, pid=P)
+    b.range("aten::convolution, op_id = 6, sizes = [[2, 3, 10, 10], [4, 3, 3, 3], [4], [], [], [], [], [], []], "
+            "input_op_ids = [(0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1)]",
+            4150, 5900, tid=T, pid=P)
+    b.range("aten::cudnn_convolution, op_id = 7, sizes = [[2, 3, 10, 10], [4, 3, 3, 3], [], [], [], [], []], "
+            "input_op_ids = [(0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1)]", 4200, 5800, tid=T, pid=P)
+    launch("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize64x64x16_stage4_warpsize2x2x1_g1_tensor16x8x8",
+           4300, 4400, 5400)
+    b.range("aten::relu, seq = 13, op_id = 8, sizes = [[2, 4, 8, 8]], input_op_ids = [(5,0)]", 6100, 6500, tid=T, pid=P)
+    launch("void at::native::vectorized_elementwise_kernel<4, at::native::clamp_min_scalar_kernel_impl<float>>(int, T2)",
+           6150, 6200, 6300)
+    b.range("aten::add, seq = 14, op_id = 9, sizes = [[8, 64], [8, 64], []], input_op_ids = [(0,-1), (0,-1), (0,-1)]",
+            7000, 7500, tid=T, pid=P)
+    launch("void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::BFloat16>>(int, T2)",
+           7050, 7100, 7200)
+    b.range("aten::copy_, op_id = 10, sizes = [[8, 64], [8, 64], []], input_op_ids = [(0,-1), (9,0), (0,-1)]",
+            7600, 7900, tid=T, pid=P)
+    launch("void at::native::vectorized_elementwise_kernel<4, at::native::direct_copy_kernel_cuda<float>>(int, T2)",
+           7650, 7700, 7800)
+    b.range("autograd::engine::evaluate_function: MmBackward0, op_id = 20", 60000, 65000, tid=AUTOGRAD_TID, pid=P)
+    b.range("MmBackward0, seq = 15, op_id = 21, sizes = [[128, 64]], input_op_ids = [(0,-1)]", 60100, 64900,
+            tid=AUTOGRAD_TID, pid=P)
+    b.range("aten::mm, op_id = 22, sizes = [[128, 64], [64, 32]], input_op_ids = [(0,-1), (0,-1)]", 60200, 62000,
+            tid=AUTOGRAD_TID, pid=P)
+    launch("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", 60300, 60400, 60800, tid=AUTOGRAD_TID)
+    b.range("Optimizer.step#SGD.step, op_id = 30", 70000, 72000, tid=T, pid=P)
+    b.range("aten::_foreach_add_, op_id = 31, sizes = [[64], [64]], input_op_ids = [(0,-1), (0,-1)]", 70100, 71000,
+            tid=T, pid=P)
+    launch("void at::native::multi_tensor_apply_kernel<TensorListMetadata<2>>(T1, T2)", 70200, 70300, 70500)
+    return b

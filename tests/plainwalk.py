@@ -238,3 +238,363 @@ class PlainAttribution:
                 direction = "other"
             out.append((kind, rowid, direction, layer or "?", op, params, seq))
         return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch overhead, copies and GPU idle gaps (nsysql overhead / memcpy / gaps / utilization), plainly.
+# ---------------------------------------------------------------------------------------------
+def short_api(name: str) -> str:
+    """An API name as nsys stats prints it: a 4-digit _vNNNN suffix dropped."""
+    return re.sub(r"_v[0-9]{4}$", "", name or "")
+
+
+def quantile(values, q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default, DuckDB's quantile_cont)."""
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def merge(intervals):
+    """The union of intervals as sorted, disjoint [start, end] pairs."""
+    out = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def busy_within(islands, start, end) -> int:
+    return sum(max(0, min(e, end) - max(s, start)) for s, e in islands)
+
+
+class PlainTimeline:
+    """Every GPU op with its device and launching call, every CUDA/OS call and NVTX range of an export."""
+
+    def __init__(self, path):
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        strings = dict(db.execute("SELECT id, value FROM StringIds"))
+        labels = {}
+        for table in ("ENUM_CUDA_MEMCPY_OPER", "ENUM_CUDA_MEM_KIND"):
+            labels[table] = dict(db.execute(f"SELECT id, label FROM {table}")) if table in tables else {}
+        self.thread_name = {}
+        if "ThreadNames" in tables:
+            for gtid, name_id in db.execute("SELECT globalTid, nameId FROM ThreadNames ORDER BY rowid"):
+                self.thread_name.setdefault(gtid, strings.get(name_id))
+        self.calls = {}  # (pid, corr) -> call dict
+        self.cuda_calls = defaultdict(list)  # gtid -> [(start, end, short name)]
+        if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
+            for s, e, gtid, corr, name_id in db.execute(
+                    "SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME"):
+                call = dict(start=s, end=e, gtid=gtid, pid=(gtid >> 24) & 0xFFFFFF, tid=gtid & 0xFFFFFF,
+                            name=strings[name_id])
+                self.calls[(call["pid"], corr)] = call
+                self.cuda_calls[gtid].append((s, e, short_api(call["name"])))
+        self.os_calls = defaultdict(list)
+        if "OSRT_API" in tables:
+            for s, e, gtid, name_id in db.execute(
+                    "SELECT start, end, globalTid, nameId FROM OSRT_API WHERE eventClass NOT IN (31, 32)"):
+                self.os_calls[gtid].append((s, e, strings[name_id]))
+        self.ops = []  # dicts: kind, start, end, device, stream, name, bytes, copy_kind, src, dst, call
+        if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+            for s, e, dev, stream, gpid, corr, name_id in db.execute(
+                    "SELECT start, end, deviceId, streamId, globalPid, correlationId, demangledName "
+                    "FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+                self._op("kernel", s, e, dev, stream, gpid, corr, strings[name_id])
+        if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
+            ops, kinds = labels["ENUM_CUDA_MEMCPY_OPER"], labels["ENUM_CUDA_MEM_KIND"]
+            for s, e, dev, stream, gpid, corr, nbytes, ck, sk, dk in db.execute(
+                    "SELECT start, end, deviceId, streamId, globalPid, correlationId, bytes, copyKind, srcKind, "
+                    "dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY"):
+                copy_kind = ops.get(ck, "Unknown")
+                self._op("memcpy", s, e, dev, stream, gpid, corr, f"[CUDA memcpy {copy_kind}]", nbytes, copy_kind,
+                         kinds.get(sk, "Unknown"), kinds.get(dk, "Unknown"))
+        if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
+            kinds = labels["ENUM_CUDA_MEM_KIND"]
+            for s, e, dev, stream, gpid, corr, nbytes, mk in db.execute(
+                    "SELECT start, end, deviceId, streamId, globalPid, correlationId, bytes, memKind "
+                    "FROM CUPTI_ACTIVITY_KIND_MEMSET"):
+                self._op("memset", s, e, dev, stream, gpid, corr, "[CUDA memset]", nbytes, "Memset", "-",
+                         kinds.get(mk, "Unknown"))
+        self.islands = {dev: merge([(o["start"], o["end"]) for o in self.ops if o["device"] == dev])
+                        for dev in {o["device"] for o in self.ops}}
+        last = db.execute("SELECT MAX(MAX(start, COALESCE(end, start))) FROM NVTX_EVENTS "
+                          "WHERE eventType IN (59, 60, 70, 71)").fetchone()[0] if "NVTX_EVENTS" in tables else None
+        self.user_ranges = defaultdict(list)  # gtid -> [dict(id, text, start, end)], non-op-marker ranges
+        if "NVTX_EVENTS" in tables:
+            for rowid, s, e, gtid, text, text_id in db.execute(
+                    "SELECT rowid, start, end, globalTid, text, textId FROM NVTX_EVENTS "
+                    "WHERE eventType IN (59, 60, 70, 71) AND endGlobalTid IS NULL"):
+                body = (text if text is not None else strings.get(text_id)) or ""
+                if not is_op_marker(body):
+                    self.user_ranges[gtid].append(dict(id=rowid, text=body, start=s, end=e if e is not None else last))
+
+    def _op(self, kind, s, e, dev, stream, gpid, corr, name, nbytes=None, copy_kind=None, src=None, dst=None):
+        pid = (gpid >> 24) & 0xFFFFFF
+        self.ops.append(dict(kind=kind, start=s, end=e, device=dev, stream=stream, pid=pid, name=name, bytes=nbytes,
+                             copy_kind=copy_kind, src=src, dst=dst, call=self.calls.get((pid, corr))))
+
+    # -- NVTX -------------------------------------------------------------------------------
+    def user_stack(self, gtid, start, end):
+        """User ranges of the thread enclosing [start, end], outermost first."""
+        rs = [r for r in self.user_ranges.get(gtid, []) if r["start"] <= start and r["end"] >= end]
+        return sorted(rs, key=lambda r: (r["start"], -r["end"], r["id"]))
+
+    def path_of(self, gtid, r):
+        return "/".join(x["text"] for x in self.user_stack(gtid, r["start"], r["end"]))
+
+    def range_at(self, gtid, t):
+        """Innermost user range of the thread open at t (start <= t < end)."""
+        rs = [r for r in self.user_ranges.get(gtid, []) if r["start"] <= t < r["end"]]
+        return max(rs, key=lambda r: (r["start"], -r["end"])) if rs else None
+
+    # -- launches ---------------------------------------------------------------------------
+    def launches(self):
+        return [o for o in self.ops if o["kind"] == "kernel" and o["call"] is not None]
+
+    def launch_stats(self, group):
+        """The per-launch measures of a group of launched kernels."""
+        api = [o["call"]["end"] - o["call"]["start"] for o in group]
+        queue = [max(o["start"] - o["call"]["end"], 0) for o in group]
+        kern = [o["end"] - o["start"] for o in group]
+        return dict(launches=len(group), gpu_busy_ns=union_length([(o["start"], o["end"]) for o in group]),
+                    kernel_ns=sum(kern), mean_api_ns=sum(api) / len(api), median_api_ns=quantile(api, 0.5),
+                    p95_api_ns=quantile(api, 0.95), mean_queue_ns=sum(queue) / len(queue),
+                    median_queue_ns=quantile(queue, 0.5), p95_queue_ns=quantile(queue, 0.95),
+                    shorter_than_launch=sum(1 for a, k in zip(api, kern) if k < a))
+
+    def busiest_device_busy(self, devices, start, end) -> int:
+        return max(busy_within(self.islands[d], start, end) for d in devices)
+
+    def overhead_by_thread(self):
+        groups = defaultdict(list)
+        for o in self.launches():
+            groups[o["call"]["gtid"]].append(o)
+        out = {}
+        for gtid, group in groups.items():
+            calls = {id(o["call"]): o["call"] for o in group}.values()
+            row = self.launch_stats(group)
+            start, end = min(c["start"] for c in calls), max(c["end"] for c in calls)
+            idle = end - start - self.busiest_device_busy({o["device"] for o in group}, start, end)
+            row.update(cpu_ns=sum(c["end"] - c["start"] for c in calls), launch_span_ns=end - start, gpu_idle_ns=idle,
+                       launch_bound=len(group) >= 2 and 2 * idle > end - start,
+                       thread_name=self.thread_name.get(gtid))
+            out[((gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF)] = row
+        return out
+
+    def overhead_by_kernel(self):
+        groups = defaultdict(list)
+        for o in self.launches():
+            groups[o["name"]].append(o)
+        out = {}
+        for name, group in groups.items():
+            calls = {id(o["call"]): o["call"] for o in group}.values()
+            row = self.launch_stats(group)
+            row["cpu_ns"] = sum(c["end"] - c["start"] for c in calls)
+            row["launch_bound"] = len(group) >= 2 and 2 * row["gpu_busy_ns"] < row["cpu_ns"]
+            out[name] = row
+        return out
+
+    def overhead_by_range(self):
+        """(pid, tid, path) -> row; launches count in every user range enclosing their call."""
+        groups, instances = defaultdict(list), defaultdict(dict)
+        for o in self.launches():
+            c = o["call"]
+            key_thread = (c["pid"], c["tid"])
+            stack = self.user_stack(c["gtid"], c["start"], c["end"])
+            if not stack:
+                groups[key_thread + ("(outside user ranges)",)].append(o)
+            for r in stack:
+                key = key_thread + (self.path_of(c["gtid"], r),)
+                groups[key].append(o)
+                instances[key].setdefault(r["id"], (r, []))[1].append(o)
+        out = {}
+        for key, group in groups.items():
+            row = self.launch_stats(group)
+            if key in instances:
+                cpu = idle = span = 0
+                for r, inside in instances[key].values():
+                    cpu += r["end"] - r["start"]
+                    idle += r["end"] - r["start"] - self.busiest_device_busy(
+                        {o["device"] for o in inside}, r["start"], r["end"])
+                    span += max(o["call"]["end"] for o in inside) - min(o["call"]["start"] for o in inside)
+                row.update(instances=len(instances[key]), cpu_ns=cpu, gpu_idle_ns=idle, launch_span_ns=span,
+                           launch_bound=len(group) >= 2 and 2 * idle > cpu and 2 * span >= cpu,
+                           depth=len(key[2].split("/")) - 1)
+            else:
+                row.update(instances=None, cpu_ns=None, gpu_idle_ns=None, launch_span_ns=None, launch_bound=None,
+                           depth=None)
+            out[key] = row
+        return out
+
+    # -- copies -----------------------------------------------------------------------------
+    @staticmethod
+    def is_sync(op) -> bool:
+        call = op["call"]
+        if call is None:
+            return False
+        blocking = (re.match(r"(cudaMemcpy|cudaMemset|cuMemcpy|cuMemset)", call["name"])
+                    and "Async" not in call["name"])
+        return bool(blocking) or call["end"] >= op["end"]
+
+    def copies(self, key):
+        """Copies and sets grouped by key(op) -> count, bytes, ns, sync count, sync API ns."""
+        out = defaultdict(lambda: dict(count=0, total_bytes=0, total_ns=0, sync_count=0, sync_api_ns=0))
+        for o in self.ops:
+            if o["kind"] == "kernel":
+                continue
+            row = out[key(o)]
+            row["count"] += 1
+            row["total_bytes"] += o["bytes"]
+            row["total_ns"] += o["end"] - o["start"]
+            if self.is_sync(o):
+                row["sync_count"] += 1
+                row["sync_api_ns"] += o["call"]["end"] - o["call"]["start"]
+        return dict(out)
+
+    @staticmethod
+    def host_memory(o):
+        if "Pageable" in (o["src"], o["dst"]):
+            return "Pageable"
+        return "Pinned" if "Pinned" in (o["src"], o["dst"]) else None
+
+    def copy_path(self, o):
+        """Path of the innermost user range around the copy's launching call."""
+        c = o["call"]
+        stack = self.user_stack(c["gtid"], c["start"], c["end"]) if c else []
+        return self.path_of(c["gtid"], stack[-1]) if stack else "(outside user ranges)"
+
+    # -- gaps -------------------------------------------------------------------------------
+    def gaps(self, min_gap_ns):
+        out = []
+        for dev, islands in self.islands.items():
+            for (_, prev_end), (start, _) in zip(islands, islands[1:]):
+                if start - prev_end >= min_gap_ns:
+                    out.append((dev, prev_end, start))
+        return out
+
+    @staticmethod
+    def longest_overlap(calls, start, end):
+        """(overlap ns, names reaching it) of the calls overlapping [start, end]; (None, set()) if none."""
+        best, names = None, set()
+        for s, e, name in calls:
+            overlap = min(e, end) - max(s, start)
+            if overlap > 0 and (best is None or overlap >= best):
+                names = names | {name} if overlap == best else {name}
+                best = overlap
+        return best, names
+
+    def thread_in_gap(self, gtid, start, end):
+        cuda_ns, cuda_names = self.longest_overlap(self.cuda_calls.get(gtid, []), start, end)
+        os_ns, os_names = self.longest_overlap(self.os_calls.get(gtid, []), start, end)
+        r = self.range_at(gtid, start)
+        return dict(cuda_call_ns=cuda_ns, cuda_names=cuda_names, os_call_ns=os_ns, os_names=os_names,
+                    cuda_calls_started=sum(1 for s, _, _ in self.cuda_calls.get(gtid, []) if start < s < end),
+                    range_path=self.path_of(gtid, r) if r else None)
+
+    def ops_starting_at(self, device, t):
+        return [o for o in self.ops if o["device"] == device and o["start"] == t]
+
+
+# ---------------------------------------------------------------------------------------------
+# Steps, range paths and op FLOPs (nsysql steps / diff / efficiency), plainly.
+# ---------------------------------------------------------------------------------------------
+def top_level_user_ranges(pa: PlainAttribution):
+    """User ranges that no other user range of their thread encloses (a sweep per thread)."""
+    out = []
+    for rs in pa.by_thread.values():
+        reach = None
+        for r in sorted((r for r in rs if r["user"]), key=lambda r: (r["start"], -r["end"], r["id"])):
+            if reach is None or r["end"] > reach:
+                out.append(r)
+                reach = r["end"]
+    return out
+
+
+def plain_steps(pa: PlainAttribution):
+    """[{name, source, pid, gtid, start, end}] in start order: step-named top-level user ranges, else a
+    pattern of repeating top-level names on each process's busiest non-autograd thread."""
+    top = top_level_user_ranges(pa)
+    steps = [dict(name=r["text"], source="range", pid=r["pid"], gtid=r["gtid"], start=r["start"], end=r["end"])
+             for r in top if STEP_NAME.fullmatch(r["text"])]
+    if not steps:
+        per_thread = defaultdict(list)
+        for r in top:
+            if not (pa.thread_name.get(r["gtid"]) or "").startswith("pt_autograd"):
+                per_thread[r["gtid"]].append(r)
+        mains = {}
+        for gtid, rs in per_thread.items():
+            key = (-len(rs), -sum(r["end"] - r["start"] for r in rs), gtid)
+            pid = (gtid >> 24) & 0xFFFFFF
+            if pid not in mains or key < mains[pid][0]:
+                mains[pid] = (key, gtid)
+        for pid, (_, gtid) in mains.items():
+            seq = sorted(per_thread[gtid], key=lambda r: (r["start"], r["id"]))
+            names = [r["text"] for r in seq]
+            anchor = next((n for n in names if names.count(n) >= 2), None)
+            if anchor is None:
+                continue
+            current = None
+            for r in seq:
+                if r["text"] == anchor:
+                    current = dict(name=anchor, source="pattern", pid=pid, gtid=gtid, start=r["start"], end=r["end"])
+                    steps.append(current)
+                elif current is not None:
+                    current["end"] = max(current["end"], r["end"])
+    return sorted(steps, key=lambda s: (s["start"], s["pid"], s["gtid"]))
+
+
+def ops_in_steps(pa: PlainAttribution, steps):
+    """{step index (0-based): [(kind, rowid, start, end, launching gtid)]}: ops whose launching call lies in the
+    step's span on any thread of its process (the latest-starting such step)."""
+    found = defaultdict(list)
+    for kind, rowid, s, e, pid, corr in pa.ops:
+        call = pa.calls.get((pid, corr))
+        if call is None:
+            continue
+        cs, ce, gtid = call
+        inside = [i for i, st in enumerate(steps) if st["pid"] == pid and st["start"] <= cs and ce <= st["end"]]
+        if inside:
+            found[max(inside, key=lambda i: steps[i]["start"])].append((kind, rowid, s, e, gtid))
+    return found
+
+
+def user_range_paths(pa: PlainAttribution):
+    """{range id: path} for every user range: enclosing user texts joined by '/', a top-level step name dropped
+    (unless the range is the step itself)."""
+    paths = {}
+    for rs in pa.by_thread.values():
+        stack = []
+        for r in sorted((r for r in rs if r["user"]), key=lambda r: (r["start"], -r["end"], r["id"])):
+            while stack and not (stack[-1]["start"] <= r["start"] and stack[-1]["end"] >= r["end"]):
+                stack.pop()
+            stack.append(r)
+            paths[r["id"]] = pa.path(list(stack))
+    return paths
+
+
+def op_instances(pa: PlainAttribution, kernel_names):
+    """{op-marker range id: (marker text, [(kernel rowid, duration, kernel name)])}: kernels grouped by the
+    innermost op marker (not an evaluate_function wrapper) around their launching call."""
+    found = {}
+    for kind, rowid, s, e, pid, corr in pa.ops:
+        call = pa.calls.get((pid, corr)) if kind == "kernel" else None
+        if call is None:
+            continue
+        markers = [r for r in pa.stack(call[2], call[0], call[1]) if r["marker"] and not r["text"].startswith(EVAL)]
+        if markers:
+            m = markers[-1]
+            found.setdefault(m["id"], (m["text"], []))[1].append((rowid, e - s, kernel_names[rowid]))
+    return found
+
+
+def kernel_names(path):
+    """{kernel rowid: demangled name}."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    strings = dict(db.execute("SELECT id, value FROM StringIds"))
+    return {rowid: strings[n] for rowid, n in db.execute("SELECT rowid, demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL")}

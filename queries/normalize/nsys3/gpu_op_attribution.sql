@@ -45,66 +45,62 @@ calls AS MATERIALIZED (
     LEFT JOIN nvtx_context AS cx ON cx.range_id = rn.range_id
     LEFT JOIN thread AS th ON th.global_tid = rt.global_tid
 ),
-marker AS (
-    -- op markers that carry an autograd sequence number, parsed once
+marker AS MATERIALIZED (
+    -- op markers that carry an autograd sequence number, parsed once (string functions: regexes cost 5x here)
     SELECT r.range_id, r.pid, r.start_ns, r.parent_id, cx.user_range_id, cx.eval_range_id,
-           CAST(regexp_extract(r.text, ', seq = ([0-9]+)', 1) AS BIGINT) AS seq,
-           NULLIF(regexp_extract(r.text, ', sizes = (.*?)(, input_op_ids = .*)?$', 1), '') AS sizes
+           TRY_CAST(split_part(split_part(r.text, ', seq = ', 2), ',', 1) AS BIGINT) AS seq,
+           NULLIF(split_part(split_part(r.text, ', sizes = ', 2), ', input_op_ids = ', 1), '') AS sizes
     FROM nvtx_range AS r JOIN nvtx_context AS cx USING (range_id)
     WHERE r.is_op_marker AND contains(r.text, ', seq = ')
-),
-forward_op AS (
-    SELECT range_id, pid, seq, start_ns, user_range_id, sizes FROM marker WHERE eval_range_id IS NULL
 ),
 eval_node AS (
     -- one backward node per evaluate_function marker: its name, and the seq of its own marker (a child)
     SELECT e.range_id AS eval_range_id, e.pid, e.start_ns,
            regexp_extract(e.text, '^autograd::engine::evaluate_function: (.*?)(, op_id = [0-9]+)?$', 1) AS node,
-           (SELECT MIN(m.seq) FROM marker AS m WHERE m.parent_id = e.range_id) AS seq
+           n.seq
     FROM nvtx_range AS e
-    WHERE e.range_id IN (SELECT eval_range_id FROM calls)
+    LEFT JOIN (SELECT parent_id, MIN(seq) AS seq FROM marker GROUP BY parent_id) AS n ON n.parent_id = e.range_id
+    WHERE e.range_id IN (SELECT DISTINCT eval_range_id FROM calls)
 ),
 linked AS (
     SELECT n.eval_range_id, n.node, n.seq, f.user_range_id AS fwd_user_range_id, f.sizes AS fwd_sizes
     FROM eval_node AS n
-    ASOF LEFT JOIN forward_op AS f ON f.pid = n.pid AND f.seq = n.seq AND f.start_ns <= n.start_ns
+    ASOF LEFT JOIN (SELECT pid, seq, start_ns, user_range_id, sizes FROM marker WHERE eval_range_id IS NULL) AS f
+      ON f.pid = n.pid AND f.seq = n.seq AND f.start_ns <= n.start_ns
 ),
 -- rule 4: calls on threads without user ranges borrow the waiting thread's innermost open user range
-lone AS (
+lone AS MATERIALIZED (
     SELECT c.runtime_id, c.pid, c.start_ns, c.end_ns FROM calls AS c
     WHERE c.user_range_id IS NULL AND c.global_tid NOT IN (SELECT DISTINCT global_tid FROM user_range)
 ),
-nested_user AS (
-    SELECT u.range_id, u.global_tid, u.pid, u.start_ns, u.end_ns
+user_event AS (
+    -- per thread, the innermost open user range after each start/end (ends sort before starts at equal times)
+    SELECT u.global_tid, u.pid, u.start_ns * 4 + 1 AS key, u.user_depth AS depth, u.range_id AS innermost
+    FROM user_range AS u JOIN nvtx_range AS r USING (range_id)
+    WHERE r.end_global_tid IS NULL AND u.pid IN (SELECT DISTINCT pid FROM lone)
+    UNION ALL
+    SELECT u.global_tid, u.pid, u.end_ns * 4, -u.user_depth, u.user_parent_id
     FROM user_range AS u JOIN nvtx_range AS r USING (range_id)
     WHERE r.end_global_tid IS NULL AND u.pid IN (SELECT DISTINCT pid FROM lone)
 ),
-sweep AS (
-    SELECT global_tid, start_ns AS ts, 1 AS kind, -end_ns AS tiebreak, range_id AS id, 1 AS delta FROM nested_user
-    UNION ALL
-    SELECT global_tid, end_ns, CASE WHEN end_ns = start_ns THEN 2 ELSE 0 END, -start_ns, range_id, -1 FROM nested_user
-    UNION ALL
-    SELECT t.global_tid, l.start_ns, 3, 0, l.runtime_id, 0
-    FROM lone AS l JOIN (SELECT DISTINCT pid, global_tid FROM nested_user) AS t USING (pid)
-),
-ordered AS (
-    SELECT id, global_tid, delta, kind, ROW_NUMBER() OVER w AS seq,
-           SUM(delta) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS open_after
-    FROM sweep
-    WINDOW w AS (PARTITION BY global_tid ORDER BY ts, kind, tiebreak, id)
+segment AS (
+    -- several events at one instant: the deepest start, or the parent of the shallowest end
+    SELECT global_tid, ANY_VALUE(pid) AS pid, key, arg_max(innermost, depth) AS innermost
+    FROM user_event GROUP BY global_tid, key
 ),
 probe_hit AS (
-    SELECT p.id AS runtime_id, s.id AS range_id
-    FROM (SELECT * FROM ordered WHERE kind = 3 AND open_after > 0) AS p
-    ASOF JOIN (SELECT id, global_tid, seq, open_after - 1 AS depth FROM ordered WHERE delta = 1) AS s
-      ON s.global_tid = p.global_tid AND s.depth = p.open_after - 1 AND s.seq < p.seq
+    SELECT l.runtime_id, s.innermost AS range_id
+    FROM lone AS l
+    JOIN (SELECT DISTINCT pid, global_tid FROM segment) AS t USING (pid)
+    ASOF JOIN segment AS s ON s.global_tid = t.global_tid AND s.key <= l.start_ns * 4 + 3
+    WHERE s.innermost IS NOT NULL
 ),
 borrowed AS (
     SELECT h.runtime_id, MIN(h.range_id) AS range_id
     FROM probe_hit AS h
     JOIN lone AS l USING (runtime_id)
-    JOIN nvtx_range AS r ON r.range_id = h.range_id
-    WHERE r.end_ns >= l.end_ns
+    JOIN user_range AS u ON u.range_id = h.range_id
+    WHERE u.end_ns >= l.end_ns
     GROUP BY h.runtime_id
     HAVING COUNT(*) = 1
 ),
@@ -133,9 +129,9 @@ per_call AS (
                 ELSE 'other' END AS direction,
            CASE WHEN r.eval_range_id IS NOT NULL THEN r.node ELSE split_part(om.text, ', ', 1) END AS op,
            CASE WHEN r.eval_range_id IS NOT NULL THEN r.fwd_sizes
-                ELSE NULLIF(regexp_extract(om.text, ', sizes = (.*?)(, input_op_ids = .*)?$', 1), '') END AS params,
+                ELSE NULLIF(split_part(split_part(om.text, ', sizes = ', 2), ', input_op_ids = ', 1), '') END AS params,
            CASE WHEN r.eval_range_id IS NOT NULL THEN r.node_seq
-                ELSE TRY_CAST(NULLIF(regexp_extract(om.text, ', seq = ([0-9]+)', 1), '') AS BIGINT) END AS seq
+                ELSE TRY_CAST(split_part(split_part(om.text, ', seq = ', 2), ',', 1) AS BIGINT) END AS seq
     FROM resolved AS r
     LEFT JOIN nvtx_range AS om ON om.range_id = r.op_range_id
 )

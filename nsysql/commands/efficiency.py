@@ -1,0 +1,52 @@
+"""``nsysql efficiency EXPORT [--by op|layer]``: achieved TFLOP/s and GB/s from recorded op shapes."""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from ..formats import Format
+from .common import (CacheDirOpt, DebugOpt, ExportArg, FormatOpt, NoCacheOpt, OutputOpt, open_export,
+                     user_errors)
+
+
+class By(str, Enum):
+    op = "op"
+    layer = "layer"
+
+
+def efficiency(
+    export: ExportArg,
+    by: Annotated[By, typer.Option("--by", help="op: per direction, op and input shapes; layer: per direction "
+                                                "and layer.")] = By.op,
+    top: Annotated[Optional[int], typer.Option("--top", min=1, help="Only the N rows with the most kernel time.",
+                                               show_default=False)] = None,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    cache_dir: CacheDirOpt = None,
+    no_cache: NoCacheOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Achieved TFLOP/s of matmuls/convolutions and GB/s of elementwise ops, and the tensor-core share of matmul time.
+
+    FLOPs and bytes come from the input shapes PyTorch's op markers record (emit_nvtx(record_shapes=True)); only kernels launched inside op markers count. The header of queries/analysis/efficiency.sql has every formula and the tensor-core name pattern.
+    """
+    from .. import catalog
+    from ..errors import NsysqlError
+    from ..render import emit
+    with user_errors(debug):
+        with open_export(export, cache_dir, no_cache) as ex:
+            df = ex.efficiency(by=by.value)
+        if df.is_empty():
+            raise NsysqlError(f"{export.name} has no kernels inside PyTorch op markers with recorded shapes; capture "
+                              "under torch.autograd.profiler.emit_nvtx(record_shapes=True) (nsysql capture does)")
+        if top is not None:
+            df = df.head(top)
+        q = catalog.get("analysis.efficiency")
+        emit(df, fmt, decimals={c.name: c.decimals for c in q.columns if c.decimals is not None}, output=output,
+             title=f"Efficiency by {by.value}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("efficiency")(efficiency)

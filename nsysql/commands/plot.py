@@ -1,0 +1,74 @@
+"""``nsysql plot timeline|layers|kernels EXPORT -o FILE.png|.svg``: pictures of an export."""
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .common import CacheDirOpt, DebugOpt, ExportArg, NoCacheOpt, open_export, user_errors
+
+
+class Kind(str, Enum):
+    timeline = "timeline"
+    layers = "layers"
+    kernels = "kernels"
+
+
+def plot(
+    kind: Annotated[Kind, typer.Argument(help="timeline: NVTX ranges per thread above GPU ops per stream; "
+                                              "layers: forward/backward/optimizer GPU time per layer; "
+                                              "kernels: the kernels with the most GPU time.", show_default=False)],
+    export: ExportArg,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Image file; .png, .svg or .pdf picks the format.",
+                                         show_default=False)],
+    start_ms: Annotated[Optional[float], typer.Option(
+        "--start-ms", help="timeline: window start, ms after the capture start [default: capture start].",
+        show_default=False)] = None,
+    end_ms: Annotated[Optional[float], typer.Option(
+        "--end-ms", help="timeline: window end, ms after the capture start [default: capture end].",
+        show_default=False)] = None,
+    step: Annotated[Optional[int], typer.Option(
+        "--step", min=1, help="timeline: the window of step N (1-based, as `nsysql steps` numbers them).",
+        show_default=False)] = None,
+    op_markers: Annotated[bool, typer.Option(
+        "--op-markers", help="timeline: also draw PyTorch op-marker ranges (aten::..., ...Backward0).")] = False,
+    top: Annotated[Optional[int], typer.Option(
+        "--top", min=1, help="layers, kernels: how many bars [default: 25 layers, 20 kernels].",
+        show_default=False)] = None,
+    depth: Annotated[int, typer.Option(
+        "--depth", min=0, help="layers: keep the first N components of each layer path (0 = whole path).")] = 0,
+    merge_repeats: Annotated[bool, typer.Option(
+        "--merge-repeats", help="layers: count layer_0, layer_1, ... together as layer_*.")] = False,
+    cache_dir: CacheDirOpt = None,
+    no_cache: NoCacheOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Draw a timeline, per-layer bars or the top kernels of an export into a PNG, SVG or PDF file."""
+    from .. import plot as plots
+    from ..errors import NsysqlError
+    with user_errors(debug):
+        timeline_only = {"--start-ms": start_ms, "--end-ms": end_ms, "--step": step, "--op-markers": op_markers or None}
+        given = [name for name, value in timeline_only.items() if value is not None]
+        if kind is not Kind.timeline and given:
+            verb = "applies" if len(given) == 1 else "apply"
+            raise NsysqlError(f"{', '.join(given)} {verb} only to `plot timeline`")
+        if kind is not Kind.layers and (depth or merge_repeats):
+            raise NsysqlError("--depth and --merge-repeats only apply to `plot layers`")
+        if kind is Kind.timeline and top is not None:
+            raise NsysqlError("--top applies to `plot layers` and `plot kernels`")
+        plots.check_output(output)
+        with open_export(export, cache_dir, no_cache) as ex:
+            if kind is Kind.timeline:
+                written = plots.timeline(ex, output, start_ms=start_ms, end_ms=end_ms, step=step,
+                                         op_markers=op_markers)
+            elif kind is Kind.layers:
+                written = plots.layers(ex, output, top=top or 25, depth=depth, merge_repeats=merge_repeats)
+            else:
+                written = plots.kernels(ex, output, top=top or 20)
+        typer.echo(f"wrote {written}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plot")(plot)

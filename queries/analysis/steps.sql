@@ -1,0 +1,140 @@
+-- nsysql: analysis.steps v1
+-- purpose: Training/inference iterations (steps): wall time, GPU busy time of the work launched in each, and how many GPU ops, from step-named NVTX ranges or else from a repeating pattern of top-level ranges.
+-- requires: nvtx_range, user_range, thread, gpu_op_attribution
+-- params: none
+-- notes: Named steps: top-level user ranges (not PyTorch op markers nor library ranges) named like a step,
+--   ignoring case: profiled_step, step, step_N, train_step, iteration N, iter_N, ProfilerStep#N (user_range.is_step,
+--   the same ranges that kernel attribution leaves out of layer paths). When the export has none, steps come from
+--   a pattern: per process, on the thread with the most top-level user ranges (PyTorch autograd threads
+--   `pt_autograd_*` never), the first top-level name that occurs twice or more (e.g. forward_pass in
+--   forward_pass, backward_pass, optimizer_step, forward_pass, ...) starts a step at each occurrence; a pattern
+--   step runs from that range's start to the latest end of the top-level ranges before the next occurrence.
+--   Ranges before the first occurrence (e.g. `warmup`) are in no step.
+--   A GPU op (kernel, memcpy, memset) is in a step when the CUDA call that launched it lies inside the step's
+--   time span on ANY thread of the step's process: PyTorch launches backward kernels from its autograd thread,
+--   outside the main thread's ranges. Steps of one process are assumed not to overlap (an op goes to the
+--   latest step that started before its launch). gpu_busy_ns is the length of the union of the step's op
+--   intervals on all devices; ops may run past the step's end when nothing synchronizes. An export without CUDA
+--   activity (--trace=nvtx only) still has steps, with GPU columns 0. fprop/bprop/optim/other
+--   are the busy times of the step's ops of each direction (gpu_op_attribution: bprop includes the autograd
+--   thread's work, optim the optimizer's); each is a union, so they add up to more than gpu_busy_ns only where
+--   ops of two directions overlap in time (several streams).
+-- columns:
+--   step | BIGINT | index (1, 2, ... in start order)
+--   name | VARCHAR | text (the step range's text; for a pattern, its first range's text)
+--   source | VARCHAR | text (range: a step-named range; pattern: a repetition of top-level ranges)
+--   pid | BIGINT | id
+--   tid | BIGINT | id (thread whose ranges make the step)
+--   range_id | BIGINT | id (the step range, or the pattern step's first range)
+--   start_ns | BIGINT | ns
+--   end_ns | BIGINT | ns
+--   wall_ns | BIGINT | ns (end - start)
+--   gpu_ops | BIGINT | count (kernels, copies and sets launched in the step, any thread of the process)
+--   kernels | BIGINT | count
+--   off_thread_ops | BIGINT | count (of gpu_ops, launched by another thread than tid, e.g. autograd)
+--   gpu_busy_ns | BIGINT | ns (union of the ops' intervals)
+--   gpu_busy_pct | DOUBLE | pct of wall_ns | 1
+--   fprop_ns | BIGINT | ns (busy, forward ops)
+--   bprop_ns | BIGINT | ns (busy, backward ops)
+--   optim_ns | BIGINT | ns (busy, optimizer ops)
+--   other_ns | BIGINT | ns (busy, ops with no direction, e.g. the input copy)
+WITH
+top_level AS (  -- top-level user ranges, with their thread's name
+    SELECT u.range_id, u.global_tid, u.pid, r.tid, r.text, u.start_ns, u.end_ns, u.is_step,
+           COALESCE(starts_with(t.thread_name, 'pt_autograd'), false) AS is_autograd
+    FROM user_range AS u
+    JOIN nvtx_range AS r ON r.range_id = u.range_id
+    LEFT JOIN thread AS t ON t.global_tid = u.global_tid
+    WHERE u.user_depth = 0 AND r.end_global_tid IS NULL
+),
+named_steps AS (
+    SELECT range_id, pid, tid, text AS name, start_ns, end_ns, 'range' AS source FROM top_level WHERE is_step
+),
+main_thread AS (  -- per process: most top-level user ranges, then longest total, then lowest id
+    SELECT pid, global_tid FROM (
+        SELECT pid, global_tid,
+               ROW_NUMBER() OVER (PARTITION BY pid ORDER BY COUNT(*) DESC, SUM(end_ns - start_ns) DESC, global_tid) AS rank
+        FROM top_level WHERE NOT is_autograd
+        GROUP BY pid, global_tid)
+    WHERE rank = 1
+),
+sequence AS (
+    SELECT t.range_id, t.pid, t.tid, t.text, t.start_ns, t.end_ns,
+           ROW_NUMBER() OVER (PARTITION BY t.pid ORDER BY t.start_ns, t.range_id) AS pos,
+           COUNT(*) OVER (PARTITION BY t.pid, t.text) AS occurrences
+    FROM top_level AS t JOIN main_thread AS m ON m.global_tid = t.global_tid
+),
+anchor AS (  -- the first name that repeats
+    SELECT pid, arg_min(text, pos) AS text FROM sequence WHERE occurrences >= 2 GROUP BY pid
+),
+numbered AS (
+    SELECT s.*, SUM(CASE WHEN s.text = a.text THEN 1 ELSE 0 END)
+                    OVER (PARTITION BY s.pid ORDER BY s.pos ROWS UNBOUNDED PRECEDING) AS occurrence
+    FROM sequence AS s JOIN anchor AS a ON a.pid = s.pid
+),
+pattern_steps AS (
+    SELECT arg_min(range_id, pos) AS range_id, pid, arg_min(tid, pos) AS tid, arg_min(text, pos) AS name,
+           MIN(start_ns) AS start_ns, MAX(end_ns) AS end_ns, 'pattern' AS source
+    FROM numbered
+    WHERE occurrence > 0 AND NOT EXISTS (SELECT 1 FROM named_steps)
+    GROUP BY pid, occurrence
+),
+steps AS (
+    SELECT ROW_NUMBER() OVER (ORDER BY start_ns, pid, tid, range_id) AS step, *
+    FROM (SELECT range_id, pid, tid, name, start_ns, end_ns, source FROM named_steps
+          UNION ALL
+          SELECT range_id, pid, tid, name, start_ns, end_ns, source FROM pattern_steps)
+),
+launched AS (
+    SELECT o.op_kind, o.start_ns, o.end_ns, rt.pid, rt.tid, rt.start_ns AS api_start_ns, rt.end_ns AS api_end_ns,
+           COALESCE(a.direction, 'other') AS direction
+    FROM gpu_op AS o
+    JOIN runtime AS rt ON rt.runtime_id = o.runtime_id
+    LEFT JOIN gpu_op_attribution AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id
+),
+in_step AS (
+    SELECT s.step, s.tid AS step_tid, l.op_kind, l.tid, l.direction, l.start_ns, l.end_ns
+    FROM launched AS l
+    ASOF JOIN steps AS s ON s.pid = l.pid AND s.start_ns <= l.api_start_ns
+    WHERE l.api_end_ns <= s.end_ns
+),
+scoped AS (  -- every op once for the step as a whole and once for its direction
+    SELECT step, 'all' AS scope, start_ns, end_ns FROM in_step
+    UNION ALL
+    SELECT step, direction, start_ns, end_ns FROM in_step
+),
+reach AS (  -- furthest end among earlier ops of the scope: an op starting past it opens a new busy island
+    SELECT *, MAX(end_ns) OVER (PARTITION BY step, scope ORDER BY start_ns, end_ns
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+    FROM scoped
+),
+islands AS (
+    SELECT *, SUM(CASE WHEN reach IS NULL OR start_ns > reach THEN 1 ELSE 0 END)
+              OVER (PARTITION BY step, scope ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS island
+    FROM reach
+),
+busy AS (
+    SELECT step, CAST(SUM(island_ns) FILTER (WHERE scope = 'all') AS BIGINT) AS busy_ns,
+           CAST(SUM(island_ns) FILTER (WHERE scope = 'fprop') AS BIGINT) AS fprop_ns,
+           CAST(SUM(island_ns) FILTER (WHERE scope = 'bprop') AS BIGINT) AS bprop_ns,
+           CAST(SUM(island_ns) FILTER (WHERE scope = 'optim') AS BIGINT) AS optim_ns,
+           CAST(SUM(island_ns) FILTER (WHERE scope = 'other') AS BIGINT) AS other_ns
+    FROM (SELECT step, scope, island, MAX(end_ns) - MIN(start_ns) AS island_ns FROM islands GROUP BY ALL)
+    GROUP BY step
+),
+counts AS (
+    SELECT step, COUNT(*) AS gpu_ops, COUNT(*) FILTER (WHERE op_kind = 'kernel') AS kernels,
+           COUNT(*) FILTER (WHERE tid <> step_tid) AS off_thread_ops
+    FROM in_step GROUP BY step
+)
+SELECT s.step, s.name, s.source, s.pid, s.tid, s.range_id, s.start_ns, s.end_ns, s.end_ns - s.start_ns AS wall_ns,
+       COALESCE(c.gpu_ops, 0) AS gpu_ops, COALESCE(c.kernels, 0) AS kernels,
+       COALESCE(c.off_thread_ops, 0) AS off_thread_ops,
+       COALESCE(b.busy_ns, 0) AS gpu_busy_ns,
+       100.0 * COALESCE(b.busy_ns, 0) / NULLIF(s.end_ns - s.start_ns, 0) AS gpu_busy_pct,
+       COALESCE(b.fprop_ns, 0) AS fprop_ns, COALESCE(b.bprop_ns, 0) AS bprop_ns,
+       COALESCE(b.optim_ns, 0) AS optim_ns, COALESCE(b.other_ns, 0) AS other_ns
+FROM steps AS s
+LEFT JOIN counts AS c ON c.step = s.step
+LEFT JOIN busy AS b ON b.step = s.step
+ORDER BY s.step;

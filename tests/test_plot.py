@@ -1,0 +1,145 @@
+"""`nsysql plot`: the data each picture draws (against the raw rows) and the files written."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+from typer.testing import CliRunner
+
+import nsysql
+from nsysql import plot
+from nsysql.cli import app
+from plainwalk import PlainAttribution, top_level_user_ranges
+from test_diff import raw_kernels
+from test_steps import open_case
+
+runner = CliRunner()
+FP32 = "gpt-tiny-train-fp32"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def fp32(opened, export_files):
+    return opened[FP32], export_files[FP32]
+
+
+# -- data ------------------------------------------------------------------------------------------
+def test_timeline_window_rows_match_raw(fp32):
+    ex, path = fp32
+    pa = PlainAttribution(path)
+    step = ex.steps().row(0, named=True)
+    lo, hi = step["start_ns"], step["end_ns"]
+    ranges = ex.run("analysis.plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=False)
+    expected = {r["id"] for r in pa.ranges if r["user"] and r["end"] >= lo and r["start"] <= hi}
+    assert set(ranges["range_id"]) == expected
+    with_markers = ex.run("analysis.plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=True)
+    assert set(with_markers["range_id"]) == {r["id"] for r in pa.ranges if r["end"] >= lo and r["start"] <= hi}
+    # without markers the level counts user ranges only: profiled_step 0, forward_pass 1, layer_0 2
+    level = dict(zip(ranges["text"], ranges["level"]))
+    assert (level["profiled_step"], level["forward_pass"], level["layer_0"]) == (0, 1, 2)
+    ops = ex.run("analysis.plot_timeline_ops", from_ns=lo, to_ns=hi)
+    assert ops.height == sum(1 for o in pa.ops if o[3] >= lo and o[2] <= hi)
+    direction = {(kind, rowid): d for kind, rowid, d, *_ in pa.attribute()}
+    got = Counter(ops["direction"])
+    assert got == Counter(direction[(o[0], o[1])] for o in pa.ops if o[3] >= lo and o[2] <= hi)
+
+
+def test_window_from_milliseconds(fp32):
+    ex, _ = fp32
+    whole = ex.run("analysis.plot_window", start_ms=None, end_ms=None).row(0, named=True)
+    part = ex.run("analysis.plot_window", start_ms=1.5, end_ms=2.25).row(0, named=True)
+    assert part["origin_ns"] == whole["origin_ns"] == whole["from_ns"]
+    assert (part["from_ns"] - part["origin_ns"], part["to_ns"] - part["origin_ns"]) == (1_500_000, 2_250_000)
+    assert whole["to_ns"] > whole["from_ns"]
+
+
+def test_top_kernels_match_raw(fp32):
+    ex, path = fp32
+    ns, count = Counter(), Counter()
+    for full, _, d in raw_kernels(path):
+        ns[full] += d
+        count[full] += 1
+    df = ex.run("analysis.plot_kernels", top=5)
+    top = sorted(ns.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    assert list(zip(df["kernel_name"], df["total_ns"])) == top
+    assert df["instances"].to_list() == [count[k] for k, _ in top]
+    assert df["pct"][0] == pytest.approx(100 * top[0][1] / sum(ns.values()))
+
+
+def test_labels_are_distinct(fp32):
+    ex, _ = fp32
+    labels = plot._kernel_labels(ex.run("analysis.plot_kernels", top=40))
+    assert len(set(labels)) == len(labels)
+    assert all(len(label) < 130 for label in labels)
+    paths = ["forward_pass/layer_0/attention_sublayer/scaled_dot_product_attention/annotated/computing softmax",
+             "forward_pass/layer_1/attention_sublayer/scaled_dot_product_attention/annotated/computing softmax",
+             "optimizer_step"]
+    short = plot._unique_short_paths(paths)
+    assert len(set(short)) == 3 and short[2] == "optimizer_step" and "…" in short[0] and "layer_0" in short[0]
+
+
+# -- files -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind,suffix,args", [
+    ("timeline", ".png", ["--step", "1"]),
+    ("timeline", ".svg", ["--start-ms", "0"]),
+    ("timeline", ".png", ["--step", "1", "--op-markers"]),
+    ("layers", ".png", ["--top", "10"]),
+    ("layers", ".svg", ["--merge-repeats", "--depth", "2"]),
+    ("kernels", ".png", ["--top", "12"]),
+])
+def test_cli_writes_images(fp32, cache_dir, tmp_path, kind, suffix, args):
+    _, path = fp32
+    out = tmp_path / f"{kind}{suffix}"
+    res = runner.invoke(app, ["plot", kind, str(path), "-o", str(out), "--cache-dir", str(cache_dir), *args])
+    assert res.exit_code == 0, res.output
+    data = out.read_bytes()
+    assert data.startswith(PNG) if suffix == ".png" else b"<svg" in data[:2000]
+    assert len(data) > 10_000
+
+
+@pytest.mark.parametrize("args,message", [
+    (["timeline", "-o", "x.txt"], "must end in"),
+    (["timeline", "-o", "x.png", "--step", "9"], "has steps 1 to 1"),
+    (["timeline", "-o", "x.png", "--start-ms", "5", "--end-ms", "5"], "empty time window"),
+    (["timeline", "-o", "x.png", "--step", "1", "--start-ms", "0"], "not both"),
+    (["kernels", "-o", "x.png", "--step", "1"], "only to `plot timeline`"),
+    (["timeline", "-o", "x.png", "--top", "3"], "--top applies"),
+])
+def test_cli_errors(fp32, cache_dir, tmp_path, args, message):
+    _, path = fp32
+    kind, rest = args[0], args[1:]
+    rest = [str(tmp_path / a) if a.startswith("x.") else a for a in rest]
+    res = runner.invoke(app, ["plot", kind, str(path), "--cache-dir", str(cache_dir), *rest])
+    assert res.exit_code == 1
+    assert message in res.output and "Traceback" not in res.output
+
+
+def test_window_with_nothing(tmp_path):
+    ex, _ = open_case(tmp_path, "steps_named")
+    with pytest.raises(nsysql.NsysqlError, match="nothing happens"):
+        plot.timeline(ex, tmp_path / "t.png", start_ms=100_000, end_ms=100_001)
+    plot.timeline(ex, tmp_path / "t.png", step=3)  # a small export draws too
+    assert (tmp_path / "t.png").read_bytes().startswith(PNG)
+    ex.close()
+
+
+def test_no_pyplot_and_no_display(fp32, cache_dir, tmp_path):
+    _, path = fp32
+    code = (
+        "import sys, nsysql\nfrom nsysql import plot\n"
+        f"ex = nsysql.open({str(path)!r}, cache_dir={str(cache_dir)!r})\n"
+        f"plot.kernels(ex, {str(tmp_path / 'k.png')!r})\n"
+        "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "MPLBACKEND": "TkAgg", "HOME": str(tmp_path)}  # no DISPLAY; a GUI backend asked
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
+    assert (tmp_path / "k.png").read_bytes().startswith(PNG)
+
+
+def test_steps_window_is_top_level_step(fp32):
+    ex, path = fp32
+    step = ex.steps().row(0, named=True)
+    top = [r for r in top_level_user_ranges(PlainAttribution(path)) if r["text"] == "profiled_step"]
+    assert (step["start_ns"], step["end_ns"]) == (top[0]["start"], top[0]["end"])

@@ -1,0 +1,121 @@
+"""`nsysql steps`: synthetic cases worked out by hand, real exports against a plain reading (plainwalk)."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import nsysql
+from nsysql.cli import app
+from plainwalk import PlainAttribution, ops_in_steps, plain_steps, union_length
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def _synth():
+    spec = importlib.util.spec_from_file_location("make_synthetic", ROOT / "scripts" / "make_synthetic.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+synth = _synth()
+
+
+def open_case(tmp_path, name):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = getattr(synth, name)().write(tmp_path / f"{name}.sqlite")
+    return nsysql.open(path, cache_dir=tmp_path / "cache"), path
+
+
+# -- synthetic: numbers from the case docstrings in scripts/make_synthetic.py ------------------------
+def test_pattern_steps(tmp_path):
+    ex, _ = open_case(tmp_path, "steps_pattern")
+    rows = ex.steps().to_dicts()
+    assert [(r["step"], r["name"], r["source"], r["tid"], r["start_ns"], r["end_ns"], r["wall_ns"]) for r in rows] == [
+        (1, "forward_pass", "pattern", 100, 1000, 3500, 2500),
+        (2, "forward_pass", "pattern", 100, 4000, 7200, 3200),
+    ]
+    # warm-up kernel and the kernel launched between the steps are in no step; the autograd thread's
+    # repeating grad_hook ranges make no steps of their own
+    assert [(r["gpu_ops"], r["kernels"], r["off_thread_ops"], r["gpu_busy_ns"]) for r in rows] == [
+        (4, 4, 2, 1100), (4, 3, 1, 1000)]
+    assert rows[0]["gpu_busy_pct"] == pytest.approx(44.0)
+    # directions: forward_pass -> fprop, the autograd thread -> bprop, optimizer_step -> optim
+    assert [(r["fprop_ns"], r["bprop_ns"], r["optim_ns"], r["other_ns"]) for r in rows] == [
+        (300, 600, 200, 0), (400, 400, 200, 0)]
+    ex.close()
+
+
+def test_named_steps(tmp_path):
+    ex, _ = open_case(tmp_path, "steps_named")
+    rows = ex.steps().to_dicts()
+    assert [(r["name"], r["source"], r["start_ns"], r["end_ns"]) for r in rows] == [
+        ("ProfilerStep#1", "range", 1000, 3000), ("ProfilerStep#2", "range", 3000, 5000),
+        ("Iteration 7", "range", 6000, 7000)]
+    assert [(r["gpu_ops"], r["off_thread_ops"], r["gpu_busy_ns"]) for r in rows] == [
+        (2, 1, 700), (1, 0, 100), (2, 0, 300)]
+    ex.close()
+
+
+def test_no_steps(tmp_path):
+    ex, path = open_case(tmp_path, "no_steps")
+    assert ex.steps().is_empty()
+    ex.close()
+    res = runner.invoke(app, ["steps", str(path), "--cache-dir", str(tmp_path / "cache")])
+    assert res.exit_code == 1
+    assert "has no steps" in res.output and "Traceback" not in res.output
+
+
+# -- real exports ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cases(export_files, opened):
+    return {ident: (opened[ident], PlainAttribution(path)) for ident, path in export_files.items()}
+
+
+def test_steps_match_plain_reading(cases):
+    checked = 0
+    for ident, (ex, pa) in cases.items():
+        expected = plain_steps(pa)
+        got = ex.steps().to_dicts()
+        assert [(r["name"], r["source"], r["pid"], r["start_ns"], r["end_ns"]) for r in got] == \
+               [(s["name"], s["source"], s["pid"], s["start"], s["end"]) for s in expected], ident
+        ops = ops_in_steps(pa, expected)
+        direction = {(kind, rowid): d for kind, rowid, d, *_ in pa.attribute()}
+        for i, row in enumerate(got):
+            mine = ops.get(i, [])
+            step_gtid = expected[i]["gtid"]
+            assert row["gpu_ops"] == len(mine), ident
+            assert row["kernels"] == sum(1 for o in mine if o[0] == "kernel"), ident
+            assert row["off_thread_ops"] == sum(1 for o in mine if o[4] != step_gtid), ident
+            assert row["gpu_busy_ns"] == union_length([(o[2], o[3]) for o in mine]), ident
+            for d in ("fprop", "bprop", "optim", "other"):
+                assert row[f"{d}_ns"] == union_length([(o[2], o[3]) for o in mine if direction[(o[0], o[1])] == d]), \
+                    (ident, d)
+            checked += 1
+    assert checked >= 6
+
+
+def test_fixture_steps_are_the_profiled_steps_not_the_backward_burst(cases):
+    # capture/workload.py: top-level model_init, warmup, one profiled_step, result; the backward of every
+    # step runs on pt_autograd_0, which must not add steps
+    for ident, (ex, pa) in cases.items():
+        if ident.startswith("shared"):
+            continue
+        df = ex.steps()
+        assert df["name"].to_list() == ["profiled_step"], ident
+        assert df["source"].to_list() == ["range"]
+        if "train" in ident:
+            assert df["off_thread_ops"][0] > 0 and df["bprop_ns"][0] > 0, ident  # autograd work counted
+
+
+def test_steps_cli_csv(export_files, cache_dir):
+    path = export_files["gpt-tiny-train-fp32"]
+    res = runner.invoke(app, ["steps", str(path), "--format", "csv", "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 0, res.output
+    header, row = res.output.strip().splitlines()
+    assert header.split(",")[:3] == ["step", "name", "source"]
+    assert row.startswith("1,profiled_step,range,")
