@@ -75,6 +75,7 @@ def to_json(df: pl.DataFrame, decimals: dict[str, int]) -> str:
 def to_table(df: pl.DataFrame, decimals: dict[str, int], title: str | None = None, *, color: bool | None = None,
              width: int | None = None) -> str:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     numeric = [dt.is_numeric() for dt in df.dtypes]
@@ -82,7 +83,7 @@ def to_table(df: pl.DataFrame, decimals: dict[str, int], title: str | None = Non
     for c, n in zip(df.columns, numeric):
         table.add_column(c, justify="right" if n else "left", overflow="fold")
     for row in text_rows(df, decimals):
-        table.add_row(*row)
+        table.add_row(*(escape(cell) for cell in row))  # `[CUDA memcpy ...]` is data, not rich markup
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=bool(color), color_system="auto" if color else None,
                       width=width or 200, no_color=not color)

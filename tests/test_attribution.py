@@ -103,3 +103,12 @@ def test_layers_cli_prints_coverage_line(export_files, tmp_path):
     assert res.exit_code == 0, res.output
     assert "| forward_pass/layer_* |" in res.output
     assert res.output.rstrip().splitlines()[-1].startswith("coverage: 100.00% of kernel time")
+
+
+def test_table_output_keeps_bracketed_names():
+    """Kernel names like `[CUDA memcpy Host-to-Device]` must not be eaten as rich markup."""
+    import polars as pl
+
+    from nsysql.render import to_table
+    text = to_table(pl.DataFrame({"kernel": ["[CUDA memcpy Host-to-Device]", "[gemm]"]}), {}, width=100)
+    assert "[CUDA memcpy Host-to-Device]" in text and "[gemm]" in text
