@@ -1,4 +1,4 @@
-"""``nsysql efficiency EXPORT [--by op|layer]``: achieved TFLOP/s and GB/s from recorded op shapes."""
+"""``nsysql efficiency EXPORT... [--by op|layer]``: achieved TFLOP/s and GB/s from recorded op shapes."""
 from __future__ import annotations
 
 from enum import Enum
@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from ..formats import Format
-from .common import (CacheDirOpt, DebugOpt, ExportArg, FormatOpt, NoCacheOpt, OutputOpt, open_export,
-                     user_errors)
+from .common import CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, user_errors
+
+NO_SHAPES_HINT = "capture under torch.autograd.profiler.emit_nvtx(record_shapes=True) (nsysql capture does)"
 
 
 class By(str, Enum):
@@ -17,11 +18,11 @@ class By(str, Enum):
 
 
 def efficiency(
-    export: ExportArg,
+    exports: ExportsArg,
     by: Annotated[By, typer.Option("--by", help="op: per direction, op and input shapes; layer: per direction "
                                                 "and layer.")] = By.op,
-    top: Annotated[Optional[int], typer.Option("--top", min=1, help="Only the N rows with the most kernel time.",
-                                               show_default=False)] = None,
+    top: Annotated[Optional[int], typer.Option("--top", min=1, help="Only the N rows with the most kernel time "
+                                                                    "(of each export).", show_default=False)] = None,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -31,18 +32,22 @@ def efficiency(
     """Achieved TFLOP/s of matmuls/convolutions and GB/s of elementwise ops, and the tensor-core share of matmul time.
 
     FLOPs and bytes come from the input shapes PyTorch's op markers record (emit_nvtx(record_shapes=True)); only kernels launched inside op markers count. The header of queries/analysis/efficiency.sql has every formula and the tensor-core name pattern.
+
+    With several exports, those without such kernels are skipped (named on stderr).
     """
     from .. import catalog
-    from ..errors import NsysqlError
     from ..render import emit
+    from .several import gather_nonempty
+
+    def per_export(ex):
+        df = ex.efficiency(by=by.value)
+        return df if top is None else df.head(top)
+
     with user_errors(debug):
-        with open_export(export, cache_dir, no_cache) as ex:
-            df = ex.efficiency(by=by.value)
-        if df.is_empty():
-            raise NsysqlError(f"{export.name} has no kernels inside PyTorch op markers with recorded shapes; capture "
-                              "under torch.autograd.profiler.emit_nvtx(record_shapes=True) (nsysql capture does)")
-        if top is not None:
-            df = df.head(top)
+        what = "kernels inside PyTorch op markers with recorded shapes"
+        df = gather_nonempty(exports, per_export, cache_dir, no_cache, missing=f"no {what}",
+                             single_error=lambda path: f"{path.name} has no {what}; {NO_SHAPES_HINT}",
+                             none_error=f"none of the exports has {what}; {NO_SHAPES_HINT}")
         q = catalog.get("analysis.efficiency")
         emit(df, fmt, decimals={c.name: c.decimals for c in q.columns if c.decimals is not None}, output=output,
              title=f"Efficiency by {by.value}")

@@ -1,4 +1,4 @@
-"""``nsysql plot timeline|layers|kernels EXPORT -o FILE.png|.svg``: pictures of an export."""
+"""``nsysql plot timeline|layers|kernels EXPORT... -o FILE.png|.svg``: pictures of an export (one per export)."""
 from __future__ import annotations
 
 from enum import Enum
@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import CacheDirOpt, DebugOpt, ExportArg, NoCacheOpt, open_export, user_errors
+from .common import CacheDirOpt, DebugOpt, ExportsArg, NoCacheOpt, open_export, user_errors
 
 
 class Kind(str, Enum):
@@ -20,9 +20,10 @@ def plot(
     kind: Annotated[Kind, typer.Argument(help="timeline: NVTX ranges per thread above GPU ops per stream; "
                                               "layers: forward/backward/optimizer GPU time per layer; "
                                               "kernels: the kernels with the most GPU time.", show_default=False)],
-    export: ExportArg,
-    output: Annotated[Path, typer.Option("-o", "--output", help="Image file; .png, .svg or .pdf picks the format.",
-                                         show_default=False)],
+    exports: ExportsArg,
+    output: Annotated[Path, typer.Option(
+        "-o", "--output", help="Image file; .png, .svg or .pdf picks the format. Several exports: one image each, "
+                               "FILE's stem + _<export> + suffix (e.g. out_rank0.png).", show_default=False)],
     start_ms: Annotated[Optional[float], typer.Option(
         "--start-ms", help="timeline: window start, ms after the capture start [default: capture start].",
         show_default=False)] = None,
@@ -45,7 +46,10 @@ def plot(
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Draw a timeline, per-layer bars or the top kernels of an export into a PNG, SVG or PDF file."""
+    """Draw a timeline, per-layer bars or the top kernels of an export into a PNG, SVG or PDF file.
+
+    With several exports, one file per export: -o out.png writes out_<export>.png for each."""
+    from .. import multi
     from .. import plot as plots
     from ..errors import NsysqlError
     with user_errors(debug):
@@ -59,15 +63,30 @@ def plot(
         if kind is Kind.timeline and top is not None:
             raise NsysqlError("--top applies to `plot layers` and `plot kernels`")
         plots.check_output(output)
-        with open_export(export, cache_dir, no_cache) as ex:
-            if kind is Kind.timeline:
-                written = plots.timeline(ex, output, start_ms=start_ms, end_ms=end_ms, step=step,
-                                         op_markers=op_markers)
-            elif kind is Kind.layers:
-                written = plots.layers(ex, output, top=top or 25, depth=depth, merge_repeats=merge_repeats)
-            else:
-                written = plots.kernels(ex, output, top=top or 20)
-        typer.echo(f"wrote {written}", err=True)
+        paths = multi.expand(exports)
+        targets = [output] if len(paths) == 1 else per_export_files(output, paths)
+        for path, target in zip(paths, targets):
+            with open_export(path, cache_dir, no_cache) as ex:
+                if kind is Kind.timeline:
+                    written = plots.timeline(ex, target, start_ms=start_ms, end_ms=end_ms, step=step,
+                                             op_markers=op_markers)
+                elif kind is Kind.layers:
+                    written = plots.layers(ex, target, top=top or 25, depth=depth, merge_repeats=merge_repeats)
+                else:
+                    written = plots.kernels(ex, target, top=top or 20)
+            typer.echo(f"wrote {written}", err=True)
+
+
+def per_export_files(output: Path, paths: list[Path]) -> list[Path]:
+    """out.png -> out_<label>.png for each export; labels made safe for a file name (parent/file -> parent_file)."""
+    import re
+
+    from .. import multi
+    from ..errors import NsysqlError
+    safe = [re.sub(r"[^A-Za-z0-9._-]", "_", label) for label in multi.labels(paths)]
+    if len(set(safe)) < len(safe):
+        raise NsysqlError("two exports would write the same image file; rename one of them")
+    return [output.with_name(f"{output.stem}_{label}{output.suffix}") for label in safe]
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,4 @@
-"""`nsysql sql EXPORT "SELECT ..."`: ad-hoc, read-only SQL over the normalized tables and report views."""
+"""`nsysql sql EXPORT... "SELECT ..."`: ad-hoc, read-only SQL over the normalized tables and report views."""
 from __future__ import annotations
 
 from typing import Annotated, Optional
@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..formats import Format
-from .common import CacheDirOpt, DebugOpt, ExportArg, FormatOpt, NoCacheOpt, OutputOpt, open_export, user_errors
+from .common import CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, user_errors
 
 QueryArg = Annotated[str, typer.Argument(
     help="One SELECT over the normalized tables (kernel, runtime, nvtx_range, gpu_op, ...) and the report/analysis "
@@ -19,7 +19,7 @@ ParamOpt = Annotated[Optional[list[str]], typer.Option(
 def register(app: typer.Typer) -> None:
     @app.command("sql")
     def sql(
-        export: ExportArg,
+        exports: ExportsArg,
         query: QueryArg,
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
@@ -28,11 +28,16 @@ def register(app: typer.Typer) -> None:
         no_cache: NoCacheOpt = False,
         debug: DebugOpt = False,
     ) -> None:
-        """Run ad-hoc SQL (read-only) against an export's normalized tables and the report/analysis views."""
+        """Run ad-hoc SQL (read-only) against an export's normalized tables and the report/analysis views.
+
+        With several exports, the statement runs on each export on its own (ids and joins stay within one
+        export) and the rows are concatenated after `export` and `rank` columns; exports giving no rows are
+        named on stderr."""
         from .. import adhoc
         from ..render import emit
+        from .several import gather_nonempty
         with user_errors(debug):
             params = adhoc.parse_params(param or [])
-            with open_export(export, cache_dir, no_cache) as ex:
-                df = adhoc.run(ex, query, params)
+            df = gather_nonempty(exports, lambda ex: adhoc.run(ex, query, params), cache_dir, no_cache,
+                                 missing="no rows")
             emit(df, fmt, output=output, title=None)

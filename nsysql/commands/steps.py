@@ -1,15 +1,17 @@
-"""``nsysql steps EXPORT``: training/inference iterations with their GPU time."""
+"""``nsysql steps EXPORT...``: training/inference iterations with their GPU time."""
 from __future__ import annotations
 
 import typer
 
 from ..formats import Format
-from .common import (CacheDirOpt, DebugOpt, ExportArg, FormatOpt, NoCacheOpt, OutputOpt, open_export,
-                     user_errors)
+from .common import CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, user_errors
+
+NO_STEPS_HINT = ("name each iteration's top-level NVTX range like step_N or profiled_step, or repeat the same "
+                 "top-level ranges every iteration")
 
 
 def steps(
-    export: ExportArg,
+    exports: ExportsArg,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -21,19 +23,19 @@ def steps(
     Steps are the top-level NVTX ranges named like profiled_step, step_N, ProfilerStep#N or iteration N; without any, each repetition of the first repeating top-level range (forward_pass, backward_pass, ..., forward_pass) starts one.
 
     A step's GPU work includes ops launched by other threads of its process while it runs (PyTorch's autograd thread).
+
+    With several exports, those without steps are skipped (named on stderr).
     """
     from .. import catalog
-    from ..errors import NsysqlError
     from ..render import emit
+    from .several import gather_nonempty
     with user_errors(debug):
-        with open_export(export, cache_dir, no_cache) as ex:
-            df = ex.steps()
-            if df.is_empty():
-                raise NsysqlError(f"{export.name} has no steps: name each iteration's top-level NVTX range like "
-                                  "step_N or profiled_step, or repeat the same top-level ranges every iteration")
-            q = catalog.get("analysis.steps")
-            emit(df, fmt, decimals={c.name: c.decimals for c in q.columns if c.decimals is not None},
-                 output=output, title="Steps")
+        df = gather_nonempty(exports, lambda ex: ex.steps(), cache_dir, no_cache, missing="no steps",
+                             single_error=lambda path: f"{path.name} has no steps: {NO_STEPS_HINT}",
+                             none_error=f"none of the exports has steps: {NO_STEPS_HINT}")
+        q = catalog.get("analysis.steps")
+        emit(df, fmt, decimals={c.name: c.decimals for c in q.columns if c.decimals is not None},
+             output=output, title="Steps")
 
 
 def register(app: typer.Typer) -> None:
