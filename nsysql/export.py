@@ -176,12 +176,15 @@ class Export:
             raise NsysqlError(f"overhead by {by!r}? choose one of: range, kernel, thread")
         return self.run(f"analysis.overhead_by_{by}")
 
-    def gaps(self, min_gap_us: float = 100.0, threads: bool = False) -> pl.DataFrame:
+    def gaps(self, min_gap_us: float = 100.0, threads: bool = False, calls: bool = True) -> pl.DataFrame:
         """GPU idle gaps of at least `min_gap_us`, longest first, with the launching thread's CPU context;
-        `threads=True` gives one row per gap and thread instead."""
+        `threads=True` gives one row per gap and thread instead; `calls=False` skips the CUDA/OS call
+        columns (reading every call is the costly part on a big export)."""
         if min_gap_us < 0:
             raise NsysqlError(f"the minimum gap must be 0 µs or more, not {min_gap_us}")
-        return self.run("analysis.gaps_threads" if threads else "analysis.gaps", min_gap_ns=round(min_gap_us * 1000))
+        if threads:
+            return self.run("analysis.gaps_threads", min_gap_ns=round(min_gap_us * 1000))
+        return self.run("analysis.gaps", min_gap_ns=round(min_gap_us * 1000), with_calls=calls)
 
     def utilization(self, window_ms: float = 10.0) -> pl.DataFrame:
         """GPU busy share per device in fixed windows of `window_ms` from the first GPU op to the last."""

@@ -70,11 +70,13 @@ def build(export: Export, top: int = 10) -> list[Section]:
         kern = export.report("cuda_gpu_kern_sum").head(top)
         sections.append(Section(f"Top {top} kernels", kern, _decimals("reports.cuda_gpu_kern_sum")))
     if export.has("kernel") and export.has("runtime"):
-        launches = export.run("analysis.launch_summary")
-        sections.append(Section("Launch overhead by launching thread", launches, _decimals("analysis.launch_summary"),
-                                "queue = kernel start - launch call end (>= 0)"))
+        sections.append(_launch_overhead(export))
     if export.has("memcpy") or export.has("memset"):
-        sections.append(Section("Memory copies and sets", export.memcpy(), _decimals("analysis.memcpy")))
+        sections.append(Section("Memory copies and sets", export.memcpy(), _decimals("analysis.memcpy"),
+                                "synchronous = the launching call blocked until the copy ended "
+                                "(`nsysql memcpy --by range|stream` for where)"))
+    if export.has("kernel") or export.has("memcpy") or export.has("memset"):
+        sections.append(_gaps(export, top))
     if export.has("kernel"):
         cov = export.run("analysis.range_coverage")
         total = cov["kernel_ns"].sum() or 0
@@ -88,13 +90,44 @@ def build(export: Export, top: int = 10) -> list[Section]:
     return sections
 
 
+LAUNCH_COLUMNS = ["pid", "tid", "thread_name", "launches", "cpu_ns", "gpu_busy_ns", "launch_span_ns", "gpu_idle_ns",
+                  "median_api_ns", "p95_api_ns", "median_queue_ns", "p95_queue_ns", "shorter_than_launch", "launch_bound"]
+GAP_COLUMNS = ["device_id", "gap_ns", "before_op", "after_op", "tid", "thread_name", "launch_api", "launch_offset_ns",
+               "range_path"]
+SUMMARY_MIN_GAP_US = 100
+
+
+def _launch_overhead(export: Export) -> Section:
+    """Launch overhead per launching thread (the per-range view is its own command: it costs more)."""
+    note = ("cpu = time in launching calls; queue = kernel start - launch call end (>= 0); launch_bound = GPU idle "
+            "more than half of the thread's first-to-last launch span; `nsysql overhead --by range` says which NVTX "
+            "ranges are launch-bound")
+    return Section("Launch overhead by launching thread", export.overhead(by="thread").select(LAUNCH_COLUMNS),
+                   _decimals("analysis.overhead_by_thread"), note)
+
+
+def _gaps(export: Export, top: int) -> Section:
+    """The longest GPU idle gaps and what the launching thread was doing, with the total they add up to."""
+    gaps = export.gaps(min_gap_us=SUMMARY_MIN_GAP_US, calls=False)  # the calls in each gap cost a pass over every call
+    busy = export.sql("SELECT COALESCE(SUM(end_ns - start_ns), 0) AS busy, "
+                      "COALESCE(MAX(end_ns) - MIN(start_ns), 0) AS span FROM gpu_busy").row(0, named=True)
+    idle = int(gaps["gap_ns"].sum() or 0) if gaps.height else 0
+    note = (f"{gaps.height} gaps of {SUMMARY_MIN_GAP_US} µs or more, {idle / 1e6:.1f} ms in all "
+            f"({_pct(idle, busy['span'])} of the GPUs' active span, busy {_pct(busy['busy'], busy['span'])}); "
+            "launch_offset = launch call start - gap start (> 0: the CPU issued the work late); "
+            "`nsysql gaps` lists them with the CUDA and OS calls the thread was in, `--threads` for every thread, "
+            "`nsysql utilization` busy share over time")
+    frame = gaps.select(GAP_COLUMNS).head(top) if gaps.height else pl.DataFrame({c: [] for c in GAP_COLUMNS})
+    return Section(f"Top {top} GPU idle gaps", frame, _decimals("analysis.gaps"), note)
+
+
 def _pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "n/a"
 
 
 def _display(section: Section) -> pl.DataFrame:
     df = section.frame
-    for col in ("Name", "kernel_name"):
+    for col in ("Name", "kernel_name", "before_op", "after_op"):
         if col in df.columns:
             df = df.with_columns(pl.col(col).map_elements(shorten_kernel, return_dtype=pl.Utf8))
     return df

@@ -1,0 +1,180 @@
+-- nsysql: analysis.gaps v1
+-- purpose: GPU idle gaps per device (no kernel, copy or set running), longest first, each with the op before and after it, the thread that launched the op ending it, and what that thread was inside during the gap: its innermost user NVTX range, longest CUDA API call and longest OS runtime call.
+-- requires: kernel|memcpy|memset
+-- params: $min_gap_ns BIGINT default 100000 (shortest gap reported, ns), $with_calls BOOLEAN default true (false: the cuda_call, cuda_call_ns, cuda_calls_started, os_call and os_call_ns columns are NULL, and the costly read of every call of the threads is skipped)
+-- notes: A gap lies between two consecutive busy intervals of a device (gpu_busy: the union of its kernels,
+--   copies and sets), so the idle time before the first op and after the last one is not a gap.
+--   The thread shown is the one whose CUDA call launched the op that ended the gap (correlationId AND process):
+--   the GPU was waiting for its next piece of work from that thread. launch_offset_ns = that call's start -
+--   gap start: positive when the work was only issued during the gap (the CPU was late: launch- or CPU-bound),
+--   zero or negative when it was issued before the GPU went idle (the GPU waited on something else: a
+--   dependency, an event, or the launch latency itself). analysis.gaps_threads shows every thread.
+--   range_path: the thread's innermost user NVTX range (not an op marker) open at the gap's start, as the path of
+--   user range texts from the top down joined by '/'. cuda_call / os_call: the thread's CUDA API call / OS runtime
+--   call (osrt) overlapping the gap the longest, with the overlap in ns; cuda_calls_started: CUDA calls the thread
+--   started during the gap. NULL where the export has no such data (e.g. captured without --trace=osrt).
+--   The op ending a gap starts exactly at its end; of several, one with a launching call first, then by kind and id.
+--   Linear: one sweep per thread over its calls and its gaps in time order (a running maximum of call ends gives
+--   the call open at each gap's start; the last gap start before a call tells whether it started inside a gap),
+--   and one sweep per thread over its user ranges; no call-by-gap or range-by-gap join.
+-- columns:
+--   device_id | BIGINT | id
+--   gap_start_ns | BIGINT | ns
+--   gap_end_ns | BIGINT | ns
+--   gap_ns | BIGINT | ns
+--   before_op | VARCHAR | text (the op that ended last before the gap)
+--   after_op | VARCHAR | text (the op that ended the gap)
+--   pid | BIGINT | id (thread that launched after_op)
+--   tid | BIGINT | id
+--   thread_name | VARCHAR | text
+--   launch_api | VARCHAR | text (the call that launched after_op)
+--   launch_offset_ns | BIGINT | ns (launch call start - gap start)
+--   range_path | VARCHAR | text (innermost user NVTX range of the thread at the gap's start)
+--   cuda_call | VARCHAR | text (the thread's CUDA API call overlapping the gap longest)
+--   cuda_call_ns | BIGINT | ns (its overlap with the gap)
+--   cuda_calls_started | BIGINT | count (CUDA calls the thread started during the gap)
+--   os_call | VARCHAR | text (the thread's OS runtime call overlapping the gap longest)
+--   os_call_ns | BIGINT | ns (its overlap with the gap)
+WITH
+busy AS (
+    SELECT device_id, start_ns, end_ns, LAG(end_ns) OVER (PARTITION BY device_id ORDER BY start_ns) AS prev_end_ns
+    FROM gpu_busy
+),
+gap AS MATERIALIZED (
+    SELECT device_id, prev_end_ns AS gap_start_ns, start_ns AS gap_end_ns, start_ns - prev_end_ns AS gap_ns
+    FROM busy
+    WHERE prev_end_ns IS NOT NULL AND start_ns - prev_end_ns >= $min_gap_ns
+),
+op_after AS MATERIALIZED (  -- the op ending the gap starts exactly at its end (of several: a launched one, by kind, id)
+    SELECT g.device_id, g.gap_start_ns,
+           first(a.op_name ORDER BY a.runtime_id IS NULL, a.op_kind, a.op_id) AS after_op,
+           first(a.runtime_id ORDER BY a.runtime_id IS NULL, a.op_kind, a.op_id) AS after_runtime_id
+    FROM gap AS g
+    JOIN gpu_op AS a ON a.device_id = g.device_id AND a.start_ns = g.gap_end_ns
+    GROUP BY g.device_id, g.gap_start_ns
+),
+op_before AS (  -- the op before it ends exactly at its start
+    SELECT g.device_id, g.gap_start_ns, first(b.op_name ORDER BY b.op_kind, b.op_id) AS before_op
+    FROM gap AS g
+    JOIN gpu_op AS b ON b.device_id = g.device_id AND b.end_ns = g.gap_start_ns
+    GROUP BY g.device_id, g.gap_start_ns
+),
+pair AS MATERIALIZED (  -- (gap, thread that launched the op ending it)
+    SELECT g.device_id, g.gap_start_ns, g.gap_end_ns, rt.global_tid
+    FROM gap AS g
+    JOIN op_after AS o USING (device_id, gap_start_ns)
+    JOIN runtime AS rt ON rt.runtime_id = o.after_runtime_id
+),
+call AS MATERIALIZED (  -- CUDA API (source 0) and OS runtime (1) calls of the threads in question, by id
+    SELECT global_tid, start_ns, end_ns, runtime_id AS call_id, 0 AS source
+    FROM runtime WHERE $with_calls AND global_tid IN (SELECT global_tid FROM pair)
+    UNION ALL
+    SELECT global_tid, start_ns, end_ns, rowid, 1
+    FROM osrt WHERE $with_calls AND global_tid IN (SELECT global_tid FROM pair)
+),
+thread_device AS (
+    SELECT DISTINCT global_tid, device_id FROM pair
+),
+call_sweep AS (  -- per thread, call source and device: the calls and the thread's gaps, in time order
+    SELECT c.global_tid, c.source, d.device_id, c.start_ns AS ts, 0 AS kind, c.end_ns, c.call_id,
+           NULL::BIGINT AS gap_end_ns
+    FROM call AS c JOIN thread_device AS d USING (global_tid)
+    UNION ALL
+    SELECT p.global_tid, s.source, p.device_id, p.gap_start_ns, 1, NULL, NULL, p.gap_end_ns
+    FROM pair AS p CROSS JOIN (VALUES (0), (1)) AS s(source)
+),
+call_swept AS (
+    -- at a gap row: the call reaching furthest among those started so far, as (end << 64 | call id) so that one
+    -- running maximum gives both (ends are >= 0; equal ends: the higher id); at a call row: the end of the last
+    -- gap started before it (gaps of one device never overlap, so their ends grow with their starts)
+    SELECT *, MAX((end_ns::HUGEINT << 64) | call_id) OVER w AS reach, MAX(gap_end_ns) OVER w AS last_gap_end_ns
+    FROM call_sweep
+    WINDOW w AS (PARTITION BY global_tid, source, device_id ORDER BY ts, kind
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+),
+in_progress AS (  -- the call open at the gap's start that runs furthest into it
+    SELECT device_id, ts AS gap_start_ns, global_tid, source, call_id, overlap_ns, false AS started_inside
+    FROM (SELECT device_id, ts, global_tid, source, gap_end_ns, (reach & ((1::HUGEINT << 64) - 1))::BIGINT AS call_id,
+                 LEAST((reach >> 64)::BIGINT, gap_end_ns) - ts AS overlap_ns
+          FROM call_swept WHERE kind = 1 AND reach IS NOT NULL)
+    WHERE overlap_ns > 0
+),
+started AS (  -- calls starting inside a gap (after its start, before its end), keyed by the gap's start
+    SELECT s.device_id, p.gap_start_ns, s.global_tid, s.source, s.call_id, s.overlap_ns, true AS started_inside
+    FROM (SELECT device_id, global_tid, source, call_id, last_gap_end_ns, LEAST(end_ns, last_gap_end_ns) - ts AS overlap_ns
+          FROM call_swept WHERE kind = 0 AND ts < last_gap_end_ns) AS s
+    JOIN pair AS p ON p.device_id = s.device_id AND p.global_tid = s.global_tid AND p.gap_end_ns = s.last_gap_end_ns
+),
+best AS (
+    SELECT device_id, gap_start_ns, global_tid,
+           arg_max(call_id, (overlap_ns, call_id)) FILTER (WHERE source = 0) AS cuda_id,
+           MAX(overlap_ns) FILTER (WHERE source = 0) AS cuda_call_ns,
+           COUNT(*) FILTER (WHERE source = 0 AND started_inside) AS cuda_calls_started,
+           arg_max(call_id, (overlap_ns, call_id)) FILTER (WHERE source = 1) AS os_id,
+           MAX(overlap_ns) FILTER (WHERE source = 1) AS os_call_ns
+    FROM (SELECT * FROM in_progress UNION ALL SELECT * FROM started)
+    GROUP BY device_id, gap_start_ns, global_tid
+),
+call_context AS (
+    SELECT b.device_id, b.gap_start_ns, b.global_tid, rt.api_short_name AS cuda_call, b.cuda_call_ns,
+           b.cuda_calls_started, os.api_name AS os_call, b.os_call_ns
+    FROM best AS b
+    LEFT JOIN runtime AS rt ON rt.runtime_id = b.cuda_id
+    LEFT JOIN (SELECT rowid AS call_id, api_name FROM osrt) AS os ON os.call_id = b.os_id
+),
+user_ranges AS (
+    SELECT range_id, global_tid, start_ns, end_ns
+    FROM nvtx_range
+    WHERE NOT is_op_marker AND end_global_tid IS NULL AND global_tid IN (SELECT global_tid FROM pair)
+),
+sweep AS (  -- +1 at user range starts, -1 at ends, and the gap starts as queries (ends first at equal times)
+    SELECT global_tid, start_ns AS ts, 1 AS kind, -end_ns AS tiebreak, range_id, NULL AS device_id, 1 AS delta
+    FROM user_ranges
+    UNION ALL
+    SELECT global_tid, end_ns, CASE WHEN end_ns = start_ns THEN 2 ELSE 0 END, -start_ns, range_id, NULL, -1
+    FROM user_ranges
+    UNION ALL
+    SELECT global_tid, gap_start_ns, 3, device_id, NULL, device_id, 0 FROM pair
+),
+ordered AS (
+    SELECT *, ROW_NUMBER() OVER w AS seq,
+           SUM(delta) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS open_after
+    FROM sweep
+    WINDOW w AS (PARTITION BY global_tid ORDER BY ts, kind, tiebreak, range_id)
+),
+range_start AS (
+    SELECT range_id, global_tid, seq, open_after - 1 AS depth FROM ordered WHERE delta = 1
+),
+range_at_gap AS (  -- innermost open user range: the latest start at depth (open ranges - 1)
+    SELECT q.device_id, q.ts AS gap_start_ns, q.global_tid, s.range_id
+    FROM (SELECT * FROM ordered WHERE kind = 3 AND open_after > 0) AS q
+    ASOF JOIN range_start AS s ON s.global_tid = q.global_tid AND s.depth = q.open_after - 1 AND s.seq < q.seq
+),
+path AS (
+    SELECT a.range_id, string_agg(r.text, '/' ORDER BY a.distance DESC) AS range_path
+    FROM nvtx_ancestor AS a
+    JOIN nvtx_range AS r ON r.range_id = a.ancestor_id
+    WHERE NOT r.is_op_marker AND a.range_id IN (SELECT range_id FROM range_at_gap)
+    GROUP BY a.range_id
+),
+final AS (
+    SELECT g.device_id, g.gap_start_ns, g.gap_end_ns, g.gap_ns, b.before_op, o.after_op, rt.pid, rt.tid,
+           t.thread_name, rt.api_short_name AS launch_api, rt.start_ns - g.gap_start_ns AS launch_offset_ns,
+           p.range_path, c.cuda_call, c.cuda_call_ns,
+           CASE WHEN $with_calls THEN COALESCE(c.cuda_calls_started, 0) END AS cuda_calls_started, c.os_call, c.os_call_ns
+    FROM gap AS g
+    LEFT JOIN op_before AS b USING (device_id, gap_start_ns)
+    LEFT JOIN op_after AS o USING (device_id, gap_start_ns)
+    LEFT JOIN runtime AS rt ON rt.runtime_id = o.after_runtime_id
+    LEFT JOIN thread AS t ON t.global_tid = rt.global_tid
+    LEFT JOIN call_context AS c
+           ON c.device_id = g.device_id AND c.gap_start_ns = g.gap_start_ns AND c.global_tid = rt.global_tid
+    LEFT JOIN range_at_gap AS r
+           ON r.device_id = g.device_id AND r.gap_start_ns = g.gap_start_ns AND r.global_tid = rt.global_tid
+    LEFT JOIN path AS p ON p.range_id = r.range_id
+)
+SELECT device_id, gap_start_ns, gap_end_ns, gap_ns, before_op, after_op, pid, tid, thread_name, launch_api,
+       launch_offset_ns, range_path, cuda_call, CAST(cuda_call_ns AS BIGINT) AS cuda_call_ns, cuda_calls_started,
+       os_call, CAST(os_call_ns AS BIGINT) AS os_call_ns
+FROM final
+ORDER BY gap_ns DESC, device_id, gap_start_ns;

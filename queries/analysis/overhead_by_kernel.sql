@@ -1,0 +1,80 @@
+-- nsysql: analysis.overhead_by_kernel v1
+-- purpose: Kernel launch overhead per kernel name: launches, CPU time in the launching calls, GPU busy time, API and queue time statistics, kernels shorter than their launch call, and whether launching costs more than the kernels run.
+-- requires: kernel, runtime
+-- params: none
+-- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
+--   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
+--   Kernels without a launching call in the export are left out. cpu_ns counts each launching call once, even
+--   when it launched several kernels of the name (a CUDA graph launch); the per-launch statistics count it per kernel.
+--   gpu_busy_ns is the union of the name's execution intervals over all GPUs.
+--   launch_bound = launches >= 2 AND gpu_busy_ns < cpu_ns / 2: launched back to back, these kernels would leave
+--   the GPU idle more than half of the time the thread spends launching them.
+--   Statistics: median = quantile_cont 0.5, p95 = quantile_cont 0.95 (linear interpolation between ranks).
+-- columns:
+--   kernel_name | VARCHAR | text (demangled)
+--   launches | BIGINT | count
+--   cpu_ns | BIGINT | ns (sum of launching call durations, each call once)
+--   gpu_busy_ns | BIGINT | ns (union of execution intervals)
+--   kernel_ns | BIGINT | ns (sum of kernel durations)
+--   mean_api_ns | DOUBLE | ns | 1
+--   median_api_ns | DOUBLE | ns | 1
+--   p95_api_ns | DOUBLE | ns | 1
+--   mean_queue_ns | DOUBLE | ns | 1
+--   median_queue_ns | DOUBLE | ns | 1
+--   p95_queue_ns | DOUBLE | ns | 1
+--   shorter_than_launch | BIGINT | count (kernels that ran shorter than their launch call)
+--   launch_bound | BOOLEAN | flag (see notes)
+WITH
+name AS MATERIALIZED (  -- a small integer per kernel name, so the steps below never sort long names
+    SELECT kernel_name, ROW_NUMBER() OVER (ORDER BY kernel_name) AS name_id
+    FROM (SELECT DISTINCT kernel_name FROM kernel)
+),
+launch AS MATERIALIZED (
+    SELECT n.name_id, k.start_ns AS kernel_start_ns, k.end_ns AS kernel_end_ns, rt.runtime_id,
+           rt.end_ns - rt.start_ns AS api_ns, GREATEST(k.start_ns - rt.end_ns, 0) AS queue_ns,
+           k.end_ns - k.start_ns AS kernel_ns
+    FROM kernel AS k
+    JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
+    JOIN name AS n ON n.kernel_name IS NOT DISTINCT FROM k.kernel_name
+),
+reach AS (
+    -- furthest end among earlier runs of the name: the union counts only what lies past it.
+    -- One ordered pass over all names (a window partitioned by name is several times slower on big ones):
+    -- the running maximum of name * 2^64 + end, minus name * 2^64, is negative until the name's first end.
+    SELECT name_id, kernel_start_ns, kernel_end_ns,
+           MAX(name_id * 18446744073709551616::HUGEINT + kernel_end_ns) OVER (ORDER BY name_id, kernel_start_ns, kernel_end_ns
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) - name_id * 18446744073709551616::HUGEINT AS reach_ns
+    FROM launch
+),
+union_busy AS (
+    SELECT name_id,
+           SUM(GREATEST(kernel_end_ns - GREATEST(kernel_start_ns, COALESCE(reach_ns, kernel_start_ns)), 0)) AS gpu_busy_ns
+    FROM reach
+    GROUP BY name_id
+),
+call_time AS (  -- each launching call once
+    SELECT name_id, SUM(api_ns) AS cpu_ns
+    FROM (SELECT DISTINCT name_id, runtime_id, api_ns FROM launch)
+    GROUP BY name_id
+),
+stats AS (
+    SELECT name_id, COUNT(*) AS launches, SUM(kernel_ns) AS kernel_ns,
+           AVG(api_ns) AS mean_api_ns, quantile_cont(api_ns, 0.5) AS median_api_ns,
+           quantile_cont(api_ns, 0.95) AS p95_api_ns,
+           AVG(queue_ns) AS mean_queue_ns, quantile_cont(queue_ns, 0.5) AS median_queue_ns,
+           quantile_cont(queue_ns, 0.95) AS p95_queue_ns,
+           COUNT(*) FILTER (WHERE kernel_ns < api_ns) AS shorter_than_launch
+    FROM launch
+    GROUP BY name_id
+)
+SELECT n.kernel_name, s.launches, CAST(c.cpu_ns AS BIGINT) AS cpu_ns, CAST(u.gpu_busy_ns AS BIGINT) AS gpu_busy_ns,
+       CAST(s.kernel_ns AS BIGINT) AS kernel_ns,
+       s.mean_api_ns, CAST(s.median_api_ns AS DOUBLE) AS median_api_ns, CAST(s.p95_api_ns AS DOUBLE) AS p95_api_ns,
+       s.mean_queue_ns, CAST(s.median_queue_ns AS DOUBLE) AS median_queue_ns,
+       CAST(s.p95_queue_ns AS DOUBLE) AS p95_queue_ns,
+       s.shorter_than_launch, s.launches >= 2 AND 2 * u.gpu_busy_ns < c.cpu_ns AS launch_bound
+FROM stats AS s
+JOIN union_busy AS u USING (name_id)
+JOIN call_time AS c USING (name_id)
+JOIN name AS n USING (name_id)
+ORDER BY cpu_ns DESC, n.kernel_name;

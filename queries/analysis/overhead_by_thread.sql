@@ -1,0 +1,112 @@
+-- nsysql: analysis.overhead_by_thread v1
+-- purpose: Kernel launch overhead per launching thread: launches, CPU time in launching calls, GPU busy and idle time over the thread's launching span, API and queue time statistics, kernels shorter than their launch call, and whether the thread is launch-bound.
+-- requires: kernel, runtime
+-- params: none
+-- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
+--   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
+--   Kernels without a launching call in the export are left out. cpu_ns counts each launching call once
+--   (a CUDA graph launch runs several kernels); the per-launch statistics count it per kernel.
+--   launch_span_ns: the thread's first launching call start to its last launching call end.
+--   gpu_idle_ns: launch_span_ns minus the time the GPU was busy (any kernel, copy or set of any thread:
+--   gpu_busy) inside the span; with kernels on several GPUs, the busiest of them counts.
+--   launch_bound = launches >= 2 AND gpu_idle_ns > launch_span_ns / 2: the GPU sat idle more than half of
+--   the time this thread was launching. (A thread that also waits on input or sleeps between launches shows
+--   the same; the per-range view, analysis.overhead_by_range, narrows it down.)
+--   Statistics: median = quantile_cont 0.5, p95 = quantile_cont 0.95 (linear interpolation between ranks).
+-- columns:
+--   pid | BIGINT | id
+--   tid | BIGINT | id
+--   thread_name | VARCHAR | text
+--   launches | BIGINT | count
+--   cpu_ns | BIGINT | ns (sum of launching call durations, each call once)
+--   gpu_busy_ns | BIGINT | ns (union of its kernels' execution intervals)
+--   launch_span_ns | BIGINT | ns (first launching call start to last launching call end)
+--   gpu_idle_ns | BIGINT | ns (span time with the GPU idle)
+--   kernel_ns | BIGINT | ns (sum of kernel durations)
+--   mean_api_ns | DOUBLE | ns | 1
+--   median_api_ns | DOUBLE | ns | 1
+--   p95_api_ns | DOUBLE | ns | 1
+--   mean_queue_ns | DOUBLE | ns | 1
+--   median_queue_ns | DOUBLE | ns | 1
+--   p95_queue_ns | DOUBLE | ns | 1
+--   shorter_than_launch | BIGINT | count (kernels that ran shorter than their launch call)
+--   launch_bound | BOOLEAN | flag (see notes)
+WITH
+launch AS MATERIALIZED (
+    SELECT k.start_ns AS kernel_start_ns, k.end_ns AS kernel_end_ns, k.device_id, rt.runtime_id,
+           rt.global_tid, rt.pid, rt.tid, rt.start_ns AS api_start_ns, rt.end_ns AS api_end_ns,
+           rt.end_ns - rt.start_ns AS api_ns, GREATEST(k.start_ns - rt.end_ns, 0) AS queue_ns,
+           k.end_ns - k.start_ns AS kernel_ns
+    FROM kernel AS k
+    JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
+),
+reach AS (
+    -- furthest kernel end among the thread's earlier kernels: the union counts only what lies past it.
+    -- One ordered pass over all threads (a window partitioned by thread is several times slower on big ones):
+    -- the running maximum of thread * 2^64 + end, minus thread * 2^64, is negative until the thread's first end.
+    SELECT global_tid, kernel_start_ns, kernel_end_ns,
+           MAX(global_tid * 18446744073709551616::HUGEINT + kernel_end_ns) OVER (ORDER BY global_tid, kernel_start_ns, kernel_end_ns
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) - global_tid * 18446744073709551616::HUGEINT AS reach_ns
+    FROM launch
+),
+union_busy AS (
+    SELECT global_tid,
+           SUM(GREATEST(kernel_end_ns - GREATEST(kernel_start_ns, COALESCE(reach_ns, kernel_start_ns)), 0)) AS gpu_busy_ns
+    FROM reach
+    GROUP BY global_tid
+),
+call_time AS (  -- each launching call once
+    SELECT global_tid, SUM(api_ns) AS cpu_ns
+    FROM (SELECT DISTINCT global_tid, runtime_id, api_ns FROM launch)
+    GROUP BY global_tid
+),
+stats AS (
+    SELECT global_tid, MIN(pid) AS pid, MIN(tid) AS tid, COUNT(*) AS launches,
+           MIN(api_start_ns) AS span_start_ns, MAX(api_end_ns) AS span_end_ns,
+           SUM(kernel_ns) AS kernel_ns,
+           AVG(api_ns) AS mean_api_ns, quantile_cont(api_ns, 0.5) AS median_api_ns,
+           quantile_cont(api_ns, 0.95) AS p95_api_ns,
+           AVG(queue_ns) AS mean_queue_ns, quantile_cont(queue_ns, 0.5) AS median_queue_ns,
+           quantile_cont(queue_ns, 0.95) AS p95_queue_ns,
+           COUNT(*) FILTER (WHERE kernel_ns < api_ns) AS shorter_than_launch
+    FROM launch
+    GROUP BY global_tid
+),
+busy_cum AS (  -- busy time of the device before each busy interval
+    SELECT device_id, start_ns, end_ns,
+           COALESCE(SUM(end_ns - start_ns) OVER (PARTITION BY device_id ORDER BY start_ns
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
+    FROM gpu_busy
+),
+thread_device AS (
+    SELECT d.global_tid, d.device_id, s.span_start_ns, s.span_end_ns
+    FROM (SELECT DISTINCT global_tid, device_id FROM launch) AS d
+    JOIN stats AS s USING (global_tid)
+),
+busy_to_end AS (  -- busy time of the device up to the span's end ...
+    SELECT w.*, COALESCE(b.before_ns + LEAST(w.span_end_ns, b.end_ns) - b.start_ns, 0) AS busy_to_end_ns
+    FROM thread_device AS w
+    ASOF LEFT JOIN busy_cum AS b ON b.device_id = w.device_id AND b.start_ns <= w.span_end_ns
+),
+busy_in_span AS (  -- ... minus busy time up to its start; the busiest device counts
+    SELECT w.global_tid,
+           MAX(w.busy_to_end_ns - COALESCE(b.before_ns + LEAST(w.span_start_ns, b.end_ns) - b.start_ns, 0)) AS busy_ns
+    FROM busy_to_end AS w
+    ASOF LEFT JOIN busy_cum AS b ON b.device_id = w.device_id AND b.start_ns <= w.span_start_ns
+    GROUP BY w.global_tid
+)
+SELECT s.pid, s.tid, t.thread_name, s.launches, CAST(c.cpu_ns AS BIGINT) AS cpu_ns,
+       CAST(u.gpu_busy_ns AS BIGINT) AS gpu_busy_ns, s.span_end_ns - s.span_start_ns AS launch_span_ns,
+       CAST(s.span_end_ns - s.span_start_ns - b.busy_ns AS BIGINT) AS gpu_idle_ns,
+       CAST(s.kernel_ns AS BIGINT) AS kernel_ns,
+       s.mean_api_ns, CAST(s.median_api_ns AS DOUBLE) AS median_api_ns, CAST(s.p95_api_ns AS DOUBLE) AS p95_api_ns,
+       s.mean_queue_ns, CAST(s.median_queue_ns AS DOUBLE) AS median_queue_ns,
+       CAST(s.p95_queue_ns AS DOUBLE) AS p95_queue_ns,
+       s.shorter_than_launch,
+       s.launches >= 2 AND 2 * (s.span_end_ns - s.span_start_ns - b.busy_ns) > s.span_end_ns - s.span_start_ns AS launch_bound
+FROM stats AS s
+JOIN union_busy AS u USING (global_tid)
+JOIN call_time AS c USING (global_tid)
+JOIN busy_in_span AS b USING (global_tid)
+LEFT JOIN thread AS t USING (global_tid)
+ORDER BY s.launches DESC, s.pid, s.tid;
