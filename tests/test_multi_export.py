@@ -85,3 +85,19 @@ def test_glob_without_match_is_one_line_error(tmp_path):
     res = invoke("kernels", tmp_path / "nothing*.sqlite")
     assert res.exit_code == 1
     assert res.output.strip() == f"Error: {tmp_path / 'nothing*.sqlite'}: no file matches this pattern"
+
+
+def test_overhead_memcpy_gaps_utilization_many(export_files, tmp_path, opened):
+    d = ranks(export_files, tmp_path)
+    single = opened["gpt-tiny-train-fp32"]
+    cases = [(["overhead", "--by", "thread"], single.overhead(by="thread")),
+             (["memcpy", "--by", "kind"], single.memcpy(by="kind")),
+             (["gaps", "--min-gap-us", "50"], single.gaps(min_gap_us=50)),
+             (["utilization", "--window-ms", "5"], single.utilization(window_ms=5))]
+    for args, expected in cases:
+        res = invoke(*args, d / "train_rank*.sqlite", "-f", "json", "--cache-dir", tmp_path / "c")
+        assert res.exit_code == 0, res.output
+        rows = [r for r in json.loads(res.stdout) if r["rank"] == 1]
+        assert len(rows) == expected.height, args
+        key = expected.columns[-1]
+        assert [r[key] for r in rows] == expected[key].to_list(), args

@@ -7,16 +7,12 @@ from typing import Annotated, Optional
 import typer
 
 from ..formats import Format
-from .common import CacheDirOpt, DebugOpt, ExportArg, FormatOpt, NoCacheOpt, OutputOpt, open_export, user_errors
-
-
-def _decimals(query_id: str) -> dict[str, int]:
-    from .. import catalog
-    return {c.name: c.decimals for c in catalog.get(query_id).columns if c.decimals is not None}
+from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, gather, query_decimals,
+                     user_errors)
 
 
 def gaps(
-    export: ExportArg,
+    exports: ExportsArg,
     min_gap_us: Annotated[float, typer.Option("--min-gap-us", min=0, help="Shortest idle gap shown, in µs.")] = 100.0,
     threads: Annotated[bool, typer.Option("--threads", help="One row per gap and CPU thread, instead of the thread "
                                                             "that launched the work ending the gap.")] = False,
@@ -39,17 +35,21 @@ def gaps(
     with user_errors(debug):
         if threads and not calls:
             raise NsysqlError("--threads shows each thread's calls; drop --no-calls")
-        with open_export(export, cache_dir, no_cache) as ex:
+
+        def longest(ex):  # --top keeps the N longest gaps of each export
             df = ex.gaps(min_gap_us=min_gap_us, threads=threads, calls=calls)
             if top is not None:
                 kept = df.select(["device_id", "gap_start_ns"]).unique(maintain_order=True).head(top)
                 df = df.join(kept, on=["device_id", "gap_start_ns"], how="semi", maintain_order="left")
-            emit(df, fmt, decimals=_decimals("analysis.gaps_threads" if threads else "analysis.gaps"),
-                 output=output, title=f"GPU idle gaps of {min_gap_us:g} µs or more")
+            return df
+
+        df = gather(exports, longest, cache_dir, no_cache)
+        emit(df, fmt, decimals=query_decimals("analysis.gaps_threads" if threads else "analysis.gaps"),
+             output=output, title=f"GPU idle gaps of {min_gap_us:g} µs or more")
 
 
 def utilization(
-    export: ExportArg,
+    exports: ExportsArg,
     window_ms: Annotated[float, typer.Option("--window-ms", help="Window length in ms (> 0).")] = 10.0,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
@@ -61,10 +61,9 @@ def utilization(
     time (union of kernels, copies and sets), its share of the window and the ops started in it."""
     from ..render import emit
     with user_errors(debug):
-        with open_export(export, cache_dir, no_cache) as ex:
-            df = ex.utilization(window_ms=window_ms)
-            emit(df, fmt, decimals=_decimals("analysis.utilization"), output=output,
-                 title=f"GPU utilization per {window_ms:g} ms window")
+        df = gather(exports, lambda ex: ex.utilization(window_ms=window_ms), cache_dir, no_cache)
+        emit(df, fmt, decimals=query_decimals("analysis.utilization"), output=output,
+             title=f"GPU utilization per {window_ms:g} ms window")
 
 
 def register(app: typer.Typer) -> None:

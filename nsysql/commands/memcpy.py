@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from ..formats import Format
-from .common import CacheDirOpt, DebugOpt, ExportArg, FormatOpt, NoCacheOpt, OutputOpt, open_export, user_errors
+from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, gather, query_decimals,
+                     user_errors)
 
 QUERIES = {"kind": "analysis.memcpy", "range": "analysis.memcpy_by_range", "stream": "analysis.memcpy_by_stream"}
 
@@ -19,7 +20,7 @@ class MemcpyBy(str, Enum):
 
 
 def memcpy(
-    export: ExportArg,
+    exports: ExportsArg,
     by: Annotated[MemcpyBy, typer.Option("--by", help="Group per copy/memory kind, per user NVTX range path and "
                                                       "kind, or per device, stream and kind.")] = MemcpyBy.kind,
     fmt: FormatOpt = Format.table,
@@ -32,14 +33,11 @@ def memcpy(
     and synchronous copies (the launching call blocked: cudaMemcpy rather than cudaMemcpyAsync, or the
     call returned only once the copy had ended).
     """
-    from .. import catalog
     from ..render import emit
     with user_errors(debug):
-        with open_export(export, cache_dir, no_cache) as ex:
-            df = ex.memcpy(by=by.value)
-            q = catalog.get(QUERIES[by.value])
-            emit(df, fmt, decimals={c.name: c.decimals for c in q.columns if c.decimals is not None},
-                 output=output, title=f"Memory copies and sets by {by.value}")
+        df = gather(exports, lambda ex: ex.memcpy(by=by.value), cache_dir, no_cache)
+        emit(df, fmt, decimals=query_decimals(QUERIES[by.value]), output=output,
+             title=f"Memory copies and sets by {by.value}")
 
 
 def register(app: typer.Typer) -> None:

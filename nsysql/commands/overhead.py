@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from ..formats import Format
-from .common import CacheDirOpt, DebugOpt, ExportArg, FormatOpt, NoCacheOpt, OutputOpt, open_export, user_errors
+from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, gather, query_decimals,
+                     user_errors)
 
 
 class OverheadBy(str, Enum):
@@ -17,7 +18,7 @@ class OverheadBy(str, Enum):
 
 
 def overhead(
-    export: ExportArg,
+    exports: ExportsArg,
     by: Annotated[OverheadBy, typer.Option("--by", help="Group launches per user NVTX range path, kernel name "
                                                         "or launching thread.")] = OverheadBy.range,
     fmt: FormatOpt = Format.table,
@@ -33,14 +34,11 @@ def overhead(
     the range's duration; launch_bound = the GPU sat idle more than half the range while the thread kept
     launching. --by kernel: per kernel name. --by thread: per launching thread.
     """
-    from .. import catalog
     from ..render import emit
     with user_errors(debug):
-        with open_export(export, cache_dir, no_cache) as ex:
-            df = ex.overhead(by=by.value)
-            q = catalog.get(f"analysis.overhead_by_{by.value}")
-            emit(df, fmt, decimals={c.name: c.decimals for c in q.columns if c.decimals is not None},
-                 output=output, title=f"Launch overhead by {by.value}")
+        df = gather(exports, lambda ex: ex.overhead(by=by.value), cache_dir, no_cache)
+        emit(df, fmt, decimals=query_decimals(f"analysis.overhead_by_{by.value}"), output=output,
+             title=f"Launch overhead by {by.value}")
 
 
 def register(app: typer.Typer) -> None:
