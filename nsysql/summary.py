@@ -77,24 +77,44 @@ def build(export: Export, top: int = 10) -> list[Section]:
                                 "(`nsysql memcpy --by range|stream` for where)"))
     if export.has("kernel") or export.has("memcpy") or export.has("memset"):
         sections.append(_gaps(export, top))
+    if export.has("nvtx_range"):
+        steps = export.steps()
+        if steps.height:
+            sections.append(Section("Steps", steps.select(STEP_COLUMNS).head(top), _decimals("analysis.steps"),
+                                    "GPU work launched by any thread of the process while the step runs (the autograd "
+                                    "thread's backward included); fprop/bprop/optim from kernel attribution; "
+                                    "`nsysql steps`"))
     if export.has("kernel"):
+        sections.append(_layers(export, top))
         cov = export.run("analysis.range_coverage")
         total = cov["kernel_ns"].sum() or 0
         user = cov["in_user_range_ns"].sum() or 0
         none = cov["in_no_range_ns"].sum() or 0
-        note = (f"{_pct(total - user, total)} of kernel time is outside every user NVTX range "
-                f"({_pct(none, total)} outside every range, op markers included). Backward kernels run on "
-                "PyTorch's autograd thread, outside the user's ranges; linking them back to their forward "
-                "layer (autograd sequence numbers) is the next analysis to come.")
+        note = (f"{_pct(total - user, total)} of kernel time is outside every user NVTX range on its launching "
+                f"thread ({_pct(none, total)} outside every range, op markers included): what `nsys stats` "
+                "projections miss. Backward kernels run on PyTorch's autograd thread; the layers table above "
+                "charges them to their forward layer.")
         sections.append(Section("NVTX coverage of kernel time", cov, _decimals("analysis.range_coverage"), note))
     return sections
 
 
+STEP_COLUMNS = ["step", "name", "wall_ns", "gpu_busy_ns", "gpu_busy_pct", "fprop_ns", "bprop_ns", "optim_ns", "kernels",
+                "off_thread_ops"]
 LAUNCH_COLUMNS = ["pid", "tid", "thread_name", "launches", "cpu_ns", "gpu_busy_ns", "launch_span_ns", "gpu_idle_ns",
                   "median_api_ns", "p95_api_ns", "median_queue_ns", "p95_queue_ns", "shorter_than_launch", "launch_bound"]
 GAP_COLUMNS = ["device_id", "gap_ns", "before_op", "after_op", "tid", "thread_name", "launch_api", "launch_offset_ns",
                "range_path"]
 SUMMARY_MIN_GAP_US = 100
+
+
+def _layers(export: Export, top: int) -> Section:
+    """Kernel time per layer (two path levels, numbered layers merged), largest first, with attribution coverage."""
+    from .commands.attribution import coverage_line
+    layers = export.layers(depth=2, merge_repeats=True).sort("total_ns", descending=True).head(top)
+    note = (coverage_line(export.attribution_coverage()) +
+            ". `nsysql layers --depth N`, `nsysql kernels` for every kernel")
+    return Section(f"Top {top} layers by kernel time (forward, backward, optimizer)", layers,
+                   _decimals("analysis.layers"), note)
 
 
 def _launch_overhead(export: Export) -> Section:
