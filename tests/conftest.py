@@ -1,8 +1,10 @@
 """Shared test fixtures: the real exports we test against, decompressed once per session."""
 from __future__ import annotations
 
+import importlib.util
 import lzma
 import shutil
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,41 @@ def opened(export_files, cache_dir):
     yield handles
     for h in handles.values():
         h.close()
+
+
+@lru_cache(maxsize=None)
+def make_synthetic():
+    """scripts/make_synthetic.py (a script, not a package) as a module, loaded once."""
+    spec = importlib.util.spec_from_file_location("make_synthetic", REPO / "scripts" / "make_synthetic.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def ocg_export(tmp_path_factory):
+    """make_synthetic's launch_overhead_copies_gaps case, opened: the hand-worked export of overhead, memcpy, gaps."""
+    import nsysql
+    directory = tmp_path_factory.mktemp("synthetic")
+    path = make_synthetic().launch_overhead_copies_gaps().write(directory / "ocg.sqlite")
+    with nsysql.open(path, cache_dir=directory / "cache") as ex:
+        yield ex
+
+
+@pytest.fixture(scope="session")
+def plain_timelines(export_files, opened):
+    """Returns `cases(*tables)`: (id, opened export, PlainTimeline) for each golden export having any of the
+    tables; each PlainTimeline (a brute-force read of the raw rows) is built once per session."""
+    built = {}
+
+    def cases(*tables):
+        from plainwalk import PlainTimeline
+        found = []
+        for ident, path in export_files.items():
+            if any(opened[ident].has(t) for t in tables):
+                if ident not in built:
+                    built[ident] = PlainTimeline(path)
+                found.append((ident, opened[ident], built[ident]))
+        assert found, f"no real export with {' or '.join(tables)} to check against"
+        return found
+    return cases

@@ -1,18 +1,13 @@
 """Attribution edge cases a capture rarely shows, on synthetic exports (scripts/make_synthetic.py)."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 import nsysql
+from conftest import make_synthetic
 from plainwalk import PlainAttribution
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make_synthetic.py"
-spec = importlib.util.spec_from_file_location("make_synthetic", SCRIPT)
-synthetic = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(synthetic)
+synthetic = make_synthetic()
 
 
 def table(case, tmp_path):

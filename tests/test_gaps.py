@@ -6,46 +6,26 @@ launch_overhead_copies_gaps) and a brute-force walk of the real exports' raw row
 """
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 import nsysql
+from conftest import make_synthetic
 from nsysql.cli import app
 from nsysql.errors import MissingDataError, NsysqlError
-from plainwalk import PlainTimeline, busy_within
+from plainwalk import busy_within
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _synthetic_module():
-    spec = importlib.util.spec_from_file_location("make_synthetic", ROOT / "scripts" / "make_synthetic.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("synthetic")
-    path = _synthetic_module().launch_overhead_copies_gaps().write(directory / "ocg.sqlite")
-    with nsysql.open(path, cache_dir=directory / "cache") as ex:
-        yield ex
-
-
-@pytest.fixture(scope="module")
-def cases(export_files, opened):
-    found = [(ident, opened[ident], PlainTimeline(path)) for ident, path in export_files.items()
-             if opened[ident].has("kernel")]
-    assert found, "no real export with kernels to check against"
-    return found
+def cases(plain_timelines):
+    return plain_timelines("kernel")
 
 
 # -- synthetic -----------------------------------------------------------------------------------------
-def test_gaps_synthetic(synthetic):
-    df = synthetic.gaps(min_gap_us=0)
+def test_gaps_synthetic(ocg_export):
+    df = ocg_export.gaps(min_gap_us=0)
     assert [(r["gap_start_ns"], r["gap_end_ns"]) for r in df.to_dicts()] == [
         (5400, 8200), (2200, 3100), (8300, 9200), (4500, 5300), (3600, 4200), (1700, 2150), (500, 700),
         (9800, 9900), (9700, 9750)]  # longest first; device 1's single busy interval has no gap
@@ -69,15 +49,15 @@ def test_gaps_synthetic(synthetic):
     # the memset was issued at 9160, before the GPU went idle at 9700
     assert (rows[9700]["after_op"], rows[9700]["launch_offset_ns"], rows[9700]["cuda_call"]) == \
            ("[CUDA memset]", 9160 - 9700, None)
-    assert synthetic.gaps(min_gap_us=0.9)["gap_ns"].to_list() == [2800, 900, 900]
+    assert ocg_export.gaps(min_gap_us=0.9)["gap_ns"].to_list() == [2800, 900, 900]
     call_columns = ["cuda_call", "cuda_call_ns", "cuda_calls_started", "os_call", "os_call_ns"]
-    lean = synthetic.gaps(min_gap_us=0, calls=False)
+    lean = ocg_export.gaps(min_gap_us=0, calls=False)
     assert lean.drop(call_columns).equals(df.drop(call_columns))
     assert all(lean[c].null_count() == lean.height == 9 for c in call_columns)
 
 
-def test_gaps_threads_synthetic(synthetic):
-    df = synthetic.gaps(min_gap_us=0, threads=True)
+def test_gaps_threads_synthetic(ocg_export):
+    df = ocg_export.gaps(min_gap_us=0, threads=True)
     longest = {r["tid"]: r for r in df.to_dicts() if r["gap_start_ns"] == 5400}
     assert set(longest) == {100, 102}  # the autograd thread did nothing then
     assert longest[100]["launched_next"] and not longest[102]["launched_next"]
@@ -87,8 +67,8 @@ def test_gaps_threads_synthetic(synthetic):
     assert [(r["tid"], r["range_path"]) for r in first] == [(100, "step/fwd")]
 
 
-def test_utilization_synthetic(synthetic):
-    df = synthetic.utilization(window_ms=0.0025)  # 2500 ns windows from the first op (450) to the last end (9950)
+def test_utilization_synthetic(ocg_export):
+    df = ocg_export.utilization(window_ms=0.0025)  # 2500 ns windows from the first op (450) to the last end (9950)
     got = {(r["device_id"], r["window_index"]): (r["window_start_ns"], r["window_end_ns"], r["busy_ns"], r["ops_started"])
            for r in df.to_dicts()}
     assert got == {
@@ -160,17 +140,17 @@ def test_utilization_matches_brute_force(cases):
 
 
 # -- API and CLI -------------------------------------------------------------------------------------------
-def test_bad_values(synthetic, cases):
+def test_bad_values(ocg_export, cases):
     with pytest.raises(NsysqlError, match="0 µs or more"):
-        synthetic.gaps(min_gap_us=-1)
+        ocg_export.gaps(min_gap_us=-1)
     with pytest.raises(NsysqlError, match="longer than 0 ms"):
-        synthetic.utilization(window_ms=1e-9)  # rounds to 0 ns
+        ocg_export.utilization(window_ms=1e-9)  # rounds to 0 ns
     with pytest.raises(NsysqlError, match="more than a million"):
         cases[0][1].utilization(window_ms=1e-6)  # 1 ns windows over a real capture's seconds
 
 
 def test_no_gpu_work(tmp_path):
-    b = _synthetic_module().no_cuda()
+    b = make_synthetic().no_cuda()
     path = b.write(tmp_path / "no_cuda.sqlite")
     with nsysql.open(path, cache_dir=tmp_path / "cache") as ex:
         with pytest.raises(MissingDataError, match="--trace=cuda"):
@@ -179,21 +159,21 @@ def test_no_gpu_work(tmp_path):
             ex.utilization()
 
 
-def test_cli(synthetic, tmp_path):
+def test_cli(ocg_export, tmp_path):
     runner = CliRunner()
     common = ["--cache-dir", str(tmp_path / "cache")]
-    res = runner.invoke(app, ["gaps", str(synthetic.path), "--min-gap-us", "0", "--top", "2", "--format", "csv", *common])
+    res = runner.invoke(app, ["gaps", str(ocg_export.path), "--min-gap-us", "0", "--top", "2", "--format", "csv", *common])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     assert len(lines) == 3 and lines[1].startswith("0,5400,8200,2800,k3,k3,100,100,python3,cudaLaunchKernel,2600,step/opt")
-    res = runner.invoke(app, ["gaps", str(synthetic.path), "--min-gap-us", "0", "--top", "1", "--threads",
+    res = runner.invoke(app, ["gaps", str(ocg_export.path), "--min-gap-us", "0", "--top", "1", "--threads",
                               "--format", "csv", *common])
     assert res.exit_code == 0 and len(res.output.splitlines()) == 3  # the longest gap, two threads
     out = tmp_path / "u.parquet"
-    res = runner.invoke(app, ["utilization", str(synthetic.path), "--window-ms", "0.0025", "--format", "parquet",
+    res = runner.invoke(app, ["utilization", str(ocg_export.path), "--window-ms", "0.0025", "--format", "parquet",
                               "-o", str(out), *common])
     assert res.exit_code == 0, res.output
     import polars as pl
     assert pl.read_parquet(out)["busy_ns"].sum() == 2700 + 2000
-    res = runner.invoke(app, ["utilization", str(synthetic.path), "--window-ms", "0", *common])
+    res = runner.invoke(app, ["utilization", str(ocg_export.path), "--window-ms", "0", *common])
     assert res.exit_code == 1 and res.output.startswith("Error: ") and "Traceback" not in res.output

@@ -7,48 +7,26 @@ real exports' raw rows (tests/plainwalk.py PlainTimeline).
 from __future__ import annotations
 
 import csv
-import importlib.util
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from conftest import golden_exports
+from conftest import golden_exports, make_synthetic
 from nsysql.cli import app
 from nsysql.errors import MissingDataError, NsysqlError
-from plainwalk import PlainTimeline
 
-ROOT = Path(__file__).resolve().parents[1]
 TOTALS = ["count", "total_bytes", "total_ns", "sync_count", "sync_api_ns"]
 
 
-def _synthetic_module():
-    spec = importlib.util.spec_from_file_location("make_synthetic", ROOT / "scripts" / "make_synthetic.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("synthetic")
-    path = _synthetic_module().launch_overhead_copies_gaps().write(directory / "ocg.sqlite")
-    with nsysql.open(path, cache_dir=directory / "cache") as ex:
-        yield ex
-
-
-@pytest.fixture(scope="module")
-def cases(export_files, opened):
-    found = [(ident, opened[ident], PlainTimeline(path)) for ident, path in export_files.items()
-             if opened[ident].has("memcpy") or opened[ident].has("memset")]
-    assert found, "no real export with copies to check against"
-    return found
+def cases(plain_timelines):
+    return plain_timelines("memcpy", "memset")
 
 
 # -- synthetic -----------------------------------------------------------------------------------------
-def test_by_kind_synthetic(synthetic):
-    rows = {(r["copy_kind"], r["src_kind"], r["dst_kind"]): r for r in synthetic.memcpy().to_dicts()}
+def test_by_kind_synthetic(ocg_export):
+    rows = {(r["copy_kind"], r["src_kind"], r["dst_kind"]): r for r in ocg_export.memcpy().to_dicts()}
     assert set(rows) == {("Host-to-Device", "Pageable", "Device"), ("Host-to-Device", "Pinned", "Device"),
                          ("Device-to-Host", "Device", "Pageable"), ("Memset", "-", "Device")}
     pageable = rows[("Host-to-Device", "Pageable", "Device")]
@@ -65,15 +43,15 @@ def test_by_kind_synthetic(synthetic):
     assert (memset["host_memory"], memset["total_bytes"], memset["sync_count"]) == (None, 4096, 0)
 
 
-def test_by_range_synthetic(synthetic):
-    rows = [(r["range_path"], r["copy_kind"], r["src_kind"], r["count"]) for r in synthetic.memcpy(by="range").to_dicts()]
+def test_by_range_synthetic(ocg_export):
+    rows = [(r["range_path"], r["copy_kind"], r["src_kind"], r["count"]) for r in ocg_export.memcpy(by="range").to_dicts()]
     # the pinned copy's call sits in the aten::copy_ op marker inside opt: it counts for step/opt
     assert sorted(rows) == [("step", "Device-to-Host", "Device", 1), ("step", "Host-to-Device", "Pageable", 1),
                             ("step", "Memset", "-", 1), ("step/opt", "Host-to-Device", "Pinned", 1)]
 
 
-def test_by_stream_synthetic(synthetic):
-    rows = {(r["stream_id"], r["copy_kind"]): r["count"] for r in synthetic.memcpy(by="stream").to_dicts()}
+def test_by_stream_synthetic(ocg_export):
+    rows = {(r["stream_id"], r["copy_kind"]): r["count"] for r in ocg_export.memcpy(by="stream").to_dicts()}
     assert rows == {(7, "Host-to-Device"): 1, (7, "Device-to-Host"): 1, (7, "Memset"): 1, (14, "Host-to-Device"): 1}
 
 
@@ -137,13 +115,13 @@ def test_by_range_matches_brute_force(cases):
 
 
 # -- API and CLI -------------------------------------------------------------------------------------------
-def test_unknown_grouping(synthetic):
+def test_unknown_grouping(ocg_export):
     with pytest.raises(NsysqlError, match="kind, range, stream"):
-        synthetic.memcpy(by="device")
+        ocg_export.memcpy(by="device")
 
 
 def test_no_copies_is_a_one_line_error(tmp_path):
-    module = _synthetic_module()
+    module = make_synthetic()
     b = module.SyntheticExport().thread(1, 1, "python3")
     b.launch(start=10, end=20, tid=1, pid=1, correlation_id=1, kernel=("k", 30, 40, 7, 0))
     path = b.write(tmp_path / "no_copies.sqlite")
@@ -154,9 +132,9 @@ def test_no_copies_is_a_one_line_error(tmp_path):
 
 
 @pytest.mark.parametrize("by", ["kind", "range", "stream"])
-def test_cli_markdown(synthetic, by, tmp_path):
+def test_cli_markdown(ocg_export, by, tmp_path):
     out = tmp_path / "m.md"
-    res = CliRunner().invoke(app, ["memcpy", str(synthetic.path), "--by", by, "--format", "markdown", "-o", str(out),
+    res = CliRunner().invoke(app, ["memcpy", str(ocg_export.path), "--by", by, "--format", "markdown", "-o", str(out),
                                    "--cache-dir", str(tmp_path / "cache")])
     assert res.exit_code == 0, res.output
     lines = out.read_text().splitlines()

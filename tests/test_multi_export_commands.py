@@ -4,13 +4,11 @@ exports with nothing to show skipped with a note on stderr."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 import shutil
 import sqlite3
 import subprocess
-from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -20,17 +18,10 @@ from typer.testing import CliRunner
 from nsysql import catalog, views
 from nsysql.cli import app
 
+from conftest import make_synthetic
 from test_db import _rows_match, stock_duckdb_cli
 
-ROOT = Path(__file__).resolve().parents[1]
 RANKS = {"train_rank0": "gpt-tiny-train-fp32", "train_rank1": "gpt-tiny-forward"}
-
-
-def _synth():
-    spec = importlib.util.spec_from_file_location("make_synthetic", ROOT / "scripts" / "make_synthetic.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +37,7 @@ def run(tmp_path_factory, export_files):
 def no_steps(tmp_path_factory):
     """A synthetic export without steps or op markers, named as a third rank."""
     d = tmp_path_factory.mktemp("nosteps")
-    return _synth().no_steps().write(d / "train_rank2.sqlite")
+    return make_synthetic().no_steps().write(d / "train_rank2.sqlite")
 
 
 def invoke(run_dir, *args):

@@ -6,44 +6,23 @@ launch_overhead_copies_gaps) and against a brute-force walk of the real exports'
 """
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 import nsysql
+from conftest import make_synthetic
 from nsysql.cli import app
 from nsysql.errors import MissingDataError, NsysqlError
-from plainwalk import PlainTimeline
 
-ROOT = Path(__file__).resolve().parents[1]
 STATS = ["launches", "gpu_busy_ns", "kernel_ns", "mean_api_ns", "median_api_ns", "p95_api_ns", "mean_queue_ns",
          "median_queue_ns", "p95_queue_ns", "shorter_than_launch"]
 
 
-def _synthetic_module():
-    spec = importlib.util.spec_from_file_location("make_synthetic", ROOT / "scripts" / "make_synthetic.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("synthetic")
-    path = _synthetic_module().launch_overhead_copies_gaps().write(directory / "ocg.sqlite")
-    with nsysql.open(path, cache_dir=directory / "cache") as ex:
-        yield ex
-
-
-@pytest.fixture(scope="module")
-def cases(export_files, opened):
-    found = [(ident, opened[ident], PlainTimeline(path)) for ident, path in export_files.items()
-             if opened[ident].has("kernel")]
-    assert found, "no real export with kernels to check against"
-    return found
+def cases(plain_timelines):
+    return plain_timelines("kernel")
 
 
 def same(got: dict, want: dict, keys, where):
@@ -55,8 +34,8 @@ def same(got: dict, want: dict, keys, where):
 
 
 # -- synthetic: numbers worked out by hand in the case's docstring ---------------------------------
-def test_by_thread_synthetic(synthetic):
-    rows = {r["tid"]: r for r in synthetic.overhead(by="thread").to_dicts()}
+def test_by_thread_synthetic(ocg_export):
+    rows = {r["tid"]: r for r in ocg_export.overhead(by="thread").to_dicts()}
     assert list(rows) == [100, 101, 102]  # most launches first
     main = rows[100]
     # 5 launches of 100 ns each; kernels 50, 1000, 50, 100, 100 ns; queues 50, 0, 50, 100, 100
@@ -71,8 +50,8 @@ def test_by_thread_synthetic(synthetic):
     assert (rows[102]["gpu_idle_ns"], rows[102]["median_queue_ns"]) == (10, 490.0)
 
 
-def test_by_range_synthetic(synthetic):
-    df = synthetic.overhead(by="range")
+def test_by_range_synthetic(ocg_export):
+    df = ocg_export.overhead(by="range")
     assert [(r["tid"], r["range_path"]) for r in df.to_dicts()] == [
         (100, "step"), (100, "step/fwd"), (100, "step/opt"),
         (101, "(outside user ranges)"), (102, "(outside user ranges)")]  # the op marker makes no row
@@ -93,8 +72,8 @@ def test_by_range_synthetic(synthetic):
     assert outside["launch_bound"] is None
 
 
-def test_by_kernel_synthetic(synthetic):
-    rows = {r["kernel_name"]: r for r in synthetic.overhead(by="kernel").to_dicts()}
+def test_by_kernel_synthetic(ocg_export):
+    rows = {r["kernel_name"]: r for r in ocg_export.overhead(by="kernel").to_dicts()}
     assert (rows["k1"]["launches"], rows["k1"]["cpu_ns"], rows["k1"]["gpu_busy_ns"]) == (2, 200, 100)
     assert rows["k1"]["launch_bound"] is False  # busy 100 is exactly half of 200, not less
     assert rows["k1"]["shorter_than_launch"] == 2 and rows["k3"]["shorter_than_launch"] == 0
@@ -103,7 +82,7 @@ def test_by_kernel_synthetic(synthetic):
 
 def test_graph_launch_counts_the_call_once_in_cpu_time(tmp_path):
     # graph_launch: one cudaGraphLaunch [200, 260] runs g1, g2, g3; cudaLaunchKernel [300, 320] runs k_single
-    path = _synthetic_module().graph_launch().write(tmp_path / "graph.sqlite")
+    path = make_synthetic().graph_launch().write(tmp_path / "graph.sqlite")
     with nsysql.open(path, cache_dir=tmp_path / "cache") as ex:
         thread = ex.overhead(by="thread").to_dicts()[0]
         assert (thread["launches"], thread["cpu_ns"]) == (4, 60 + 20)
@@ -152,13 +131,13 @@ def test_launches_add_up_across_views(cases):
 
 
 # -- API and CLI -------------------------------------------------------------------------------------
-def test_unknown_grouping_is_a_one_line_error(synthetic):
+def test_unknown_grouping_is_a_one_line_error(ocg_export):
     with pytest.raises(NsysqlError, match="range, kernel, thread"):
-        synthetic.overhead(by="layer")
+        ocg_export.overhead(by="layer")
 
 
 def test_by_range_needs_nvtx(tmp_path):
-    module = _synthetic_module()
+    module = make_synthetic()
     b = module.SyntheticExport().thread(1, 1, "python3")
     b.launch(start=10, end=20, tid=1, pid=1, correlation_id=1, kernel=("k", 30, 40, 7, 0))
     with nsysql.open(b.write(tmp_path / "no_nvtx.sqlite"), cache_dir=tmp_path / "cache") as ex:
@@ -168,9 +147,9 @@ def test_by_range_needs_nvtx(tmp_path):
 
 
 @pytest.mark.parametrize("by", ["range", "kernel", "thread"])
-def test_cli_json(synthetic, by, tmp_path):
+def test_cli_json(ocg_export, by, tmp_path):
     out = tmp_path / "o.json"
-    res = CliRunner().invoke(app, ["overhead", str(synthetic.path), "--by", by, "--format", "json", "-o", str(out),
+    res = CliRunner().invoke(app, ["overhead", str(ocg_export.path), "--by", by, "--format", "json", "-o", str(out),
                                    "--cache-dir", str(tmp_path / "cache")])
     assert res.exit_code == 0, res.output
     rows = json.loads(out.read_text())
@@ -178,21 +157,21 @@ def test_cli_json(synthetic, by, tmp_path):
     assert sum(r["launches"] for r in outermost) == 7
 
 
-def test_cli_csv_and_bad_option(synthetic, tmp_path):
+def test_cli_csv_and_bad_option(ocg_export, tmp_path):
     runner = CliRunner()
-    res = runner.invoke(app, ["overhead", str(synthetic.path), "--by", "thread", "--format", "csv",
+    res = runner.invoke(app, ["overhead", str(ocg_export.path), "--by", "thread", "--format", "csv",
                               "--cache-dir", str(tmp_path / "cache")])
     assert res.exit_code == 0, res.output
     header, first = res.output.splitlines()[:2]
     assert header.split(",")[:4] == ["pid", "tid", "thread_name", "launches"]
     assert first.startswith("100,100,python3,5,500,")
-    res = runner.invoke(app, ["overhead", str(synthetic.path), "--by", "layer"])
+    res = runner.invoke(app, ["overhead", str(ocg_export.path), "--by", "layer"])
     assert res.exit_code == 2 and "layer" in res.output
 
 
 def test_busy_time_is_a_union_when_kernels_overlap(tmp_path):
     # three streams: k [100, 500], k [200, 300] inside it, k [400, 700] overlapping it -> union 600, sum 800
-    module = _synthetic_module()
+    module = make_synthetic()
     b = module.SyntheticExport().thread(1, 1, "python3")
     b.range("step", 0, 1000, tid=1, pid=1)
     for corr, (start, end, stream) in enumerate([(100, 500, 7), (200, 300, 8), (400, 700, 9)], start=1):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import importlib.util
 import io
 import json
 import lzma
@@ -22,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
+from conftest import make_synthetic
 from nsysql import catalog, importer
 from nsysql.cli import app
 from nsysql.errors import MissingDataError, NsysqlError
@@ -32,16 +32,7 @@ FIXTURE = ROOT / "fixtures" / "cpu-nvtx-osrt-nsys2022.4"
 CUDA_REPORTS = ["cuda_api_sum", "cuda_gpu_kern_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_mem_time_sum",
                 "cuda_kern_exec_sum", "nvtx_gpu_proj_sum", "nvtx_kern_sum"]
 runner = CliRunner()
-
-
-def _load_synthetic():
-    spec = importlib.util.spec_from_file_location("make_synthetic", ROOT / "scripts" / "make_synthetic.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-synth = _load_synthetic()
+synth = make_synthetic()
 
 
 # -- the 2022.4 fixture --------------------------------------------------------------------------

@@ -1,28 +1,16 @@
 """`nsysql steps`: synthetic cases worked out by hand, real exports against a plain reading (plainwalk)."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 from typer.testing import CliRunner
 
 import nsysql
+from conftest import make_synthetic
 from nsysql.cli import app
 from plainwalk import PlainAttribution, ops_in_steps, plain_steps, union_length
 
-ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
-
-
-def _synth():
-    spec = importlib.util.spec_from_file_location("make_synthetic", ROOT / "scripts" / "make_synthetic.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-synth = _synth()
+synth = make_synthetic()
 
 
 def open_case(tmp_path, name):

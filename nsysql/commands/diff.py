@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..formats import Format
-from .common import CacheDirOpt, DebugOpt, FormatOpt, NoCacheOpt, OutputOpt, open_export, user_errors
+from .common import CacheDirOpt, DebugOpt, FormatOpt, NoCacheOpt, OutputOpt, open_export, query_decimals, user_errors
 
 
 class By(str, Enum):
@@ -43,15 +43,13 @@ def diff(
     debug: DebugOpt = False,
 ) -> None:
     """Compare two exports: time per range, kernel or layer in A and B, and B - A, largest change first."""
-    from .. import catalog
     from ..render import emit
     with user_errors(debug):
         with open_export(export_a, cache_dir, no_cache) as a, open_export(export_b, cache_dir, no_cache) as b:
             df = a.diff(b, by=by.value, match=match.value)
         if top is not None:
             df = df.head(top)
-        q = catalog.get("analysis.diff")
-        emit(df, fmt, decimals={c.name: c.decimals for c in q.columns if c.decimals is not None}, output=output,
+        emit(df, fmt, decimals=query_decimals("analysis.diff"), output=output,
              title=f"{export_a} (A) vs {export_b} (B) by {by.value}"
                    + (" base name" if match is Match.base else ""))
 

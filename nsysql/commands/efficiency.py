@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..formats import Format
-from .common import CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, user_errors
+from .common import CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, query_decimals, user_errors
 
 NO_SHAPES_HINT = "capture under torch.autograd.profiler.emit_nvtx(record_shapes=True) (nsysql capture does)"
 
@@ -35,7 +35,6 @@ def efficiency(
 
     With several exports, those without such kernels are skipped (named on stderr).
     """
-    from .. import catalog
     from ..render import emit
     from .several import gather_nonempty
 
@@ -48,8 +47,7 @@ def efficiency(
         df = gather_nonempty(exports, per_export, cache_dir, no_cache, missing=f"no {what}",
                              single_error=lambda path: f"{path.name} has no {what}; {NO_SHAPES_HINT}",
                              none_error=f"none of the exports has {what}; {NO_SHAPES_HINT}")
-        q = catalog.get("analysis.efficiency")
-        emit(df, fmt, decimals={c.name: c.decimals for c in q.columns if c.decimals is not None}, output=output,
+        emit(df, fmt, decimals=query_decimals("analysis.efficiency"), output=output,
              title=f"Efficiency by {by.value}")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import typer
 
 from ..formats import Format
-from .common import CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, user_errors
+from .common import CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, query_decimals, user_errors
 
 NO_STEPS_HINT = ("name each iteration's top-level NVTX range like step_N or profiled_step, or repeat the same "
                  "top-level ranges every iteration")
@@ -26,16 +26,13 @@ def steps(
 
     With several exports, those without steps are skipped (named on stderr).
     """
-    from .. import catalog
     from ..render import emit
     from .several import gather_nonempty
     with user_errors(debug):
         df = gather_nonempty(exports, lambda ex: ex.steps(), cache_dir, no_cache, missing="no steps",
                              single_error=lambda path: f"{path.name} has no steps: {NO_STEPS_HINT}",
                              none_error=f"none of the exports has steps: {NO_STEPS_HINT}")
-        q = catalog.get("analysis.steps")
-        emit(df, fmt, decimals={c.name: c.decimals for c in q.columns if c.decimals is not None},
-             output=output, title="Steps")
+        emit(df, fmt, decimals=query_decimals("analysis.steps"), output=output, title="Steps")
 
 
 def register(app: typer.Typer) -> None:
