@@ -45,7 +45,7 @@ def tables(directory: Path) -> list[str]:
 
 
 def duckdb_over(directory: Path, export: str) -> duckdb.DuckDBPyConnection:
-    """The recipe of docs/readme-parts/db-sql-parquet.md: one view per table, one export selected."""
+    """The recipe in README.md (nsysql parquet): one view per table, one export selected."""
     con = duckdb.connect()
     for t in tables(directory):
         glob = str(directory / t / "*" / "*.parquet").replace("'", "''")
