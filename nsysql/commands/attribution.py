@@ -58,8 +58,9 @@ def layers(
         covs = []
 
         def per_export(ex):
+            df = ex.layers(depth=depth, merge_repeats=merge_repeats)
             covs.append(ex.attribution_coverage())
-            return ex.layers(depth=depth, merge_repeats=merge_repeats)
+            return df
 
         df = gather(exports, per_export, cache_dir, no_cache)
         emit(df, fmt, decimals=query_decimals("analysis.layers"), output=output, title="GPU kernel time per layer")

@@ -1,6 +1,6 @@
 -- nsysql: analysis.attribution_coverage v1
 -- purpose: How much GPU kernel time kernel attribution could charge: with a known layer, per direction, and per way the layer was found (seq link to the forward op, own thread's range, range borrowed from the thread waiting in backward, none).
--- requires: gpu_op, gpu_op_attribution
+-- requires: kernel, gpu_op, gpu_op_attribution
 -- params: none
 -- rows: one
 -- columns:
