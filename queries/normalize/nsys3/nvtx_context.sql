@@ -27,7 +27,7 @@ kinds AS (
                                                   'cuSPARSE', 'cuSOLVER', 'NVSHMEM', 'TensorRT', 'CUTLASS') AS is_user
     FROM nvtx_range
 ),
-own AS (
+own AS MATERIALIZED (
     SELECT range_id, parent_id, end_global_tid, is_user,
            CASE WHEN is_user THEN range_id END AS user_id,
            CASE WHEN is_op_marker AND NOT starts_with(text, 'autograd::engine::evaluate_function: ')
