@@ -29,17 +29,8 @@ def parse_params(pairs: list[str]) -> dict[str, int | float | str]:
         name = name.strip().lstrip("$")
         if not sep or not _NAME.match(name):
             raise NsysqlError(f"bad parameter {pair!r}; write -p name=value (the query uses it as $name)")
-        params[name] = _typed(text)
+        params[name] = views.typed_value(text)
     return params
-
-
-def _typed(text: str) -> int | float | str:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
 
 
 def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statement:

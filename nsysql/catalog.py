@@ -51,9 +51,14 @@ class Query:
     def name(self) -> str:
         return self.id.rsplit(".", 1)[-1]
 
+    @property
+    def param_names(self) -> list[str]:
+        """The $parameters the SQL uses (comments ignored), sorted."""
+        return sorted(set(_PARAM.findall(_strip_comments(self.sql))))
+
     def bound_params(self, values: dict) -> dict:
         """Only the parameters this SQL names (DuckDB rejects unused ones)."""
-        wanted = set(_PARAM.findall(_strip_comments(self.sql)))
+        wanted = set(self.param_names)
         missing = wanted - set(values)
         if missing:
             raise NsysqlError(f"query {self.id} needs parameter(s) {', '.join(sorted(missing))}")
@@ -135,3 +140,8 @@ def get(query_id: str) -> Query:
 def group(prefix: str) -> list[Query]:
     """Queries whose id starts with `prefix.` (e.g. 'reports'), in name order."""
     return [q for qid, q in sorted(all_queries().items()) if qid.startswith(prefix + ".")]
+
+
+def decimals(query_id: str) -> dict[str, int]:
+    """Decimals each float column prints with, from the query's SQL header."""
+    return {c.name: c.decimals for c in get(query_id).columns if c.decimals is not None}

@@ -8,6 +8,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperGroup
+
+try:  # newer typer vendors click as typer._click; older ones use click itself
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_errors
 
 from . import catalog
 from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, NoCacheOpt, OutputOpt, gather, open_export,
@@ -15,7 +21,33 @@ from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, NoCacheOpt, Out
 from .errors import NsysqlError
 from .formats import Format
 
+class OneLineErrors(TyperGroup):
+    """Usage errors (a missing option, a bad choice, a value out of range) as one line and exit code 1,
+    like every other nsysql error, instead of click's boxed usage text and exit code 2."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_errors.NoArgsIsHelpError as exc:
+            typer.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
+            sys.exit(0)
+        except click_errors.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx else "nsysql"
+            typer.echo(f"Error: {exc.format_message().rstrip('.')}; see `{where} --help`", err=True)
+            sys.exit(1)
+        except click_errors.ClickException as exc:
+            typer.echo(f"Error: {exc.format_message()}", err=True)
+            sys.exit(1)
+        except click_errors.Abort:
+            typer.echo("Aborted.", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
+    cls=OneLineErrors,
     name="nsysql",
     help="Exact, fast answers about where GPU time went in an Nsight Systems SQLite export.",
     no_args_is_help=True,

@@ -191,7 +191,7 @@ class Export:
         window_ns = round(window_ms * 1_000_000)
         if window_ns <= 0:
             raise NsysqlError(f"the window must be longer than 0 ms, not {window_ms}")
-        span = self.sql("SELECT MAX(end_ns) - MIN(start_ns) AS span FROM gpu_busy")["span"][0] or 0
+        span = self.run("analysis.export_totals")["gpu_span_ns"][0] or 0
         if span // window_ns > 1_000_000:  # a window count that size is a typo, not a question
             raise NsysqlError(f"{window_ms} ms windows cut the {span / 1e6:.0f} ms of GPU activity into more than "
                               "a million; choose a longer --window-ms")

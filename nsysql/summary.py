@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 import polars as pl
@@ -47,10 +46,6 @@ def shorten_kernel(name: str, width: int = 70) -> str:
     return short if len(short) <= width else short[: width - 1] + "…"
 
 
-def _decimals(query_id: str) -> dict[str, int]:
-    return {c.name: c.decimals for c in catalog.get(query_id).columns if c.decimals is not None}
-
-
 def build(export: Export, top: int = 10) -> list[Section]:
     sections: list[Section] = []
     facts = export.run("analysis.capture_facts")
@@ -58,7 +53,7 @@ def build(export: Export, top: int = 10) -> list[Section]:
                             .with_columns(pl.col("value").cast(pl.Utf8)), {}))
     if export.has("kernel"):
         util = export.run("analysis.gpu_utilization")
-        sections.append(Section("GPU busy time vs wall time", util, _decimals("analysis.gpu_utilization"),
+        sections.append(Section("GPU busy time vs wall time", util, catalog.decimals("analysis.gpu_utilization"),
                                 "busy = union of kernel, memcpy and memset intervals; span = first op start to last op end"))
     if export.has("nvtx_range") and export.has("runtime"):
         by_range = export.gpu_time_by_range()
@@ -68,11 +63,11 @@ def build(export: Export, top: int = 10) -> list[Section]:
         sections.append(Section(f"Top {top} NVTX ranges by exclusive GPU busy time", excl.select(cols), {}))
     if export.has("kernel"):
         kern = export.report("cuda_gpu_kern_sum").head(top)
-        sections.append(Section(f"Top {top} kernels", kern, _decimals("reports.cuda_gpu_kern_sum")))
+        sections.append(Section(f"Top {top} kernels", kern, catalog.decimals("reports.cuda_gpu_kern_sum")))
     if export.has("kernel") and export.has("runtime"):
         sections.append(_launch_overhead(export))
     if export.has("memcpy") or export.has("memset"):
-        sections.append(Section("Memory copies and sets", export.memcpy(), _decimals("analysis.memcpy"),
+        sections.append(Section("Memory copies and sets", export.memcpy(), catalog.decimals("analysis.memcpy"),
                                 "synchronous = the launching call blocked until the copy ended "
                                 "(`nsysql memcpy --by range|stream` for where)"))
     if export.has("kernel") or export.has("memcpy") or export.has("memset"):
@@ -80,7 +75,7 @@ def build(export: Export, top: int = 10) -> list[Section]:
     if export.has("nvtx_range"):
         steps = export.steps()
         if steps.height:
-            sections.append(Section("Steps", steps.select(STEP_COLUMNS).head(top), _decimals("analysis.steps"),
+            sections.append(Section("Steps", steps.select(STEP_COLUMNS).head(top), catalog.decimals("analysis.steps"),
                                     "GPU work launched by any thread of the process while the step runs (the autograd "
                                     "thread's backward included); fprop/bprop/optim from kernel attribution; "
                                     "`nsysql steps`"))
@@ -94,7 +89,7 @@ def build(export: Export, top: int = 10) -> list[Section]:
                 f"thread ({_pct(none, total)} outside every range, op markers included): what `nsys stats` "
                 "projections miss. Backward kernels run on PyTorch's autograd thread; the layers table above "
                 "charges them to their forward layer.")
-        sections.append(Section("NVTX coverage of kernel time", cov, _decimals("analysis.range_coverage"), note))
+        sections.append(Section("NVTX coverage of kernel time", cov, catalog.decimals("analysis.range_coverage"), note))
     return sections
 
 
@@ -114,7 +109,7 @@ def _layers(export: Export, top: int) -> Section:
     note = (coverage_line(export.attribution_coverage()) +
             ". `nsysql layers --depth N`, `nsysql kernels` for every kernel")
     return Section(f"Top {top} layers by kernel time (forward, backward, optimizer)", layers,
-                   _decimals("analysis.layers"), note)
+                   catalog.decimals("analysis.layers"), note)
 
 
 def _launch_overhead(export: Export) -> Section:
@@ -123,14 +118,14 @@ def _launch_overhead(export: Export) -> Section:
             "more than half of the thread's first-to-last launch span; `nsysql overhead --by range` says which NVTX "
             "ranges are launch-bound")
     return Section("Launch overhead by launching thread", export.overhead(by="thread").select(LAUNCH_COLUMNS),
-                   _decimals("analysis.overhead_by_thread"), note)
+                   catalog.decimals("analysis.overhead_by_thread"), note)
 
 
 def _gaps(export: Export, top: int) -> Section:
     """The longest GPU idle gaps and what the launching thread was doing, with the total they add up to."""
     gaps = export.gaps(min_gap_us=SUMMARY_MIN_GAP_US, calls=False)  # the calls in each gap cost a pass over every call
-    busy = export.sql("SELECT COALESCE(SUM(end_ns - start_ns), 0) AS busy, "
-                      "COALESCE(MAX(end_ns) - MIN(start_ns), 0) AS span FROM gpu_busy").row(0, named=True)
+    totals = export.run("analysis.export_totals").row(0, named=True)
+    busy = {"busy": totals["gpu_busy_ns"], "span": totals["gpu_span_ns"]}
     idle = int(gaps["gap_ns"].sum() or 0) if gaps.height else 0
     note = (f"{gaps.height} gaps of {SUMMARY_MIN_GAP_US} µs or more, {idle / 1e6:.1f} ms in all "
             f"({_pct(idle, busy['span'])} of the GPUs' active span, busy {_pct(busy['busy'], busy['span'])}); "
@@ -138,7 +133,7 @@ def _gaps(export: Export, top: int) -> Section:
             "`nsysql gaps` lists them with the CUDA and OS calls the thread was in, `--threads` for every thread, "
             "`nsysql utilization` busy share over time")
     frame = gaps.select(GAP_COLUMNS).head(top) if gaps.height else pl.DataFrame({c: [] for c in GAP_COLUMNS})
-    return Section(f"Top {top} GPU idle gaps", frame, _decimals("analysis.gaps"), note)
+    return Section(f"Top {top} GPU idle gaps", frame, catalog.decimals("analysis.gaps"), note)
 
 
 def _pct(part: float, whole: float) -> str:

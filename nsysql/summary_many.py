@@ -17,14 +17,10 @@ def build(paths: list[Path], opener: Callable, top: int = 10, deviation_pct: flo
     for path, name in zip(paths, names):
         with opener(path) as ex:
             tag = dict(export=name, rank=multi.rank_of(path))
-            facts = ex.run("analysis.capture_facts").row(0, named=True)
-            busy = ex.sql("SELECT COALESCE(SUM(end_ns - start_ns), 0) AS busy FROM gpu_busy")["busy"][0]
-            kernel_ns = ex.sql("SELECT COALESCE(SUM(end_ns - start_ns), 0) AS k FROM kernel")["k"][0]
-            totals.append({**tag, "duration_ns": facts["duration_ns"], "kernels": facts["kernels"],
-                           "kernel_ns": int(kernel_ns), "gpu_busy_ns": int(busy)})
+            t = ex.run("analysis.export_totals").row(0, named=True)
+            totals.append({**tag, **{k: t[k] for k in ("duration_ns", "kernels", "kernel_ns", "gpu_busy_ns")}})
             if ex.has("nvtx_range") and ex.has("kernel"):
-                markers = ex.sql("SELECT DISTINCT range_name FROM nvtx_range WHERE is_op_marker")
-                r = (ex.gpu_time_by_range().join(markers, on="range_name", how="anti")  # user ranges only
+                r = (ex.gpu_time_by_range().filter(~pl.col("is_op_marker"))  # user ranges only
                      .select("range_name", "inclusive_busy_ns"))
                 ranges.append(r.with_columns(pl.lit(name).alias("export"), pl.lit(tag["rank"], pl.Int64).alias("rank")))
             if ex.has("nvtx_range"):

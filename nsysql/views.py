@@ -131,8 +131,7 @@ _NO_DEFAULT = object()
 
 def param_defaults(q: catalog.Query) -> dict[str, object]:
     """Each $param the SQL uses -> its default from the header's params line (Python value), or _NO_DEFAULT."""
-    code = "\n".join(line.split("--", 1)[0] for line in q.sql.splitlines())
-    return {n: header_default(q.params, n) for n in sorted(set(_PARAM.findall(code)))}
+    return {n: header_default(q.params, n) for n in q.param_names}
 
 
 def header_default(params_line: str, name: str):
@@ -149,6 +148,11 @@ def header_default(params_line: str, name: str):
         return text.lower() == "true"
     if text.lower() == "null":
         return None
+    return typed_value(text)
+
+
+def typed_value(text: str) -> int | float | str:
+    """An int if `text` parses as one, else a float, else the text itself."""
     for cast in (int, float):
         try:
             return cast(text)

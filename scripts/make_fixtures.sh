@@ -20,7 +20,8 @@ set -uo pipefail
 : "${OUT:?set OUT to the folder to write into}"
 BUDGET_S=${BUDGET_S:-430}
 PY=${PYTHON:-python3}
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)  # works from any directory (captures run from /tmp)
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 WORK=$(mktemp -d /tmp/nsysql-fixtures.XXXXXX)
 mkdir -p "$OUT" "$WORK/stats" "$WORK/big"
@@ -130,15 +131,17 @@ capture_big() {
   rm -f "$out.nsys-rep" "$out.sqlite"  # too large to keep
 }
 
+ready() {  # ready LABEL PY_MODULE: time and the module are there for an optional last step
+  local limit; limit=$(time_left 90)
+  if [ "$limit" -lt 45 ]; then echo "SKIPPED: $1 (no time left)"; return 1; fi
+  if ! "$PY" -c "import $2" 2>/dev/null; then echo "SKIPPED: $1 ($2 does not import here)"; return 1; fi
+  echo "$limit"
+}
+
 cli_check() {
   echo
   echo "== nsysql capture gpt --size tiny --mode train -o $WORK/cli/x --stats $(elapsed)"
-  local limit; limit=$(time_left 90)
-  if [ "$limit" -lt 45 ]; then echo "SKIPPED: nsysql CLI check (no time left)"; return 0; fi
-  if ! "$PY" -c 'import nsysql.cli' 2>/dev/null; then
-    echo "SKIPPED: nsysql CLI check (nsysql.cli does not import here: typer/duckdb/... missing?)"
-    return 0
-  fi
+  local limit; limit=$(ready "nsysql CLI check" nsysql.cli) || { echo "$limit"; return 0; }
   timeout -k 10 "$limit" "$PY" -c 'import sys; from nsysql.cli import main; sys.argv[0] = "nsysql"; sys.exit(main())' \
       capture gpt --size tiny --mode train -o "$WORK/cli/x" --stats
   echo "nsysql capture exit status: $?"
@@ -148,13 +151,8 @@ cli_check() {
 gpu_test() {
   echo
   echo "== pytest tests/test_capture_gpu.py $(elapsed)"
-  local limit; limit=$(time_left 90)
-  if [ "$limit" -lt 45 ]; then echo "SKIPPED: GPU test (no time left)"; return 0; fi
-  if ! "$PY" -c 'import pytest' 2>/dev/null; then
-    echo "SKIPPED: GPU test (pytest is not installed here)"
-    return 0
-  fi
-  timeout -k 10 "$limit" "$PY" -m pytest -q -p no:cacheprovider tests/test_capture_gpu.py -rs
+  local limit; limit=$(ready "GPU test" pytest) || { echo "$limit"; return 0; }
+  timeout -k 10 "$limit" "$PY" -m pytest -q -p no:cacheprovider "$REPO/tests/test_capture_gpu.py" -rs
   echo "GPU test exit status: $?"
 }
 

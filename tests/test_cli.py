@@ -107,3 +107,14 @@ def test_unwritable_output_is_one_line(export_files, cache_dir, tmp_path):
     assert res.exit_code == 1
     assert res.output.startswith("Error: ") and len(res.output.strip().splitlines()) == 1
     assert "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("args", [["layers", "x.sqlite", "--depth", "-1"], ["db", "x.sqlite"], ["--bogus"],
+                                  ["overhead", "x.sqlite", "--by", "foo"], ["diff", "x.sqlite"]])
+def test_usage_errors_are_one_line_exit_1(args):
+    """A missing option, a bad choice or an out-of-range value: one `Error:` line naming the --help to read."""
+    res = runner.invoke(app, args)
+    assert res.exit_code == 1
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "--help`" in lines[0]
+    assert "Traceback" not in res.output

@@ -52,9 +52,8 @@ def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool):
 
 
 def query_decimals(query_id: str) -> dict[str, int]:
-    """Decimals each float column prints with, from the query's SQL header."""
     from .. import catalog
-    return {c.name: c.decimals for c in catalog.get(query_id).columns if c.decimals is not None}
+    return catalog.decimals(query_id)
 
 
 def gather(exports: list[Path], analysis, cache_dir: Optional[Path], no_cache: bool):

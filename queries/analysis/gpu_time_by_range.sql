@@ -1,4 +1,4 @@
--- nsysql: analysis.gpu_time_by_range v1
+-- nsysql: analysis.gpu_time_by_range v2
 -- purpose: GPU time per NVTX range name: NVIDIA's projected time, plus inclusive and exclusive GPU busy time (length of the union of op intervals, so overlapping ops and nested instances never count twice).
 -- requires: nvtx_range, runtime, gpu_op
 -- params: none
@@ -17,6 +17,7 @@
 --   kernels | BIGINT | count (inclusive)
 --   kernel_sum_ns | BIGINT | ns (sum of inclusive kernel durations)
 --   gpu_ops | BIGINT | count (inclusive kernels, copies, sets)
+--   is_op_marker | BOOLEAN | flag (every instance is a PyTorch emit_nvtx op marker, not a user range)
 WITH
 op_launch AS (
     SELECT o.op_kind, o.op_id, o.start_ns, o.end_ns, rn.range_id AS innermost_id
@@ -34,7 +35,8 @@ excl AS (
     FROM op_launch AS ol JOIN nvtx_range AS r ON r.range_id = ol.innermost_id
 ),
 proj AS (
-    SELECT r.range_name, r.style, COUNT(*) AS instances, SUM(p.span) AS projected_ns
+    SELECT r.range_name, r.style, COUNT(*) AS instances, SUM(p.span) AS projected_ns,
+           BOOL_AND(r.is_op_marker) AS is_op_marker
     FROM (
         SELECT a.ancestor_id AS range_id, MAX(ol.end_ns) - MIN(ol.start_ns) AS span
         FROM op_launch AS ol JOIN nvtx_ancestor AS a ON a.range_id = ol.innermost_id
@@ -72,7 +74,7 @@ counts AS (
 SELECT p.range_name, p.style, p.instances, p.projected_ns,
        CAST(ib.busy_ns AS BIGINT) AS inclusive_busy_ns,
        CAST(COALESCE(eb.busy_ns, 0) AS BIGINT) AS exclusive_busy_ns,
-       c.kernels, CAST(c.kernel_sum_ns AS BIGINT) AS kernel_sum_ns, c.gpu_ops
+       c.kernels, CAST(c.kernel_sum_ns AS BIGINT) AS kernel_sum_ns, c.gpu_ops, p.is_op_marker
 FROM proj AS p
 JOIN busy AS ib ON ib.scope = 'incl' AND ib.range_name = p.range_name AND ib.style = p.style
 JOIN counts AS c ON c.range_name = p.range_name AND c.style = p.style
