@@ -879,7 +879,7 @@ def schema_version_case(schema_version: str, *, product_version: str = "0.0.0",
 # ---------------------------------------------------------------------------------------------
 # Kernel attribution (nsysql kernels / layers): built directly by tests/test_attribution.py.
 # ---------------------------------------------------------------------------------------------
-MAIN, AUTOGRAD = 100, 101
+MAIN, AUTOGRAD = T, AUTOGRAD_TID  # the main thread and PyTorch's autograd thread, as above
 
 
 def cross_thread_backward() -> SyntheticExport:
