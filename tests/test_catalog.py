@@ -41,3 +41,18 @@ def test_reports_never_read_raw_tables():
 def test_ids_match_paths():
     for q in QUERIES:
         assert q.path[:-4].replace("/", ".") == q.id
+
+
+NORMALIZED = [q for q in catalog.group("normalize.nsys3") if q.columns and "CREATE TABLE" in q.sql]
+
+
+@pytest.mark.parametrize("q", NORMALIZED, ids=lambda q: q.name)
+def test_normalized_tables_have_their_header_columns_and_types(q, opened):
+    """What a normalized table really holds is what its header promises (a SUM over BIGINT is a
+    HUGEINT in DuckDB: one slipped into nvtx_range.depth and made every read of it 30x slower)."""
+    ex = opened["gpt-tiny-train-fp32"]
+    got = ex.con.execute("SELECT column_name, data_type FROM information_schema.columns "
+                         "WHERE table_name = $t ORDER BY ordinal_position", {"t": q.name}).fetchall()
+    assert [name for name, _ in got] == [c.name for c in q.columns]
+    for (name, data_type), c in zip(got, q.columns):
+        assert data_type.split("(")[0] == c.type, f"{q.name}.{name} is {data_type}, header says {c.type}"

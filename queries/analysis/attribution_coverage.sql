@@ -1,6 +1,6 @@
 -- nsysql: analysis.attribution_coverage v1
 -- purpose: How much GPU kernel time kernel attribution could charge: with a known layer, per direction, and per way the layer was found (seq link to the forward op, own thread's range, range borrowed from the thread waiting in backward, none).
--- requires: kernel, gpu_op, gpu_op_attribution
+-- requires: kernel, gpu_op, gpu_op_attribution, user_range
 -- params: none
 -- rows: one
 -- columns:
@@ -16,8 +16,9 @@
 --   by_own_range_ns | BIGINT | ns
 --   by_borrowed_range_ns | BIGINT | ns
 WITH ops AS (
-    SELECT a.layer, a.direction, a.link, o.end_ns - o.start_ns AS d
+    SELECT COALESCE(u.layer, '?') AS layer, a.direction, a.link, o.end_ns - o.start_ns AS d
     FROM gpu_op AS o JOIN gpu_op_attribution AS a USING (op_kind, op_id)
+    LEFT JOIN user_range AS u ON u.range_id = a.layer_range_id
     WHERE o.op_kind = 'kernel'
 )
 SELECT COUNT(*) AS kernels,

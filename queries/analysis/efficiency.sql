@@ -1,9 +1,9 @@
 -- nsysql: analysis.efficiency v1
 -- purpose: Achieved math and memory throughput per PyTorch op (with its input shapes) or per layer: FLOPs of matmuls and convolutions and bytes of elementwise ops from the shapes emit_nvtx(record_shapes=True) recorded, over the kernel time those ops took, and the share of matmul time spent in tensor-core kernels.
--- requires: kernel, gpu_op, runtime_nvtx, nvtx_range, nvtx_ancestor, nvtx_context, gpu_op_attribution
+-- requires: kernel, gpu_op, nvtx_range, nvtx_ancestor, gpu_op_attribution, user_range
 -- params: by VARCHAR default 'op' (op: one row per direction, op and input shapes; layer: one row per direction and layer)
 -- notes: Only kernels launched inside a PyTorch op marker count (no markers, e.g. warm-up or --no-op-ranges: no rows).
---   An op instance is the innermost op marker around a kernel's launch (nvtx_context.op_range_id: aten::mm inside
+--   An op instance is the innermost op marker around a kernel's launch (gpu_op_attribution.op_range_id: aten::mm inside
 --   MmBackward0, aten::addmm inside aten::linear); its kernel time is the sum of the durations of the kernels it
 --   launched. FLOPs (multiply-add = 2), from the recorded input shapes s1, s2, ...:
 --     aten::mm [M,K]x[K,N] 2MKN; aten::addmm (bias, [M,K], [K,N]) 2MKN (the bias add is not counted);
@@ -46,17 +46,16 @@
 --   tensor_core_pct | DOUBLE | pct of flop_ns (matmul and convolution kernel time) in tensor-core kernels | 1
 WITH
 kernel_op AS (  -- every kernel launched inside an op marker, with the marker and its attribution
-    SELECT k.kernel_id, k.end_ns - k.start_ns AS duration_ns, cx.op_range_id, a.direction, a.layer,
+    SELECT k.kernel_id, k.end_ns - k.start_ns AS duration_ns, a.op_range_id, CAST(a.direction AS VARCHAR) AS direction,
+           COALESCE(u.layer, '?') AS layer,
            regexp_matches(k.kernel_name, 'hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|tensor[0-9]+x[0-9]+x[0-9]+|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8', 'i')
              AND NOT regexp_matches(k.kernel_name, 'ffma|simt|sgemm|dgemm', 'i') AS is_tensor_core,
            CASE WHEN regexp_matches(k.kernel_name, 'BFloat16|bfloat16|Half|__half') THEN 2
                 WHEN contains(k.kernel_name, 'double') THEN 8 ELSE 4 END AS elem_bytes
     FROM kernel AS k
-    JOIN gpu_op AS o ON o.op_kind = 'kernel' AND o.op_id = k.kernel_id
-    JOIN runtime_nvtx AS rn ON rn.runtime_id = o.runtime_id
-    JOIN nvtx_context AS cx ON cx.range_id = rn.range_id
-    LEFT JOIN gpu_op_attribution AS a ON a.op_kind = 'kernel' AND a.op_id = k.kernel_id
-    WHERE cx.op_range_id IS NOT NULL
+    JOIN gpu_op_attribution AS a ON a.op_kind = 'kernel' AND a.op_id = k.kernel_id
+    LEFT JOIN user_range AS u ON u.range_id = a.layer_range_id
+    WHERE a.op_range_id IS NOT NULL
 ),
 instance AS (
     SELECT op_range_id, COUNT(*) AS kernels, SUM(duration_ns) AS kernel_ns,

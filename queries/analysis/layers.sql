@@ -1,6 +1,6 @@
 -- nsysql: analysis.layers v1
 -- purpose: GPU kernel time per layer (user NVTX path, see analysis.kernel_table) split into forward, backward and optimizer, in model order, with the backward/forward ratio.
--- requires: kernel, gpu_op, gpu_op_attribution
+-- requires: kernel, gpu_op, gpu_op_attribution, user_range
 -- params: depth BIGINT (keep the first N path components; 0 = whole path), merge_repeats BOOLEAN (numbered components such as layer_3, MLP_0, Embedding_12 become layer_*, MLP_*, Embedding_*)
 -- notes: Kernels only (copies and sets are not kernel time). `total_ns` includes direction `other`.
 --   Rows are in the order their first kernel ran (model order); the unknown layer '?' sorts last.
@@ -16,8 +16,9 @@
 --   bprop_ratio | DOUBLE | ratio | 2
 WITH
 ops AS (
-    SELECT a.layer, a.direction, o.start_ns, o.end_ns - o.start_ns AS d
+    SELECT COALESCE(u.layer, '?') AS layer, a.direction, o.start_ns, o.end_ns - o.start_ns AS d
     FROM gpu_op AS o JOIN gpu_op_attribution AS a USING (op_kind, op_id)
+    LEFT JOIN user_range AS u ON u.range_id = a.layer_range_id
     WHERE o.op_kind = 'kernel'
 ),
 rolled AS (

@@ -11,7 +11,7 @@
 --   start_ns | BIGINT | ns
 --   end_ns | BIGINT | ns
 SELECT o.device_id, o.stream_id, o.op_kind, COALESCE(k.short_name, o.op_name) AS name,
-       COALESCE(a.direction, 'other') AS direction, o.start_ns, o.end_ns
+       COALESCE(CAST(a.direction AS VARCHAR), 'other') AS direction, o.start_ns, o.end_ns
 FROM gpu_op AS o
 LEFT JOIN kernel AS k ON o.op_kind = 'kernel' AND k.kernel_id = o.op_id
 LEFT JOIN gpu_op_attribution AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id

@@ -87,7 +87,7 @@ steps AS (
 ),
 launched AS (
     SELECT o.op_kind, o.start_ns, o.end_ns, rt.pid, rt.tid, rt.start_ns AS api_start_ns, rt.end_ns AS api_end_ns,
-           COALESCE(a.direction, 'other') AS direction
+           COALESCE(CAST(a.direction AS VARCHAR), 'other') AS direction
     FROM gpu_op AS o
     JOIN runtime AS rt ON rt.runtime_id = o.runtime_id
     LEFT JOIN gpu_op_attribution AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.gpu_op_attribution v1
+-- nsysql: normalize.nsys3.gpu_op_attribution v2
 -- purpose: Every GPU op (kernel, memcpy, memset) charged to a direction (fprop, bprop, optim, other), a layer (user NVTX path), the PyTorch op or autograd node that launched it, its recorded input shapes and autograd sequence number.
 -- requires: gpu_op, runtime, runtime_nvtx, nvtx_range, nvtx_context, user_range, thread
 -- params: none
@@ -21,57 +21,59 @@
 --   range (own or borrowed); other when there is no range at all or no launching call in the export.
 --   CUDA graph replays: every replayed kernel carries the graph launch's correlationId, so it takes
 --   the ranges enclosing cudaGraphLaunch.
+--   Ids only: the layer is user_range.layer of layer_range_id ('?' when NULL); the op is the autograd node
+--   named by eval_range_id's marker (`autograd::engine::evaluate_function: XBackward0`) for backward
+--   kernels, else the first field of op_range_id's marker text (`aten::addmm`); the shapes are the
+--   `sizes = ...` field of shapes_range_id's marker. Readers that print them (analysis.kernel_table)
+--   resolve the texts; writing 1.7M rows of strings here cost more than the rest of attribution.
+--   direction and link are ENUMs (compare them with strings as usual): a 4-value VARCHAR column costs
+--   3x as much to write.
 -- columns:
 --   op_kind | VARCHAR | kernel, memcpy or memset
 --   op_id | BIGINT | id
---   runtime_id | BIGINT | id (launching call)
---   direction | VARCHAR | fprop, bprop, optim or other
---   layer_range_id | BIGINT | id (user range giving the layer)
---   layer | VARCHAR | text ('?' when unknown)
---   op | VARCHAR | text (aten op, or autograd node for bprop)
---   params | VARCHAR | text (input shapes as recorded)
+--   direction | ENUM | fprop, bprop, optim or other
+--   layer_range_id | BIGINT | id (user range giving the layer; NULL = unknown, '?')
+--   op_range_id | BIGINT | id (innermost op marker around the launch)
+--   eval_range_id | BIGINT | id (autograd::engine::evaluate_function marker around the launch: a backward node)
+--   shapes_range_id | BIGINT | id (op marker whose recorded sizes are the input shapes: the forward op for bprop)
 --   seq | BIGINT | id (autograd sequence number)
---   link | VARCHAR | how the layer was found: seq, own, borrowed or none
+--   link | ENUM | how the layer was found: seq, own, borrowed or none
 CREATE TABLE gpu_op_attribution AS
 WITH
-calls AS MATERIALIZED (
-    SELECT rt.runtime_id, rt.pid, rt.global_tid, rt.start_ns, rt.end_ns, rn.range_id,
+launch AS MATERIALIZED (  -- every GPU op with its launching call and that call's innermost range context
+    SELECT o.op_kind, o.op_id, o.runtime_id, rt.pid, rt.global_tid, rt.start_ns, rt.end_ns, rn.range_id,
            cx.user_range_id, cx.op_range_id, cx.eval_range_id,
-           COALESCE(cx.in_optim, false) AS in_optim, COALESCE(cx.in_backward, false) AS in_backward,
-           COALESCE(th.thread_name LIKE 'pt_autograd_%', false) AS autograd_thread
-    FROM (SELECT DISTINCT runtime_id FROM gpu_op WHERE runtime_id IS NOT NULL) AS used
-    JOIN runtime AS rt USING (runtime_id)
+           COALESCE(cx.in_optim, false) AS in_optim, COALESCE(cx.in_backward, false) AS in_backward
+    FROM gpu_op AS o
+    LEFT JOIN runtime AS rt USING (runtime_id)
     LEFT JOIN runtime_nvtx AS rn USING (runtime_id)
     LEFT JOIN nvtx_context AS cx ON cx.range_id = rn.range_id
-    LEFT JOIN thread AS th ON th.global_tid = rt.global_tid
 ),
 marker AS MATERIALIZED (
-    -- op markers that carry an autograd sequence number, parsed once (string functions: regexes cost 5x here)
+    -- op markers that carry an autograd sequence number (string functions: regexes cost 5x here)
     SELECT r.range_id, r.pid, r.start_ns, r.parent_id, cx.user_range_id, cx.eval_range_id,
-           TRY_CAST(split_part(split_part(r.text, ', seq = ', 2), ',', 1) AS BIGINT) AS seq,
-           NULLIF(split_part(split_part(r.text, ', sizes = ', 2), ', input_op_ids = ', 1), '') AS sizes
+           TRY_CAST(split_part(split_part(r.text, ', seq = ', 2), ',', 1) AS BIGINT) AS seq
     FROM nvtx_range AS r JOIN nvtx_context AS cx USING (range_id)
     WHERE r.is_op_marker AND contains(r.text, ', seq = ')
 ),
 eval_node AS (
-    -- one backward node per evaluate_function marker: its name, and the seq of its own marker (a child)
-    SELECT e.range_id AS eval_range_id, e.pid, e.start_ns,
-           regexp_extract(e.text, '^autograd::engine::evaluate_function: (.*?)(, op_id = [0-9]+)?$', 1) AS node,
-           n.seq
+    -- one backward node per evaluate_function marker, with the seq of its own marker (a direct child)
+    SELECT e.range_id AS eval_range_id, e.pid, e.start_ns, n.seq
     FROM nvtx_range AS e
-    LEFT JOIN (SELECT parent_id, MIN(seq) AS seq FROM marker GROUP BY parent_id) AS n ON n.parent_id = e.range_id
-    WHERE e.range_id IN (SELECT DISTINCT eval_range_id FROM calls)
+    LEFT JOIN (SELECT parent_id, MIN(seq) AS seq FROM marker WHERE parent_id = eval_range_id GROUP BY parent_id) AS n
+      ON n.parent_id = e.range_id
+    WHERE e.range_id IN (SELECT eval_range_id FROM launch)
 ),
 linked AS (
-    SELECT n.eval_range_id, n.node, n.seq, f.user_range_id AS fwd_user_range_id, f.sizes AS fwd_sizes
+    SELECT n.eval_range_id, n.seq, f.user_range_id AS fwd_user_range_id, f.range_id AS fwd_marker_id
     FROM eval_node AS n
-    ASOF LEFT JOIN (SELECT pid, seq, start_ns, user_range_id, sizes FROM marker WHERE eval_range_id IS NULL) AS f
+    ASOF LEFT JOIN (SELECT pid, seq, start_ns, user_range_id, range_id FROM marker WHERE eval_range_id IS NULL) AS f
       ON f.pid = n.pid AND f.seq = n.seq AND f.start_ns <= n.start_ns
 ),
 -- rule 4: calls on threads without user ranges borrow the waiting thread's innermost open user range
 lone AS MATERIALIZED (
-    SELECT c.runtime_id, c.pid, c.start_ns, c.end_ns FROM calls AS c
-    WHERE c.user_range_id IS NULL AND c.global_tid NOT IN (SELECT DISTINCT global_tid FROM user_range)
+    SELECT runtime_id, pid, start_ns, end_ns FROM launch  -- a graph launch repeats its call: see borrowed
+    WHERE user_range_id IS NULL AND global_tid NOT IN (SELECT DISTINCT global_tid FROM user_range)
 ),
 user_event AS (
     -- per thread, the innermost open user range after each start/end (ends sort before starts at equal times)
@@ -101,45 +103,31 @@ borrowed AS (
     JOIN user_range AS u ON u.range_id = h.range_id  -- equality only: with a third table the planner
     WHERE u.end_ns >= h.call_end_ns                  -- chose a range join calls x ranges (quadratic)
     GROUP BY h.runtime_id
-    HAVING COUNT(*) = 1
+    HAVING MIN(h.range_id) = MAX(h.range_id)  -- one thread (ranges are per thread), however often the call repeats
 ),
-resolved AS (
-    SELECT c.runtime_id,
-           b.range_id AS borrowed_range_id, bx.in_optim AS borrowed_optim, bx.in_backward AS borrowed_backward,
-           l.node, l.seq AS node_seq, l.fwd_user_range_id, l.fwd_sizes,
-           c.user_range_id, c.op_range_id, c.eval_range_id, c.range_id, c.in_optim, c.in_backward, c.autograd_thread,
-           COALESCE(l.fwd_user_range_id, c.user_range_id, b.range_id) AS layer_range_id,
-           CASE WHEN l.fwd_user_range_id IS NOT NULL THEN 'seq'
-                WHEN c.user_range_id IS NOT NULL THEN 'own'
-                WHEN b.range_id IS NOT NULL THEN 'borrowed' ELSE 'none' END AS link
-    FROM calls AS c
-    LEFT JOIN linked AS l USING (eval_range_id)
-    LEFT JOIN borrowed AS b USING (runtime_id)
-    LEFT JOIN nvtx_context AS bx ON bx.range_id = b.range_id
-),
-per_call AS (
-    SELECT r.runtime_id, r.layer_range_id, r.link,
-           CASE WHEN r.in_optim THEN 'optim'
-                WHEN r.eval_range_id IS NOT NULL OR r.in_backward OR r.autograd_thread THEN 'bprop'
-                WHEN r.range_id IS NOT NULL THEN 'fprop'
-                WHEN r.borrowed_optim THEN 'optim'
-                WHEN r.borrowed_backward THEN 'bprop'
-                WHEN r.borrowed_range_id IS NOT NULL THEN 'fprop'
-                ELSE 'other' END AS direction,
-           CASE WHEN r.eval_range_id IS NOT NULL THEN r.node ELSE split_part(om.text, ', ', 1) END AS op,
-           CASE WHEN r.eval_range_id IS NOT NULL THEN r.fwd_sizes
-                ELSE NULLIF(split_part(split_part(om.text, ', sizes = ', 2), ', input_op_ids = ', 1), '') END AS params,
-           CASE WHEN r.eval_range_id IS NOT NULL THEN r.node_seq
-                ELSE TRY_CAST(split_part(split_part(om.text, ', seq = ', 2), ',', 1) AS BIGINT) END AS seq
-    FROM resolved AS r
-    LEFT JOIN nvtx_range AS om ON om.range_id = r.op_range_id
+borrowed_context AS (
+    SELECT b.runtime_id, b.range_id, cx.in_optim, cx.in_backward
+    FROM borrowed AS b JOIN nvtx_context AS cx ON cx.range_id = b.range_id
 )
-SELECT o.op_kind, o.op_id, o.runtime_id,
-       COALESCE(p.direction, 'other') AS direction,
-       p.layer_range_id,
-       COALESCE(u.layer, '?') AS layer,
-       p.op, p.params, p.seq,
-       COALESCE(p.link, 'none') AS link
-FROM gpu_op AS o
-LEFT JOIN per_call AS p USING (runtime_id)
-LEFT JOIN user_range AS u ON u.range_id = p.layer_range_id;  -- no ORDER BY: readers order (saves a 1.7M-row sort)
+SELECT c.op_kind, c.op_id,
+       CAST(CASE WHEN c.in_optim THEN 'optim'
+            WHEN c.eval_range_id IS NOT NULL OR c.in_backward
+                 OR COALESCE(th.thread_name LIKE 'pt_autograd_%', false) THEN 'bprop'
+            WHEN c.range_id IS NOT NULL THEN 'fprop'
+            WHEN b.in_optim THEN 'optim'
+            WHEN b.in_backward THEN 'bprop'
+            WHEN b.range_id IS NOT NULL THEN 'fprop'
+            ELSE 'other' END AS ENUM('fprop', 'bprop', 'optim', 'other')) AS direction,
+       COALESCE(l.fwd_user_range_id, c.user_range_id, b.range_id) AS layer_range_id,
+       c.op_range_id, c.eval_range_id,
+       CASE WHEN c.eval_range_id IS NOT NULL THEN l.fwd_marker_id ELSE c.op_range_id END AS shapes_range_id,
+       CASE WHEN c.eval_range_id IS NOT NULL THEN l.seq ELSE om.seq END AS seq,
+       CAST(CASE WHEN l.fwd_user_range_id IS NOT NULL THEN 'seq'
+                 WHEN c.user_range_id IS NOT NULL THEN 'own'
+                 WHEN b.range_id IS NOT NULL THEN 'borrowed' ELSE 'none' END
+            AS ENUM('seq', 'own', 'borrowed', 'none')) AS link
+FROM launch AS c
+LEFT JOIN thread AS th ON th.global_tid = c.global_tid
+LEFT JOIN linked AS l USING (eval_range_id)
+LEFT JOIN borrowed_context AS b USING (runtime_id)
+LEFT JOIN marker AS om ON om.range_id = c.op_range_id;  -- no ORDER BY: readers order (saves a 1.7M-row sort)

@@ -5,7 +5,7 @@
 -- columns:
 --   range_id | BIGINT | id
 --   ancestor_id | BIGINT | id
---   distance | BIGINT | count (0 = itself, 1 = parent ...)
+--   distance | INTEGER | count (0 = itself, 1 = parent ...)
 CREATE TABLE nvtx_ancestor AS
 WITH RECURSIVE up(range_id, ancestor_id, distance) AS (
     SELECT range_id, range_id, 0 FROM nvtx_range WHERE end_global_tid IS NULL

@@ -1,9 +1,11 @@
--- nsysql: normalize.nsys3.nvtx_context v1
+-- nsysql: normalize.nsys3.nvtx_context v2
 -- purpose: For every NVTX range, what encloses it on its thread (itself included): the innermost user range, the innermost PyTorch op marker, the innermost autograd backward evaluation, and whether an optimizer or backward range is open. Kernel attribution reads it through the launching call's innermost range.
 -- requires: nvtx_range
 -- params: none
--- notes: Propagated top-down over the nesting tree (one recursive step per depth level, each a hash join),
---   so the cost is linear in ranges times depth, never a range self-join.
+-- notes: Propagated top-down over the nesting tree, one recursive step per depth level. Each step joins
+--   on depth as well as parent, so DuckDB filters nvtx_range to that level while scanning (a dynamic join
+--   filter) instead of hashing every range at every level: the cost is linear in ranges, never a self-join.
+--   No ORDER BY: readers join by range_id.
 --   User range = a range that is neither a PyTorch emit_nvtx op marker (nvtx_range.is_op_marker) nor a
 --   library's own range: domains CCCL (CUB/Thrust, e.g. `cub::DeviceRadixSort` inside an embedding
 --   backward), NCCL, cuBLAS, cuBLASLt, cuDNN, cuFFT, cuSPARSE, cuSOLVER, NVSHMEM, TensorRT, CUTLASS.
@@ -22,29 +24,27 @@
 --   in_backward | BOOLEAN | flag
 CREATE TABLE nvtx_context AS
 WITH RECURSIVE
-kinds AS (
-    SELECT *, NOT is_op_marker AND domain NOT IN ('CCCL', 'NCCL', 'cuBLAS', 'cuBLASLt', 'cuDNN', 'cuFFT',
-                                                  'cuSPARSE', 'cuSOLVER', 'NVSHMEM', 'TensorRT', 'CUTLASS') AS is_user
-    FROM nvtx_range
-),
-own AS MATERIALIZED (
-    SELECT range_id, parent_id, end_global_tid, is_user,
-           CASE WHEN is_user THEN range_id END AS user_id,
-           CASE WHEN is_op_marker AND NOT starts_with(text, 'autograd::engine::evaluate_function: ')
-                THEN range_id END AS op_id,
-           CASE WHEN starts_with(text, 'autograd::engine::evaluate_function: ') THEN range_id END AS eval_id,
+kinds AS NOT MATERIALIZED (  -- inlined, so that each level's depth filter reaches the nvtx_range scan
+    SELECT range_id, parent_id, depth, is_user,
+           is_op_marker AND NOT is_eval AS is_op, is_eval,
            (is_user AND contains(lower(text), 'optim'))
              OR starts_with(text, 'Optimizer.step#') OR starts_with(text, 'Optimizer.zero_grad#') AS optim,
-           (is_user AND contains(lower(text), 'backward'))
-             OR starts_with(text, 'autograd::engine::evaluate_function: ') AS backward
-    FROM kinds
+           (is_user AND contains(lower(text), 'backward')) OR is_eval AS backward
+    FROM (SELECT *, starts_with(text, 'autograd::engine::evaluate_function: ') AS is_eval,
+                 NOT is_op_marker AND domain NOT IN ('CCCL', 'NCCL', 'cuBLAS', 'cuBLASLt', 'cuDNN', 'cuFFT', 'cuSPARSE',
+                                                     'cuSOLVER', 'NVSHMEM', 'TensorRT', 'CUTLASS') AS is_user
+          FROM nvtx_range)
 ),
-ctx(range_id, is_user, user_range_id, op_range_id, eval_range_id, in_optim, in_backward) AS (
-    SELECT range_id, is_user, user_id, op_id, eval_id, optim, backward
-    FROM own WHERE parent_id IS NULL
+ctx(range_id, depth, is_user, user_range_id, op_range_id, eval_range_id, in_optim, in_backward) AS (
+    SELECT range_id, depth, is_user, CASE WHEN is_user THEN range_id END, CASE WHEN is_op THEN range_id END,
+           CASE WHEN is_eval THEN range_id END, optim, backward
+    FROM kinds WHERE parent_id IS NULL
     UNION ALL
-    SELECT c.range_id, c.is_user, COALESCE(c.user_id, p.user_range_id), COALESCE(c.op_id, p.op_range_id),
-           COALESCE(c.eval_id, p.eval_range_id), c.optim OR p.in_optim, c.backward OR p.in_backward
-    FROM own AS c JOIN ctx AS p ON c.parent_id = p.range_id
+    SELECT c.range_id, c.depth, c.is_user,
+           CASE WHEN c.is_user THEN c.range_id ELSE p.user_range_id END,
+           CASE WHEN c.is_op THEN c.range_id ELSE p.op_range_id END,
+           CASE WHEN c.is_eval THEN c.range_id ELSE p.eval_range_id END,
+           c.optim OR p.in_optim, c.backward OR p.in_backward
+    FROM kinds AS c JOIN ctx AS p ON c.parent_id = p.range_id AND c.depth = p.depth + 1
 )
-SELECT * FROM ctx ORDER BY range_id;
+SELECT range_id, is_user, user_range_id, op_range_id, eval_range_id, in_optim, in_backward FROM ctx;

@@ -67,7 +67,7 @@ sweep AS (
 ordered AS (
     SELECT range_id, global_tid, delta,
            ROW_NUMBER() OVER w AS seq,
-           SUM(delta) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - 1 AS depth
+           CAST(SUM(delta) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - 1 AS BIGINT) AS depth
     FROM sweep
     WINDOW w AS (PARTITION BY global_tid ORDER BY ts, kind, tiebreak, range_id)
 ),

@@ -10,7 +10,7 @@
 -- columns:
 --   range_id | BIGINT | id
 --   user_parent_id | BIGINT | id
---   user_depth | BIGINT | count (0 = top level among user ranges)
+--   user_depth | INTEGER | count (0 = top level among user ranges)
 --   is_step | BOOLEAN | flag (a top-level iteration range, left out of paths below it)
 --   layer | VARCHAR | text (path without op markers and without the step range)
 --   global_tid | BIGINT | id
