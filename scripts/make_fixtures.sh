@@ -35,6 +35,7 @@ FIXTURES=(
   "ncf_train|ncf --mode train --dtype fp32 --users 2000 --items 1000 --batch 8192 --warmup 1 --steps 1"
   "dlrm_train|dlrm --mode train --dtype fp32 --rows 1000 --rows-step 10 --batch 2048 --warmup 1 --steps 1"
   "gpt_tiny_train_noops|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1 --no-op-ranges"
+  "gpt_tiny_train_w18s3|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 18 --steps 3"
 )
 
 elapsed() { echo "[t=${SECONDS}s]"; }

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 import nsysql
 from conftest import make_synthetic
 from nsysql.cli import app
-from plainwalk import PlainAttribution, ops_in_steps, plain_steps, union_length
+from plainwalk import PlainAttribution, ops_in_steps, plain_steps, top_level_user_ranges, union_length
 
 runner = CliRunner()
 synth = make_synthetic()
@@ -88,14 +88,16 @@ def test_steps_match_plain_reading(cases):
 
 
 def test_fixture_steps_are_the_profiled_steps_not_the_backward_burst(cases):
-    # capture/workload.py: top-level model_init, warmup, one profiled_step, result; the backward of every
-    # step runs on pt_autograd_0, which must not add steps
+    # capture/workload.py: top-level model_init, warmup, one profiled_step per --steps, result; the backward
+    # of every step runs on pt_autograd_0, which must not add steps
     for ident, (ex, pa) in cases.items():
         if ident.startswith("shared"):
             continue
         df = ex.steps()
-        assert df["name"].to_list() == ["profiled_step"], ident
-        assert df["source"].to_list() == ["range"]
+        profiled = [r for r in top_level_user_ranges(pa) if r["text"] == "profiled_step"]
+        assert profiled and df["name"].to_list() == ["profiled_step"] * len(profiled), ident
+        assert df["start_ns"].to_list() == sorted(r["start"] for r in profiled), ident
+        assert df["source"].to_list() == ["range"] * len(profiled)
         if "train" in ident:
             assert df["off_thread_ops"][0] > 0 and df["bprop_ns"][0] > 0, ident  # autograd work counted
 
