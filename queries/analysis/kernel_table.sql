@@ -36,6 +36,6 @@ LEFT JOIN user_range AS u ON u.range_id = a.layer_range_id
 LEFT JOIN nvtx_range AS om ON om.range_id = a.op_range_id    -- op marker: `aten::addmm, seq = 3, ...`
 LEFT JOIN nvtx_range AS ev ON ev.range_id = a.eval_range_id  -- backward node: `autograd::engine::evaluate_function: X`
 LEFT JOIN nvtx_range AS sm ON sm.range_id = a.shapes_range_id  -- marker with `sizes = [[8, 256], ...]`
-LEFT JOIN kernel AS k ON o.op_kind = 'kernel' AND k.kernel_id = o.op_id
+LEFT JOIN kernel AS k ON k.kernel_id = CASE WHEN o.op_kind = 'kernel' THEN o.op_id END  -- an equi-join: with `AND o.op_kind = ...` DuckDB chose a nested loop
 LEFT JOIN runtime AS r ON r.runtime_id = o.runtime_id
 ORDER BY idx;

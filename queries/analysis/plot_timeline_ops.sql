@@ -13,7 +13,7 @@
 SELECT o.device_id, o.stream_id, o.op_kind, COALESCE(k.short_name, o.op_name) AS name,
        COALESCE(CAST(a.direction AS VARCHAR), 'other') AS direction, o.start_ns, o.end_ns
 FROM gpu_op AS o
-LEFT JOIN kernel AS k ON o.op_kind = 'kernel' AND k.kernel_id = o.op_id
+LEFT JOIN kernel AS k ON k.kernel_id = CASE WHEN o.op_kind = 'kernel' THEN o.op_id END  -- an equi-join: with `AND o.op_kind = ...` DuckDB chose a nested loop
 LEFT JOIN gpu_op_attribution AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id
 WHERE o.end_ns >= $from_ns AND o.start_ns <= $to_ns
 ORDER BY o.device_id, o.stream_id, o.start_ns, o.op_kind, o.op_id;
