@@ -1,6 +1,6 @@
 -- nsysql: analysis.kernel_table v1
 -- purpose: One row per GPU op (kernel, memcpy, memset) in GPU start order, charged to its direction, layer, PyTorch op and input shapes: the PyProf kernel table from a plain nsys export (how each is found: normalize.nsys3.gpu_op_attribution).
--- requires: gpu_op, gpu_op_attribution, kernel, runtime, user_range, nvtx_range
+-- requires: gpu_op, gpu_op_label, kernel, runtime
 -- params: none
 -- columns:
 --   idx | BIGINT | position (1 = first GPU op to start)
@@ -19,11 +19,7 @@
 --   tid | BIGINT | id (launching thread; NULL when the export has no launching call)
 --   seq | BIGINT | id (autograd sequence number, when there is one)
 SELECT ROW_NUMBER() OVER (ORDER BY o.start_ns, o.op_kind, o.op_id) AS idx,
-       CAST(a.direction AS VARCHAR) AS direction, COALESCE(u.layer, '?') AS layer,
-       CASE WHEN a.eval_range_id IS NOT NULL
-            THEN regexp_extract(ev.text, '^autograd::engine::evaluate_function: (.*?)(, op_id = [0-9]+)?$', 1)
-            ELSE split_part(om.text, ', ', 1) END AS op,
-       NULLIF(split_part(split_part(sm.text, ', sizes = ', 2), ', input_op_ids = ', 1), '') AS params,
+       a.direction, a.layer, a.op, a.params,
        o.op_name AS kernel,
        o.start_ns, o.end_ns - o.start_ns AS duration_ns,
        CASE WHEN o.op_kind = 'kernel' THEN format('({}, {}, {})', k.grid_x, k.grid_y, k.grid_z) END AS grid,
@@ -31,11 +27,7 @@ SELECT ROW_NUMBER() OVER (ORDER BY o.start_ns, o.op_kind, o.op_id) AS idx,
        o.stream_id AS stream, o.device_id AS device,
        COALESCE(r.pid, o.pid) AS pid, r.tid, a.seq
 FROM gpu_op AS o
-JOIN gpu_op_attribution AS a USING (op_kind, op_id)
-LEFT JOIN user_range AS u ON u.range_id = a.layer_range_id
-LEFT JOIN nvtx_range AS om ON om.range_id = a.op_range_id    -- op marker: `aten::addmm, seq = 3, ...`
-LEFT JOIN nvtx_range AS ev ON ev.range_id = a.eval_range_id  -- backward node: `autograd::engine::evaluate_function: X`
-LEFT JOIN nvtx_range AS sm ON sm.range_id = a.shapes_range_id  -- marker with `sizes = [[8, 256], ...]`
+JOIN gpu_op_label AS a USING (op_kind, op_id)
 LEFT JOIN kernel AS k ON k.kernel_id = CASE WHEN o.op_kind = 'kernel' THEN o.op_id END  -- an equi-join: with `AND o.op_kind = ...` DuckDB chose a nested loop
 LEFT JOIN runtime AS r ON r.runtime_id = o.runtime_id
 ORDER BY idx;

@@ -1,6 +1,6 @@
 -- nsysql: analysis.kernel_table_pyprof v1
 -- purpose: The kernels of one step in the seed tables' PyProf layout (Idx, Direction, Layer, Op, Params, Kernel), numbered from 1 within the step.
--- requires: gpu_op, gpu_op_attribution, kernel, runtime, user_range, nvtx_range
+-- requires: gpu_op, gpu_op_label, kernel, runtime, user_range
 -- params: step BIGINT (1 = first step range in time; 0 = every kernel in the export)
 -- notes: A step is a top-level step range (user_range.is_step). A kernel belongs to it when its launching
 --   call starts inside the step's time span in the same process, on any thread: the backward pass runs
@@ -21,18 +21,10 @@ step AS (
     ORDER BY start_ns, range_id LIMIT 1 OFFSET GREATEST($step, 1) - 1
 ),
 chosen AS (
-    SELECT o.start_ns, o.op_id, CAST(a.direction AS VARCHAR) AS direction, COALESCE(u.layer, '?') AS layer,
-           CASE WHEN a.eval_range_id IS NOT NULL
-                      THEN regexp_extract(ev.text, '^autograd::engine::evaluate_function: (.*?)(, op_id = [0-9]+)?$', 1)
-                      ELSE split_part(om.text, ', ', 1) END AS op,
-           NULLIF(split_part(split_part(sm.text, ', sizes = ', 2), ', input_op_ids = ', 1), '') AS params, k.short_name
+    SELECT o.start_ns, o.op_id, a.direction, a.layer, a.op, a.params, k.short_name
     FROM gpu_op AS o
-    JOIN gpu_op_attribution AS a USING (op_kind, op_id)
+    JOIN gpu_op_label AS a USING (op_kind, op_id)
     JOIN kernel AS k ON k.kernel_id = o.op_id
-    LEFT JOIN user_range AS u ON u.range_id = a.layer_range_id
-    LEFT JOIN nvtx_range AS om ON om.range_id = a.op_range_id    -- op marker: `aten::addmm, seq = 3, ...`
-    LEFT JOIN nvtx_range AS ev ON ev.range_id = a.eval_range_id  -- backward node: `autograd::engine::evaluate_function: X`
-    LEFT JOIN nvtx_range AS sm ON sm.range_id = a.shapes_range_id  -- marker with `sizes = [[8, 256], ...]`
     LEFT JOIN runtime AS r ON r.runtime_id = o.runtime_id
     WHERE o.op_kind = 'kernel'
       AND ($step = 0 OR EXISTS (SELECT 1 FROM step AS s

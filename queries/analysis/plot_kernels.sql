@@ -1,6 +1,6 @@
 -- nsysql: analysis.plot_kernels v1
 -- purpose: The kernels with the most GPU time (per full name) with a readable label source: short name and the PyTorch op or autograd node that launched most of their instances, for `nsysql plot kernels`.
--- requires: kernel, gpu_op_attribution, nvtx_range
+-- requires: kernel, gpu_op_label
 -- params: top BIGINT default 20
 -- columns:
 --   kernel_name | VARCHAR | text (demangled)
@@ -11,14 +11,9 @@
 --   total_ns | BIGINT | ns
 --   pct | DOUBLE | pct of all kernel time | 1
 WITH per_launch AS (
-    SELECT k.kernel_name, k.short_name, k.end_ns - k.start_ns AS duration_ns,
-           CASE WHEN a.eval_range_id IS NOT NULL
-                      THEN regexp_extract(ev.text, '^autograd::engine::evaluate_function: (.*?)(, op_id = [0-9]+)?$', 1)
-                      ELSE split_part(om.text, ', ', 1) END AS op
+    SELECT k.kernel_name, k.short_name, k.end_ns - k.start_ns AS duration_ns, a.op
     FROM kernel AS k
-    LEFT JOIN gpu_op_attribution AS a ON a.op_kind = 'kernel' AND a.op_id = k.kernel_id
-    LEFT JOIN nvtx_range AS om ON om.range_id = a.op_range_id
-    LEFT JOIN nvtx_range AS ev ON ev.range_id = a.eval_range_id
+    LEFT JOIN gpu_op_label AS a ON a.op_kind = 'kernel' AND a.op_id = k.kernel_id
 ),
 per_name AS (
     SELECT kernel_name, MIN(short_name) AS short_name, mode(op) AS main_op,

@@ -24,8 +24,8 @@
 --   Ids only: the layer is user_range.layer of layer_range_id ('?' when NULL); the op is the autograd node
 --   named by eval_range_id's marker (`autograd::engine::evaluate_function: XBackward0`) for backward
 --   kernels, else the first field of op_range_id's marker text (`aten::addmm`); the shapes are the
---   `sizes = ...` field of shapes_range_id's marker. Readers that print them (analysis.kernel_table)
---   resolve the texts; writing 1.7M rows of strings here cost more than the rest of attribution.
+--   `sizes = ...` field of shapes_range_id's marker. The view gpu_op_label resolves these texts for the
+--   readers that print them; writing 1.7M rows of strings here cost more than the rest of attribution.
 --   direction and link are ENUMs (compare them with strings as usual): a 4-value VARCHAR column costs
 --   3x as much to write.
 -- columns:
