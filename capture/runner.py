@@ -37,11 +37,17 @@ _WORKLOAD_OPTIONS: dict[str, tuple[str, ...] | None] = {
     "size": ("gpt",), "mode": None, "dtype": None, "batch": None, "seq": ("gpt", "bert"),
     "warmup": None, "steps": None, "layers": ("bert",), "users": ("ncf",), "items": ("ncf",),
     "rows": ("dlrm",), "rows_step": ("dlrm",),
+    # the training loop around the model (capture.workload; False gives --no-FLAG)
+    "dataloader": None, "workers": None, "pin_memory": None, "sync": None, "log_every": None,
+    "checkpoint_every": None, "checkpoint_path": None, "tf32": None, "allreduce": None,
+    "image_size": ("cnn",), "source_size": ("cnn",), "width": ("cnn",), "stages": ("cnn",),
+    "blocks": ("cnn",), "classes": ("cnn",), "pool": ("cnn",), "channels_last": ("cnn",),
 }
 
 # variables the profiled process keeps from the caller's environment, when set
 _KEPT_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "TMPDIR",
-             "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+             "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+             "NCCL_NVTX_DISABLE", "NCCL_DEBUG")
 
 
 class CaptureError(Exception):
@@ -83,10 +89,40 @@ def workload_argv(model: str, *, op_ranges: bool = True, **options: object) -> l
             raise CaptureError(f"unknown --mode {value!r}: choose one of {', '.join(MODES)}")
         if key == "dtype" and value not in DTYPES:
             raise CaptureError(f"unknown --dtype {value!r}: choose one of {', '.join(DTYPES)}")
-        argv += [flag, str(value)]
+        if isinstance(value, bool):  # a --FLAG/--no-FLAG switch
+            argv.append(flag if value else "--no-" + flag[2:])
+        else:
+            argv += [flag, str(value)]
     if not op_ranges:
         argv.append("--no-op-ranges")
     return argv
+
+
+# the training-loop defaults of capture.workload (what an option left out means)
+_LOOP_DEFAULTS: dict[str, object] = {
+    "mode": "train", "dataloader": False, "workers": 0, "pin_memory": False, "sync": True,
+    "log_every": 0, "checkpoint_every": 0, "tf32": None, "allreduce": False,
+}
+
+
+class _RaiseCaptureError:
+    """Stands in for the workload's argparse parser: its error() raises CaptureError."""
+
+    def error(self, message: str) -> None:
+        raise CaptureError(message)
+
+
+def check_loop_options(**options: object) -> None:
+    """Raise CaptureError where workload options contradict each other (None = default).
+
+    The checks are capture.workload's own (e.g. --workers needs --dataloader), run without
+    torch, so that `nsysql capture` fails in one line before nsys starts.
+    """
+    from capture.workload import _check_loop_arguments
+
+    values = dict(_LOOP_DEFAULTS)
+    values.update({k: v for k, v in options.items() if v is not None})
+    _check_loop_arguments(_RaiseCaptureError(), argparse.Namespace(**values))
 
 
 def _option_name(token: str) -> str | None:

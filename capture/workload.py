@@ -5,21 +5,34 @@ Range layout (as in seed 003)::
     model_init                  building the model and optimizer (weight init kernels)
     warmup                      the --warmup steps; only the model's own ranges inside
     profiled_step               one per --steps, under emit_nvtx when --op-ranges
+      dataloader                with --dataloader: fetching the step's batch
       forward_pass
-      <loss range>              loss_computation (gpt, bert) or Loss (ncf, dlrm); not in
+      <loss range>              loss_computation (gpt, bert, cnn) or Loss (ncf, dlrm); not in
                                 forward mode
       backward_pass             backward and train modes
+      allreduce                 with --allreduce: averaging the gradients through NCCL
       optimizer_step            train mode
+      log_loss                  with --log-every N, every Nth step: loss.item()
+      checkpoint                with --checkpoint-every K, every Kth step: torch.save
+    result                      reading the loss back, after the steps
 
-Each phase of a profiled step ends with torch.cuda.synchronize() inside its range, and each
-warm-up step ends with one, so range durations cover their GPU work. The batch is made on
-the CPU once (fixed seed) and copied to the device at the start of every step.
+Steps are counted from 1 over warm-up and profiled steps together (--log-every,
+--checkpoint-every). With --sync (the default) each phase of a profiled step ends with
+torch.cuda.synchronize() inside its range, so range durations cover their GPU work; with
+--no-sync nothing inside a profiled step synchronizes by itself (a logged loss or a checkpoint
+still does). Each warm-up step ends with a synchronize. Without --dataloader the batch is made
+on the CPU once (fixed seed) and copied to the device at the start of every step; with it a
+DataLoader (--workers, --pin-memory) gives each step a new batch (see `capture.data`).
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
+import os
 import sys
+import tempfile
+from types import ModuleType
 from typing import Callable, Iterator
 
 from capture import nvtx
@@ -29,6 +42,7 @@ MODES = ("forward", "backward", "train")
 DTYPES = ("fp32", "bf16")
 DEFAULT_WARMUP = 3  # the seed's layer ranges count 4 forward passes for 1 profiled step
 DEFAULT_STEPS = 1
+DEFAULT_CHECKPOINT = os.path.join(tempfile.gettempdir(), "nsysql-capture-checkpoint.pt")
 
 
 def _positive(text: str) -> int:
@@ -74,26 +88,96 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--device", choices=("cuda", "cpu"), default=None,
                          help="default: cuda when available, else cpu")
         sub.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+        _add_loop_arguments(sub)
         module.add_arguments(sub)
     return parser
 
 
+def _add_loop_arguments(sub: argparse.ArgumentParser) -> None:
+    """Options of the training loop around the model; the defaults are the seed loop's."""
+    sub.add_argument("--dataloader", action=argparse.BooleanOptionalAction, default=False,
+                     help="feed each step from a torch DataLoader, fetched inside a "
+                          "`dataloader` range (default: off, one fixed batch)")
+    sub.add_argument("--workers", type=_non_negative, default=0,
+                     help="DataLoader worker processes (default: 0, load in the step's thread)")
+    sub.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=False,
+                     help="pinned host batches, copied with non_blocking=True "
+                          "(default: off, pageable copies)")
+    sub.add_argument("--sync", action=argparse.BooleanOptionalAction, default=True,
+                     help="end every phase of a profiled step with torch.cuda.synchronize() "
+                          "(default: on)")
+    sub.add_argument("--log-every", type=_non_negative, default=0, metavar="N",
+                     help="read the loss with .item() every N steps (default: 0, never)")
+    sub.add_argument("--checkpoint-every", type=_non_negative, default=0, metavar="K",
+                     help="torch.save model and optimizer state every K steps, inside the "
+                          "step (default: 0, never)")
+    sub.add_argument("--checkpoint-path", default=DEFAULT_CHECKPOINT,
+                     help=f"checkpoint file, overwritten each time (default: {DEFAULT_CHECKPOINT})")
+    sub.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
+                     help="allow TF32 tensor cores for fp32 matmuls and convolutions, or not "
+                          "(default: torch's own defaults)")
+    sub.add_argument("--allreduce", action=argparse.BooleanOptionalAction, default=False,
+                     help="average the gradients with torch.distributed (NCCL on CUDA) in a "
+                          "world of one, after the backward pass (default: off)")
+
+
+def _check_loop_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.workers and not args.dataloader:
+        parser.error("--workers needs --dataloader")
+    if args.mode == "forward" and args.log_every:
+        parser.error("--log-every needs a loss: --mode backward or train")
+    if args.mode == "forward" and args.allreduce:
+        parser.error("--allreduce needs gradients: --mode backward or train")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    return build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _check_loop_arguments(parser, args)
+    return args
 
 
 @contextlib.contextmanager
-def _phase(name: str, annotate: bool, device: object) -> Iterator[None]:
-    """A profiled-step phase: a range ending with a synchronize; nothing in warm-up."""
+def _phase(name: str, annotate: bool, device: object, sync: bool = True) -> Iterator[None]:
+    """A profiled-step phase: a range, ending with a synchronize if `sync`; nothing in warm-up."""
     if not annotate:
         yield
         return
     nvtx.push(name)
     try:
         yield
-        nvtx.synchronize(device)
+        if sync:
+            nvtx.synchronize(device)
     finally:
         nvtx.pop()
+
+
+def _set_tf32(allowed: bool | None) -> None:
+    """--tf32/--no-tf32 for cuBLAS and cuDNN alike (legacy flags: torch refuses a mix of APIs)."""
+    import torch
+
+    if allowed is not None:
+        torch.backends.cuda.matmul.allow_tf32 = allowed
+        torch.backends.cudnn.allow_tf32 = allowed
+
+
+def _save_checkpoint(path: str, model: object, optimizer: object) -> None:
+    """What a training loop saves: the weights and the optimizer state (GPU -> host copies)."""
+    import torch
+
+    state = {"model": model.state_dict()}
+    if optimizer is not None:
+        state["optimizer"] = optimizer.state_dict()
+    torch.save(state, path)
+
+
+def _describe_loop(args: argparse.Namespace) -> str:
+    feed = (f"dataloader (workers {args.workers})" if args.dataloader else "one fixed batch")
+    return (f"  feed: {feed}  pin_memory: {'on' if args.pin_memory else 'off'}"
+            f"  sync: {'on' if args.sync else 'off'}  log_every: {args.log_every}"
+            f"  checkpoint_every: {args.checkpoint_every}"
+            f"  tf32: {'default' if args.tf32 is None else ('on' if args.tf32 else 'off')}"
+            f"  allreduce: {'on' if args.allreduce else 'off'}")
 
 
 def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[str, object]:
@@ -105,6 +189,7 @@ def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[s
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("error: --device cuda but torch.cuda.is_available() is False")
     torch.manual_seed(args.seed)
+    _set_tf32(args.tf32)
 
     echo(f"Using device: {device}")
     echo("")
@@ -114,53 +199,87 @@ def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[s
         echo(f"  {key}: {value}")
     echo(f"  mode: {args.mode}  dtype: {args.dtype}  warmup: {args.warmup}  steps: {args.steps}"
          f"  op_ranges: {'on' if args.op_ranges else 'off'}  optimizer: {module.OPTIMIZER}")
+    echo(_describe_loop(args))
     echo("")
     echo("Initializing model...")
+    # capture.comm imports torch.distributed: only when asked for
+    comm = importlib.import_module("capture.comm") if args.allreduce else None
     # Weight init runs GPU kernels too: a range keeps them attributable (nsysql layers/coverage).
     with nvtx.range("model_init"):
         with device:
             model = module.build(args)
         model.train()
         optimizer = module.make_optimizer(model) if args.mode == "train" else None
+        if comm is not None:
+            echo(f"Process group of one: {comm.init(device)}")
         nvtx.synchronize(device)
-    echo("Creating random batch...")
-    host_batch = module.make_batch(args, torch.Generator().manual_seed(args.seed))
+    try:
+        return _loop(args, module, device, model, optimizer, comm, echo)
+    finally:
+        if comm is not None:
+            comm.shutdown()
+
+
+def _loop(args: argparse.Namespace, module: ModuleType, device: object, model: object,
+          optimizer: object, comm: ModuleType | None,
+          echo: Callable[[str], None]) -> dict[str, object]:
+    """Warm-up and profiled steps, then the result read-back."""
+    import torch
+
+    from capture.data import Feeder
+
+    echo("Creating DataLoader..." if args.dataloader else "Creating random batch...")
+    feeder = Feeder(module, args, device, batches=args.warmup + args.steps)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.dtype == "bf16")
 
-    def step(annotate: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        batch = {key: value.to(device) for key, value in host_batch.items()}
+    def step(annotate: bool, index: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        batch = feeder.next(annotate)
         if args.mode == "backward":
             model.zero_grad(set_to_none=True)
-        with _phase("forward_pass", annotate, device):
+        with _phase("forward_pass", annotate, device, args.sync):
             with autocast:
                 output = module.forward(model, batch)
-        if args.mode == "forward":
-            return output, None
-        with _phase(module.LOSS_RANGE, annotate, device):
-            with autocast:
-                loss = module.loss(output, batch)
-        with _phase("backward_pass", annotate, device):
-            loss.backward()
-        if optimizer is not None:
-            with _phase("optimizer_step", annotate, device):
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
+        loss = None
+        if args.mode != "forward":
+            with _phase(module.LOSS_RANGE, annotate, device, args.sync):
+                with autocast:
+                    loss = module.loss(output, batch)
+            with _phase("backward_pass", annotate, device, args.sync):
+                loss.backward()
+            if comm is not None:
+                with _phase("allreduce", annotate, device, args.sync):
+                    comm.all_reduce_gradients(model)
+            if optimizer is not None:
+                with _phase("optimizer_step", annotate, device, args.sync):
+                    optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+        if args.log_every and index % args.log_every == 0:
+            with _phase("log_loss", annotate, device, sync=False):
+                value = loss.item()  # a device-to-host copy: waits for the GPU
+            echo(f"step {index}: loss {value:.4f}")
+        if args.checkpoint_every and index % args.checkpoint_every == 0:
+            with _phase("checkpoint", annotate, device, sync=False):
+                _save_checkpoint(args.checkpoint_path, model, optimizer)
         return output, loss
 
+    index = 0
     if args.warmup:
         echo(f"Running {args.warmup} warm-up step(s)...")
         with nvtx.range("warmup"):
             for _ in range(args.warmup):
-                step(annotate=False)
+                index += 1
+                step(annotate=False, index=index)
                 nvtx.synchronize(device)
     nvtx.synchronize(device)
 
     with nvtx.op_ranges(args.op_ranges):
         for i in range(args.steps):
+            index += 1
             echo(f"Running profiled step {i + 1}/{args.steps}...")
             with nvtx.range("profiled_step"):
-                output, loss = step(annotate=True)
+                output, loss = step(annotate=True, index=index)
     nvtx.synchronize(device)
+    feeder.close()
 
     result: dict[str, object] = {"device": str(device)}
     with nvtx.range("result"):  # the reduction and copy back to the host, outside the steps

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import importlib
-import shutil
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -16,8 +16,8 @@ except ImportError:  # pragma: no cover
     from click import exceptions as click_errors
 
 from . import catalog
-from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, NoCacheOpt, OutputOpt, gather, open_export,
-                              query_decimals, user_errors)
+from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, gather,
+                              open_export, user_errors)
 from .errors import NsysqlError
 from .formats import Format
 
@@ -40,8 +40,15 @@ class OneLineErrors(TyperGroup):
         except click_errors.ClickException as exc:
             typer.echo(f"Error: {exc.format_message()}", err=True)
             sys.exit(1)
-        except click_errors.Abort:
-            typer.echo("Aborted.", err=True)
+        except KeyboardInterrupt:
+            typer.echo("Interrupted.", err=True)
+            sys.exit(130)
+        except Exception as exc:  # a bug or an input nothing anticipated: one line unless --debug
+            words = sys.argv[1:] if args is None else list(args)
+            if "--debug" in words or os.environ.get("NSYSQL_DEBUG"):
+                raise
+            what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            typer.echo(f"Error: {what} ({type(exc).__name__}); rerun with --debug for the traceback", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
 
@@ -62,35 +69,79 @@ def _open(export: Path, cache_dir: Optional[Path], no_cache: bool):
 
 @app.command("reports")
 def list_reports() -> None:
-    """List the reports that reproduce `nsys stats` exactly."""
+    """List the reports that reproduce `nsys stats` exactly (each as `nsys stats -r NAME` of Nsight Systems 2025.3)."""
+    from .render import middle, table_width
+    width = table_width()
     for q in catalog.group("reports"):
-        typer.echo(f"{q.name:24} v{q.version}  {q.purpose}")
+        what = q.purpose.split(", identical to")[0].rstrip(".")  # every one is identical to nsys stats -r NAME
+        line = f"{q.name:24} v{q.version}  "
+        typer.echo(line + middle(what, max(width - len(line), 20)))
+
+
+# Report tables: the statistics hidden (first ones first) when the terminal is too narrow; --wide shows them.
+_STATS = ("StdDev", "Min", "Max", "Med")
+REPORT_OPTIONAL = {
+    "cuda_kern_exec_sum": ("TStdDev (ns)", "AStdDev (ns)", "QStdDev (ns)", "KStdDev (ns)", "TMin (ns)", "AMin (ns)",
+                           "QMin (ns)", "KMin (ns)", "TMax (ns)", "AMax (ns)", "QMax (ns)", "KMax (ns)", "TMed (ns)",
+                           "AMed (ns)", "QMed (ns)", "KMed (ns)", "QCount", "DevId", "PID", "API Name", "TID",
+                           "TAvg (ns)"),
+    "nvtx_gpu_proj_sum": ("Avg Num Child", "Avg Range Lvl", "Avg GPU Ops", "Style", "Total GPU Ops", "Proj Avg (ns)",
+                          "Total Range Time (ns)"),
+    "nvtx_kern_sum": ("Style", "PID", "NVTX Inst", "TID", "Avg (ns)"),
+    "nvtx_sum": ("Style",),
+}
+
+
+REPORT_TEXT_MIN = {"Name": 30, "Kernel Name": 30, "Range": 30, "NVTX Range": 24, "Operation": 30}
+
+
+def report_layout(name: str) -> tuple[list[str], list[list[str]]]:
+    """(optional columns, unit groups) of a report's table: its spread statistics are optional (StdDev first,
+    then Min, Max, Med), and its time columns share one unit: totals one, per-instance statistics another."""
+    cols = [c.name for c in catalog.get(f"reports.{name}").columns]
+    optional = [c for stat in _STATS for c in cols if c.split(" (")[0].endswith(stat) and c not in
+                REPORT_OPTIONAL.get(name, ())]
+    optional += [c for c in REPORT_OPTIONAL.get(name, ()) if c not in optional]
+    timed = [c for c in cols if c.endswith("(ns)")]
+    totals = [c for c in timed if c.startswith("Total")]
+    return optional, [totals, [c for c in timed if c not in totals]]
 
 
 @app.command("report")
 def report(
     name: Annotated[str, typer.Argument(help="Report name; `nsysql reports` lists them.", show_default=False)],
     exports: ExportsArg,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+    fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
+    wide: WideOpt = False,
     cache_dir: CacheDirOpt = None,
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Run one report; `--format csv` is identical to `nsys stats -r NAME -f csv` (one export)."""
+    """Run one report; `--format csv` is identical to `nsys stats -r NAME -f csv` (one export).
+
+    Table and markdown show the times in ms or µs (the unit under the column name; totals share one unit, the
+    per-instance statistics another) and hide the spread statistics when the terminal is narrow (--wide shows
+    them); csv, json and parquet keep NVIDIA's nanoseconds and headers."""
     from .render import emit
     with user_errors(debug):
         if f"reports.{name}" not in catalog.all_queries():
             raise NsysqlError(f"no report named {name!r}; `nsysql reports` lists them")
         df = gather(exports, lambda ex: ex.report(name), cache_dir, no_cache)
-        emit(df, fmt, decimals=query_decimals(f"reports.{name}"), output=output, title=name)
+        optional, groups = report_layout(name)
+        emit(df, fmt, query=f"reports.{name}", output=output, title=name, optional=optional, wide=wide,
+             unit_groups=groups, text_min=REPORT_TEXT_MIN)
 
 
 @app.command("summarize")
 def summarize(
     exports: ExportsArg,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="table, markdown or json.")] = Format.table,
-    top: Annotated[int, typer.Option("--top", min=1, help="Rows in each top-N section.")] = 10,
+    top: Annotated[int, typer.Option("--top", min=1, help="Rows in each top-N table.")] = 5,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Add the capture-wide detail tables (ranges, kernels, launch overhead, copies, gaps, steps, "
+                       "layers, coverage) before the findings.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Show every column, however wide the table gets.")] = False,
     deviation: Annotated[float, typer.Option(
         "--deviation", min=0, help="Several exports: flag those whose GPU busy time is more than this many "
                                    "percent from the median.")] = 10.0,
@@ -99,27 +150,27 @@ def summarize(
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Where the GPU time went: busy vs wall, top ranges and kernels, launch overhead, copies, coverage.
+    """Where the time went in the steady-state steps (warm-up left out): step time and its breakdown, GPU
+    utilization, SM efficiency, occupancy, tensor cores, top operators, kernels and CUDA calls, then the top
+    findings with the time each could recover. Times in tables are durations; `--format json` keeps exact ns.
     With several exports: per-export totals and deviating ones, per-range spread, slowest export per step."""
-    from types import SimpleNamespace
-
     from . import multi, summary
+    from .render import table_width, use_color
     with user_errors(debug):
         if fmt not in (Format.table, Format.markdown, Format.json):
             raise NsysqlError(f"summarize prints table, markdown or json, not {fmt.value}")
         paths = multi.expand(exports)
-        tty = output is None and sys.stdout.isatty()
-        width = shutil.get_terminal_size().columns if tty else 200
+        width, color = table_width(output), use_color(output)
         if len(paths) == 1:
             with _open(paths[0], cache_dir, no_cache) as ex:
-                sections = summary.build(ex, top=top)
-                text = summary.render(ex, sections, fmt, color=tty, width=width)
+                result = summary.build_summary(ex, top=top, full=full)
+                text = summary.render_summary(result, fmt, width=width, color=color, top=top, wide=wide)
         else:
             from . import summary_many
             sections = summary_many.build(paths, lambda p: _open(p, cache_dir, no_cache), top=top,
                                           deviation_pct=deviation)
-            title = SimpleNamespace(path=Path(f"{len(paths)} exports ({', '.join(multi.labels(paths))})"))
-            text = summary.render(title, sections, fmt, color=tty, width=width)
+            title = f"{len(paths)} exports ({', '.join(multi.labels(paths))})"
+            text = summary.render_sections(title, sections, fmt, color=color, width=width)
         if output is None:
             sys.stdout.write(text)
         else:
@@ -129,6 +180,7 @@ def summarize(
 # Commands in their own modules: nsysql/commands/<name>.py, each with `register(app)`.
 # A module that cannot be imported (e.g. capture where torch-only tools are trimmed) is skipped.
 COMMAND_MODULES = (
+    "overview",
     "capture",
     "attribution",
     "steps",
@@ -141,6 +193,7 @@ COMMAND_MODULES = (
     "overhead",
     "memcpy",
     "gaps",
+    "findings",
 )
 
 

@@ -10,7 +10,7 @@ import polars as pl
 
 from . import catalog, importer
 from .cache import cache_file, cache_key, default_cache_dir
-from .engine import connect
+from .engine import connect, quote_ident
 from .errors import MissingDataError, NsysqlError
 
 # normalized table -> (raw nsys table it comes from, nsys flag that produces it)
@@ -53,6 +53,7 @@ class Export:
             self._build(directory)
         self.con = connect(self.cache_path, read_only=True)
         self._tables = {r[0] for r in self.con.execute("SELECT raw_table FROM nsysql_tables").fetchall()}
+        self._materialized: set[str] = set()
 
     def _build(self, directory: Path) -> None:
         fd, tmp_name = tempfile.mkstemp(prefix=".building-", suffix=".duckdb", dir=directory)
@@ -107,10 +108,30 @@ class Export:
     def run(self, query_id: str, **params) -> pl.DataFrame:
         q = catalog.get(query_id)
         self.require(q.requires, q.id)
+        self._materialize_inputs(q)
         df = self.sql(q.sql, q.bound_params(params))
         if q.columns and list(df.columns) != [c.name for c in q.columns]:
             raise NsysqlError(f"{q.path}: columns {df.columns} differ from its header")  # a bug, not user error
         return df
+
+    def _materialize_inputs(self, q: catalog.Query) -> None:
+        """Analyses that read another analysis (`requires: analysis.steps`) find it as a TEMP table named after
+        it, computed once per connection; in `nsysql db` files the same name is that analysis's view."""
+        for requirement in q.requires:
+            if not requirement.startswith("analysis."):
+                continue
+            name = requirement.split(".", 1)[1]
+            if name in self._materialized:
+                continue
+            inner = catalog.get(requirement)
+            # no require() here: without its raw data an input analysis is empty (the stub tables are), and
+            # the reader decides what that means, e.g. steady_steps falls back to the span of GPU activity
+            self._materialize_inputs(inner)
+            try:
+                self.con.execute(f"CREATE TEMP TABLE {quote_ident(name)} AS {inner.sql.rstrip().rstrip(';')}")
+            except duckdb.Error as exc:
+                raise NsysqlError(f"{inner.id}: {str(exc).splitlines()[0]}") from None
+            self._materialized.add(name)
 
     def info(self) -> dict[str, str]:
         rows = self.con.execute("SELECT key, value FROM export_info UNION ALL SELECT key, value FROM nsysql_meta").fetchall()
@@ -215,6 +236,18 @@ class Export:
         if by not in ("op", "layer"):
             raise NsysqlError(f"efficiency by {by!r}? choose op or layer")
         return self.run("analysis.efficiency", by=by)
+
+    def overview(self):
+        """The steady-state overview: step time and its breakdown, GPU utilization, SM efficiency, occupancy,
+        tensor-core share, top operators, kernels and CUDA calls (an `nsysql.overview.Overview`)."""
+        from .overview import build
+        return build(self)
+
+    def findings(self, top: int | None = None, **params) -> pl.DataFrame:
+        """What to fix first (nsysql/findings.py): per rule of queries/findings/, rule, title, where, evidence, action
+        and recoverable_ns (an upper bound of wall time, over the analysed steady-state steps), largest first."""
+        from .findings import run_findings
+        return run_findings(self, top=top, **params)
 
     # -- standalone copies (logic in nsysql/dataset.py) ------------------------------------------
     def to_duckdb(self, path: str | os.PathLike, *, force: bool = False):

@@ -1,14 +1,20 @@
-"""`nsysql summarize`: the headline a user reads first, assembled from analysis queries."""
+"""`nsysql summarize`: what a performance engineer reads first. The steady-state overview (step time and its
+breakdown, GPU figures, top operators, kernels and CUDA calls), optionally the capture-wide detail tables
+(`--full`), then the top findings; as text for people or JSON with stable keys for tools."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import textwrap
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from . import catalog
 from .export import Export
-from .render import Format, cell_text, to_markdown, to_table
+from .overview import BREAKDOWN, BREAKDOWN_KEYS, Overview
+from .render import Format, cell_text, middle, time_origin, to_markdown, to_table
+
+SUMMARY_TOP_FINDINGS = 5
 
 
 @dataclass
@@ -17,59 +23,64 @@ class Section:
     frame: pl.DataFrame
     decimals: dict[str, int]
     note: str = ""
+    key: str = ""  # the JSON key (snake_case, stable)
+    query: str | None = None  # catalog id giving the columns' units
+    optional: tuple[str, ...] = ()  # columns a narrow table may hide
 
 
-def shorten_kernel(name: str, width: int = 70) -> str:
-    """Display form of a kernel name: argument list dropped, template arguments elided to <…>.
-
-    Only for tables on screen; CSV, JSON and Parquet keep the full name.
-    """
-    text = (name or "").removeprefix("void ")
-    if text.endswith(")"):  # drop the trailing, balanced (...) argument list
-        depth = 0
-        for i in range(len(text) - 1, -1, -1):
-            depth += {")": 1, "(": -1}.get(text[i], 0)
-            if depth == 0:
-                text = text[:i]
-                break
-    out, depth = [], 0
-    for ch in text:
-        if ch == "<":
-            if depth == 0:
-                out.append("<…>")
-            depth += 1
-        elif ch == ">" and depth:
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    short = "".join(out).strip() or (name or "")
-    return short if len(short) <= width else short[: width - 1] + "…"
+@dataclass
+class Summary:
+    export: Export
+    capture: dict  # analysis.capture_facts, plus the capture-wide GPU figures
+    overview: Overview
+    findings: pl.DataFrame | None
+    details: list[Section] = field(default_factory=list)  # --full
+    origin: int | None = None  # capture start: where timestamps in the --full tables count from
 
 
-def build(export: Export, top: int = 10) -> list[Section]:
+def build_summary(export: Export, *, top: int = 5, full: bool = False) -> Summary:
+    capture = export.run("analysis.capture_facts").row(0, named=True)
+    totals = export.run("analysis.export_totals").row(0, named=True)
+    capture.update(gpu_busy_ns=totals["gpu_busy_ns"], gpu_span_ns=totals["gpu_span_ns"])
+    capture["capture_gpu_busy_pct"] = (100.0 * totals["gpu_busy_ns"] / totals["duration_ns"]
+                                       if totals["duration_ns"] else None)
+    from .findings import run_findings
+    findings = run_findings(export)
+    details = detail_sections(export, top=top) if full else []
+    origin = time_origin(export) if full else None
+    return Summary(export, capture, export.overview(), findings, details, origin)
+
+
+def detail_sections(export: Export, top: int = 10) -> list[Section]:
+    """The capture-wide tables behind `summarize --full`: ranges, kernels, launch overhead, copies, gaps, steps,
+    layers and NVTX coverage, each over the whole capture (warm-up and start-up included)."""
     sections: list[Section] = []
-    facts = export.run("analysis.capture_facts")
-    sections.append(Section("Capture", facts.transpose(include_header=True, header_name="fact", column_names=["value"])
-                            .with_columns(pl.col("value").cast(pl.Utf8)), {}))
     if export.has("kernel"):
         util = export.run("analysis.gpu_utilization")
-        sections.append(Section("GPU busy time vs wall time", util, catalog.decimals("analysis.gpu_utilization"),
-                                "busy = union of kernel, memcpy and memset intervals; span = first op start to last op end"))
+        sections.append(Section("GPU busy time vs wall time (capture-wide)", util,
+                                catalog.decimals("analysis.gpu_utilization"),
+                                "busy = union of kernel, memcpy and memset intervals; span = first op start to last "
+                                "op end", key="gpu_utilization", query="analysis.gpu_utilization",
+                                optional=("first_op_ns", "last_op_ns", "idle_ns")))
     if export.has("nvtx_range") and export.has("runtime"):
-        by_range = export.gpu_time_by_range()
+        by_range = export.gpu_time_by_range().filter(~pl.col("is_op_marker"))  # op markers: see top operators
         cols = ["range_name", "instances", "projected_ns", "inclusive_busy_ns", "exclusive_busy_ns", "kernels"]
-        sections.append(Section(f"Top {top} NVTX ranges by GPU busy time (inclusive)", by_range.head(top).select(cols), {}))
-        excl = by_range.sort("exclusive_busy_ns", descending=True).filter(pl.col("exclusive_busy_ns") > 0).head(top)
-        sections.append(Section(f"Top {top} NVTX ranges by exclusive GPU busy time", excl.select(cols), {}))
+        sections.append(Section(f"Top {top} NVTX ranges by GPU busy time (capture-wide)",
+                                by_range.head(top).select(cols), {}, key="ranges", query="analysis.gpu_time_by_range",
+                                optional=("projected_ns", "exclusive_busy_ns")))
     if export.has("kernel"):
         kern = export.report("cuda_gpu_kern_sum").head(top)
-        sections.append(Section(f"Top {top} kernels", kern, catalog.decimals("reports.cuda_gpu_kern_sum")))
+        sections.append(Section(f"Top {top} kernels (capture-wide)", kern, catalog.decimals("reports.cuda_gpu_kern_sum"),
+                                key="kernels", query="reports.cuda_gpu_kern_sum",
+                                optional=("Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)")))
     if export.has("kernel") and export.has("runtime"):
         sections.append(_launch_overhead(export))
     if export.has("memcpy") or export.has("memset"):
-        sections.append(Section("Memory copies and sets", export.memcpy(), catalog.decimals("analysis.memcpy"),
+        sections.append(Section("Memory copies and sets (capture-wide)", export.memcpy(),
+                                catalog.decimals("analysis.memcpy"),
                                 "synchronous = the launching call blocked until the copy ended "
-                                "(`nsysql memcpy --by range|stream` for where)"))
+                                "(`nsysql memcpy --by range|stream` for where)", key="memory", query="analysis.memcpy",
+                                optional=("src_kind", "dst_kind", "avg_bytes", "sync_api_ns", "gb_per_s")))
     if export.has("kernel") or export.has("memcpy") or export.has("memset"):
         sections.append(_gaps(export, top))
     if export.has("nvtx_range"):
@@ -78,7 +89,8 @@ def build(export: Export, top: int = 10) -> list[Section]:
             sections.append(Section("Steps", steps.select(STEP_COLUMNS).head(top), catalog.decimals("analysis.steps"),
                                     "GPU work launched by any thread of the process while the step runs (the autograd "
                                     "thread's backward included); fprop/bprop/optim from kernel attribution; "
-                                    "`nsysql steps`"))
+                                    "`nsysql steps`", key="steps", query="analysis.steps",
+                                    optional=("kernels", "off_thread_ops", "optim_ns")))
     if export.has("kernel"):
         sections.append(_layers(export, top))
         cov = export.run("analysis.range_coverage")
@@ -89,7 +101,8 @@ def build(export: Export, top: int = 10) -> list[Section]:
                 f"thread ({_pct(none, total)} outside every range, op markers included): what `nsys stats` "
                 "projections miss. Backward kernels run on PyTorch's autograd thread; the layers table above "
                 "charges them to their forward layer.")
-        sections.append(Section("NVTX coverage of kernel time", cov, catalog.decimals("analysis.range_coverage"), note))
+        sections.append(Section("NVTX coverage of kernel time", cov, catalog.decimals("analysis.range_coverage"), note,
+                                key="coverage", query="analysis.range_coverage"))
     return sections
 
 
@@ -109,7 +122,8 @@ def _layers(export: Export, top: int) -> Section:
     note = (coverage_line(export.attribution_coverage()) +
             ". `nsysql layers --depth N`, `nsysql kernels` for every kernel")
     return Section(f"Top {top} layers by kernel time (forward, backward, optimizer)", layers,
-                   catalog.decimals("analysis.layers"), note)
+                   catalog.decimals("analysis.layers"), note, key="layers", query="analysis.layers",
+                   optional=("kernels", "bprop_ratio", "optim_ns"))
 
 
 def _launch_overhead(export: Export) -> Section:
@@ -117,8 +131,10 @@ def _launch_overhead(export: Export) -> Section:
     note = ("cpu = time in launching calls; queue = kernel start - launch call end (>= 0); launch_bound = GPU idle "
             "more than half of the thread's first-to-last launch span; `nsysql overhead --by range` says which NVTX "
             "ranges are launch-bound")
-    return Section("Launch overhead by launching thread", export.overhead(by="thread").select(LAUNCH_COLUMNS),
-                   catalog.decimals("analysis.overhead_by_thread"), note)
+    return Section("Launch overhead by launching thread (capture-wide)",
+                   export.overhead(by="thread").select(LAUNCH_COLUMNS), catalog.decimals("analysis.overhead_by_thread"),
+                   note, key="launch_overhead", query="analysis.overhead_by_thread",
+                   optional=("pid", "launch_span_ns", "median_queue_ns", "p95_queue_ns", "p95_api_ns", "cpu_ns"))
 
 
 def _gaps(export: Export, top: int) -> Section:
@@ -133,42 +149,279 @@ def _gaps(export: Export, top: int) -> Section:
             "`nsysql gaps` lists them with the CUDA and OS calls the thread was in, `--threads` for every thread, "
             "`nsysql utilization` busy share over time")
     frame = gaps.select(GAP_COLUMNS).head(top) if gaps.height else pl.DataFrame({c: [] for c in GAP_COLUMNS})
-    return Section(f"Top {top} GPU idle gaps", frame, catalog.decimals("analysis.gaps"), note)
+    return Section(f"Top {top} GPU idle gaps (capture-wide)", frame, catalog.decimals("analysis.gaps"), note,
+                   key="gaps", query="analysis.gaps", optional=("before_op", "after_op", "tid", "launch_api"))
 
 
 def _pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "n/a"
 
 
-def _display(section: Section) -> pl.DataFrame:
-    df = section.frame
-    for col in ("Name", "kernel_name", "before_op", "after_op"):
-        if col in df.columns:
-            df = df.with_columns(pl.col(col).map_elements(shorten_kernel, return_dtype=pl.Utf8))
-    return df
-
-
-def render(export: Export, sections: list[Section], fmt: Format, *, color: bool = False, width: int | None = None) -> str:
+def render_sections(title: str, sections: list[Section], fmt: Format, *, color: bool = False,
+                    width: int | None = None) -> str:
+    """Sections of tables (several exports side by side) as json, markdown or text."""
     if fmt is Format.json:
-        doc = {"export": str(export.path)}
+        doc: dict = {"exports": title}
         for s in sections:
             rows = []
             for row in s.frame.iter_rows(named=True):
                 rows.append({k: (float(cell_text(v, s.decimals[k])) if isinstance(v, float) and k in s.decimals else v)
                              for k, v in row.items()})
-            doc[s.title] = {"rows": rows, **({"note": s.note} if s.note else {})}
+            doc[s.key or s.title] = {"title": s.title, "rows": rows, **({"note": s.note} if s.note else {})}
         return json.dumps(doc, indent=1, default=str) + "\n"
     parts = []
     if fmt is Format.markdown:
-        parts.append(f"# nsysql summary: {export.path.name}\n")
+        parts.append(f"# nsysql summary: {title}\n")
         for s in sections:
-            parts.append(f"## {s.title}\n\n{to_markdown(_display(s), s.decimals)}")
+            parts.append(f"## {s.title}\n\n{to_markdown(s.frame, s.decimals)}")
             if s.note:
                 parts.append(f"_{s.note}_\n")
         return "\n".join(parts)
-    parts.append(f"nsysql summary: {export.path}\n")
+    parts.append(f"nsysql summary: {title}\n")
     for s in sections:
-        parts.append(to_table(_display(s), s.decimals, s.title, color=color, width=width))
+        parts.append(to_table(s.frame, s.decimals, s.title, color=color, width=width, columns=s.query,
+                              optional=s.optional))
         if s.note:
             parts.append(f"  {s.note}\n")
     return "\n".join(parts)
+
+
+# -- the summary for people ---------------------------------------------------------------------------------
+def human_ns(ns: float | None) -> str:
+    """A duration with a unit chosen for its size: 850 ns, 12.3 µs, 4.56 ms, 1.23 s."""
+    if ns is None:
+        return "n/a"
+    ns = float(ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(ns) >= scale:
+            value = ns / scale
+            return f"{value:,.{2 if abs(value) < 100 else 1}f} {unit}"
+    return f"{ns:,.0f} ns"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _steps_text(numbers: list[int]) -> str:
+    """[1, 2, 3, 7] -> '1-3, 7'."""
+    runs, start = [], None
+    for i, n in enumerate(numbers):
+        if start is None:
+            start = n
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            runs.append(f"{start}-{n}" if n != start else f"{n}")
+            start = None
+    return ", ".join(runs)
+
+
+def _wrap(text: str, width: int, indent: str = "") -> list[str]:
+    return textwrap.wrap(text, width=max(width, 20), initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False) or [indent]
+
+
+def _header_lines(summary: Summary, width: int) -> list[str]:
+    c, ov = summary.capture, summary.overview
+    lines = [f"nsysql summary: {middle(str(summary.export.path), max(width - 16, 10))}"]
+    gpus = [f"GPU {g['device_id']}: {g['gpu_name']}, {g['sm_count']} SMs, {g['memory_bytes'] / 1e9:.0f} GB"
+            for g in ov.gpus.iter_rows(named=True)] or ([f"GPUs: {c['gpus']}"] if c.get("gpus") else ["no GPU activity"])
+    lines += _wrap("; ".join(gpus), width)
+    busy = ""
+    if c.get("capture_gpu_busy_pct") is not None and c.get("gpu_busy_ns"):
+        share = c["capture_gpu_busy_pct"]
+        busy = f", GPU busy {share:.{1 if share >= 0.1 else 3}f}% of it (start-up and warm-up included)"
+    processes = f"{c['processes']:,} process{'' if c['processes'] == 1 else 'es'}"
+    lines += _wrap(f"Capture {human_ns(c['duration_ns'])}{busy}; {processes}, {_plural(c['threads'], 'thread')}, "
+                   f"{_plural(c['kernels'], 'kernel')}; nsys {c['nsys_version'] or '?'}", width)
+    return lines
+
+
+def _scope_lines(ov: Overview, width: int) -> list[str]:
+    st = ov.stats
+    if ov.has_steps and st["analysed_steps"]:
+        analysed = [r["step"] for r in ov.windows.iter_rows(named=True) if r["analysed"]]
+        names = sorted({r["name"] for r in ov.windows.iter_rows(named=True) if r["analysed"]})
+        excluded = [r for r in ov.windows.iter_rows(named=True) if not r["analysed"]]
+        text = (f"Analysed: {_plural(len(analysed), 'step')} ({_steps_text(analysed)} of {ov.windows.height}; "
+                f"{', '.join(names[:3])}), {human_ns(st['total_ns'])} in all; ")
+        if excluded:
+            why = {"warmup_range": "inside a warm-up range", "slow_leading_step": "slow leading steps"}
+            reasons = sorted({why.get(r["excluded_because"], r["excluded_because"]) for r in excluded})
+            text += (f"{_plural(len(excluded), 'step')} ({_steps_text([r['step'] for r in excluded])}) left out as "
+                     f"warm-up ({', '.join(reasons)}).")
+        else:
+            text += "no step left out as warm-up."
+    elif ov.windows.height:
+        w = ov.windows.row(0, named=True)
+        text = (f"Analysed: no step ranges found, so the span from the first to the last GPU op "
+                f"({human_ns(w['wall_ns'])}) stands for one step.")
+    else:
+        text = "Analysed: nothing (no step ranges and no GPU activity)."
+    return _wrap(text, width)
+
+
+def _step_time_line(ov: Overview, width: int) -> list[str]:
+    st = ov.stats
+    if not st["analysed_steps"] or not ov.has_steps:
+        return []
+    outliers = st["outlier_steps"] or []
+    if st["analysed_steps"] == 1:
+        return _wrap(f"Step time: {human_ns(st['max_ns'])} (one step).", width)
+    text = (f"Step time: mean {human_ns(st['mean_ns'])}, median {human_ns(st['median_ns'])}, "
+            f"max {human_ns(st['max_ns'])} (step {st['slowest_step']}); ")
+    text += (f"outlier steps (> 1.5 x median): {_steps_text(outliers)}." if outliers
+             else "no outlier step." if st["analysed_steps"] >= 3 else "too few steps to judge outliers.")
+    return _wrap(text, width)
+
+
+def _breakdown_frame(ov: Overview, top: int) -> tuple[pl.DataFrame, int]:
+    """Per analysed step (the first `top`) and the mean over all of them, in ns."""
+    rows = ov.breakdown.head(top)
+    frame = pl.DataFrame({"step": [str(s) for s in rows["step"].to_list()],
+                          **{k: rows[k].cast(pl.Float64).to_list() for k in ("wall_ns",) + BREAKDOWN_KEYS}},
+                         schema={"step": pl.Utf8, **{k: pl.Float64 for k in ("wall_ns",) + BREAKDOWN_KEYS}})
+    if ov.breakdown.height > 1:
+        mean = ov.mean_breakdown()
+        frame = pl.concat([frame, pl.DataFrame({"step": ["mean"], **{k: [mean[k]] for k in ("wall_ns",) + BREAKDOWN_KEYS}},
+                                               schema=frame.schema)])
+    return frame, ov.breakdown.height - rows.height
+
+
+BREAKDOWN_META = {k: catalog.Column(k, "BIGINT", "ns", 2) for k in ("wall_ns",) + BREAKDOWN_KEYS}
+_SHORT = {"wall_ns": "wall", "kernel_ns": "kernel", "memcpy_ns": "memcpy", "memset_ns": "memset",
+          "runtime_ns": "runtime", "dataloader_ns": "data", "cpu_exec_ns": "cpu_exec", "other_ns": "other"}
+
+
+def _breakdown_lines(ov: Overview, width: int, top: int, color: bool) -> list[str]:
+    if not ov.breakdown.height:
+        return []
+    frame, more = _breakdown_frame(ov, top)
+    frame = frame.rename(_SHORT)
+    meta = {_SHORT[k]: catalog.Column(_SHORT[k], "BIGINT", "ns", 2) for k in BREAKDOWN_META}
+    notes = [f"{more:,} more steps; the mean is over all of them; `nsysql overview -f csv` lists every step"] if more else []
+    table = to_table(frame, title="Step time breakdown (each instant in one category, priority left to right)",
+                     columns=meta, width=width, color=color, notes=notes).rstrip("\n").split("\n")
+    mean = ov.mean_breakdown()
+    shares = [f"{label} {100.0 * mean[key] / mean['wall_ns']:.1f}%" for key, label in BREAKDOWN
+              if mean["wall_ns"]]
+    return table + _wrap("Share of step time: " + ", ".join(shares), width)
+
+
+def _gpu_lines(ov: Overview, width: int) -> list[str]:
+    lines = []
+    for g in ov.gpus.iter_rows(named=True):
+        def pct(v):
+            return "n/a" if v is None else f"{v:.1f}%"
+        lines += _wrap(f"GPU {g['device_id']} in the analysed steps: utilization {pct(g['utilization_pct'])}, "
+                       f"est. SM efficiency {pct(g['sm_efficiency_pct'])}, est. achieved occupancy "
+                       f"{pct(g['achieved_occupancy_pct'])}, tensor cores {pct(g['tensor_core_pct'])} of kernel time",
+                       width)
+    return lines
+
+
+def _top_tables(ov: Overview, width: int, top: int, color: bool, wide: bool) -> list[str]:
+    out: list[str] = []
+    ops = ov.top_ops.head(top)
+    if ops.height:
+        is_op = ops["kind"][0] == "op"
+        cols = (["name", "calls", "device_self_ns", "device_total_ns", "host_self_ns", "host_total_ns", "shapes"]
+                if is_op else ["name", "calls", "device_self_ns", "host_total_ns"])
+        title = ("Top operators by GPU self time (PyTorch op markers)" if is_op
+                 else "Top innermost NVTX ranges by GPU time (no op markers in the steps)")
+        out += to_table(ops.select(cols), title=title, columns="analysis.top_ops", width=width, color=color,
+                        wide=wide, optional=("shapes", "host_total_ns", "device_total_ns")).rstrip("\n").split("\n")
+    kern = ov.top_kernels.head(top)
+    if kern.height:
+        out += [""] * bool(out) + to_table(kern.select("short_name", "calls", "total_ns", "avg_ns", "pct"),
+                               title="Top kernels by GPU time", columns="analysis.top_kernels", width=width,
+                               color=color, wide=wide, optional=("avg_ns",)).rstrip("\n").split("\n")
+    api = ov.top_api.head(top)
+    if api.height:
+        out += [""] * bool(out)
+        shown = api.select("api_name", "calls", "total_ns", "max_ns", "pct",
+                           pl.when(pl.col("synchronizing")).then(pl.lit("sync")).otherwise(pl.lit(""))
+                           .alias("blocks"))
+        out += to_table(shown, title="Top CUDA API calls (sync = the CPU waits for the GPU)",
+                               columns="analysis.top_api", width=width, color=color, wide=wide,
+                               optional=("max_ns",)).rstrip("\n").split("\n")
+    return out
+
+
+def _findings_lines(findings: pl.DataFrame | None, width: int, top: int) -> list[str]:
+    if findings is None:
+        return []
+    from .findings import render_text
+    if not findings.height:
+        header = "Findings"
+    elif findings.height > top:
+        header = (f"Findings, largest recoverable time first (top {top} of {findings.height}; "
+                  f"`nsysql findings` lists all)")
+    else:
+        header = "Findings, largest recoverable time first"
+    return render_text(findings.head(top), width=width, header=header).rstrip("\n").split("\n")
+
+
+def render_text(summary: Summary, *, width: int, color: bool = False, top: int = 5, wide: bool = False) -> str:
+    ov = summary.overview
+    blocks = [_header_lines(summary, width) + [""] + _scope_lines(ov, width) + _step_time_line(ov, width),
+              _breakdown_lines(ov, width, max(top, 3), color), _gpu_lines(ov, width), _top_tables(ov, width, top, color, wide)]
+    for s in summary.details:
+        table = to_table(s.frame, s.decimals, s.title, color=color, width=width, columns=s.query,
+                         optional=s.optional, wide=wide, origin=summary.origin).rstrip("\n").split("\n")
+        blocks.append(table + (_wrap(s.note, width, "  ") if s.note else []))
+    blocks.append(_findings_lines(summary.findings, width, SUMMARY_TOP_FINDINGS))
+    return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"
+
+
+def render_markdown(summary: Summary, top: int = 5) -> str:
+    ov = summary.overview
+    parts = [f"# nsysql summary: {summary.export.path.name}", "",
+             " ".join(_scope_lines(ov, 10_000) + _step_time_line(ov, 10_000)), ""]
+    if ov.breakdown.height:
+        frame, _ = _breakdown_frame(ov, top)
+        parts += ["## Step time breakdown", "", to_markdown(frame.rename(_SHORT), columns={
+            _SHORT[k]: catalog.Column(_SHORT[k], "BIGINT", "ns", 2) for k in BREAKDOWN_META})]
+    if ov.gpus.height:
+        parts += ["## GPUs", "", to_markdown(ov.gpus, columns="analysis.overview_gpus")]
+    for title, frame, query in (("Top operators", ov.top_ops.head(top), "analysis.top_ops"),
+                                ("Top kernels", ov.top_kernels.head(top), "analysis.top_kernels"),
+                                ("Top CUDA API calls", ov.top_api.head(top), "analysis.top_api")):
+        if frame.height:
+            parts += [f"## {title}", "", to_markdown(frame, columns=query)]
+    for s in summary.details:
+        parts += [f"## {s.title}", "", to_markdown(s.frame, s.decimals, columns=s.query, origin=summary.origin)]
+        if s.note:
+            parts += [f"_{s.note}_", ""]
+    if summary.findings is not None:
+        parts += ["## Findings", ""]
+        for i, f in enumerate(summary.findings.head(SUMMARY_TOP_FINDINGS).iter_rows(named=True), 1):
+            parts += [f"{i}. **{f['title']}** (up to {human_ns(f['recoverable_ns'])} recoverable): {f['evidence']}; "
+                      f"where: {f['where']}; do: {f['action']}"]
+        if not summary.findings.height:
+            parts.append("No rule fired.")
+    return "\n".join(parts) + "\n"
+
+
+def to_json(summary: Summary, top: int = 5) -> dict:
+    """`summarize --format json`: stable snake_case keys; numbers are JSON numbers, durations exact ns."""
+    doc: dict = {"export": str(summary.export.path), "capture": summary.capture,
+                 "overview": summary.overview.to_json(top)}
+    for s in summary.details:
+        doc[s.key] = {"rows": _json_rows(s), **({"note": s.note} if s.note else {})}
+    from .findings import to_records
+    doc["findings"] = to_records(summary.findings) if summary.findings is not None else []
+    return doc
+
+
+def _json_rows(s: Section) -> list[dict]:
+    return [{k: (float(cell_text(v, s.decimals[k])) if isinstance(v, float) and k in s.decimals else v)
+             for k, v in row.items()} for row in s.frame.iter_rows(named=True)]
+
+
+def render_summary(summary: Summary, fmt: Format, *, width: int, color: bool = False, top: int = 5,
+                   wide: bool = False) -> str:
+    if fmt is Format.json:
+        return json.dumps(to_json(summary, top), indent=1, default=str) + "\n"
+    if fmt is Format.markdown:
+        return render_markdown(summary, top)
+    return render_text(summary, width=width, color=color, top=top, wide=wide)

@@ -43,7 +43,7 @@ def _totals(df: pl.DataFrame, deviation_pct: float) -> Section:
     odd = df.filter(pl.col("deviates"))["export"].to_list()
     note = (f"median GPU busy {int(median):,} ns; exports more than {deviation_pct:g}% from it: "
             + (", ".join(odd) if odd else "none"))
-    return Section("Exports", df, {"busy_vs_median_pct": 1}, note)
+    return Section("Exports", df, {"busy_vs_median_pct": 1}, note, key="exports", optional=("rank",))
 
 
 def _range_spread(df: pl.DataFrame, n_exports: int, top: int) -> Section:
@@ -59,7 +59,8 @@ def _range_spread(df: pl.DataFrame, n_exports: int, top: int) -> Section:
                 .sort(["median_ns", "range_name"], descending=[True, False]).head(top))
     note = (f"GPU busy time (union of intervals) of the ops launched inside each range, over {n_exports} exports; "
             "`nsysql report nvtx_gpu_proj_sum A B ...` gives NVIDIA's projection per export")
-    return Section(f"Top {top} ranges: spread across exports", spread, {"median_ns": 1, "max_over_min": 2}, note)
+    return Section(f"Top {top} ranges: spread across exports", spread, {"median_ns": 1, "max_over_min": 2}, note,
+                   key="range_spread", optional=("slowest_rank", "exports"))
 
 
 def _slowest_per_step(df: pl.DataFrame) -> Section:
@@ -70,4 +71,5 @@ def _slowest_per_step(df: pl.DataFrame) -> Section:
                        pl.col("wall_ns").median().alias("median_wall_ns"), pl.col("wall_ns").max().alias("max_wall_ns"))
                   .join(slowest, on="step").sort("step"))
     return Section("Steps: slowest export per step", per_step, {"median_wall_ns": 1},
-                   "steps as `nsysql steps` finds them, matched by their index in each export")
+                   "steps as `nsysql steps` finds them, matched by their index in each export", key="slowest_per_step",
+                   optional=("slowest_rank",))

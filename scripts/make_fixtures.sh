@@ -4,9 +4,16 @@
 #   source .gpu/device-env.sh && bash scripts/make_fixtures.sh
 #
 # For each fixture: nsys profile + nsys export (SQLite) + nsys stats (9 reports, CSV), all
-# through capture.runner (the code behind `nsysql capture`). Writes into $OUT:
-#   fixtures.tar             <name>/<name>.sqlite.xz and <name>/<name>_<report>.csv for every
-#                            fixture (one file, since a device call returns at most 8)
+# through capture.runner (the code behind `nsysql capture`), then `nsys analyze` of the
+# expert rules in ANALYZE_RULES (reference CSVs; ANALYZE=0 skips them). Writes into $OUT:
+#   fixtures.tar             <name>/<name>.sqlite.xz, <name>/<name>_<report>.csv and
+#                            <name>/<name>_analyze_<rule>.csv for every fixture (one file,
+#                            since a device call returns at most 8); in fixtures/<folder>/
+#                            they become export.sqlite.xz, nsys-stats_<report>.csv and
+#                            nsys-analyze_<rule>.csv
+# ONLY="name ..." captures only those fixtures of the list; EXTRA_FIXTURES="entry;entry"
+# adds entries of the list's form (e.g. variants to choose from); SKIP_CHECKS=1 skips the
+# last steps (CLI check, GPU test).
 #   make_fixtures.log        this script's whole output: versions, exact commands, sizes,
 #                            and the 2.7B GPT nvtx_sum / cuda_gpu_kern_sum heads
 # Then (unless SKIP_BIG=1), guarded so that a failure cannot lose the fixtures, the 2.7B GPT of seed 003
@@ -24,9 +31,9 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)  # works from any director
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 WORK=$(mktemp -d /tmp/nsysql-fixtures.XXXXXX)
-mkdir -p "$OUT" "$WORK/stats" "$WORK/big"
+mkdir -p "$OUT" "$WORK/stats" "$WORK/big" "$WORK/analyze"
 
-# name | workload options (python -m capture MODEL ...)
+# name | workload options (python -m capture MODEL ...) [| VAR=value ... for the capture]
 FIXTURES=(
   "gpt_tiny_train_fp32|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1"
   "gpt_tiny_train_bf16|gpt --size tiny --mode train --dtype bf16 --batch 4 --seq 128 --warmup 1 --steps 1"
@@ -36,7 +43,23 @@ FIXTURES=(
   "dlrm_train|dlrm --mode train --dtype fp32 --rows 1000 --rows-step 10 --batch 2048 --warmup 1 --steps 1"
   "gpt_tiny_train_noops|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1 --no-op-ranges"
   "gpt_tiny_train_w18s3|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 18 --steps 3"
+  # ResNet-18 (CIFAR) fed by a DataLoader: the unhealthy loop (CPU augmentation in the step's
+  # thread, pageable copies, a synchronize per phase and a loss.item() per step, fp32 without
+  # TF32, a checkpoint every 4 steps) and its healthy counterpart (8 workers, pinned memory,
+  # non_blocking copies, nothing synchronizing, bf16 autocast, channels-last, a batch large
+  # enough that the GPU is the bottleneck); the same healthy loop at batch 512 is CPU-bound
+  # (the GPU waits for the launches of about 25 ms of CPU work per step)
+  "cnn_dataloader_train|cnn --mode train --dtype fp32 --no-tf32 --batch 32 --source-size 512 --dataloader --workers 0 --no-pin-memory --sync --log-every 1 --checkpoint-every 4 --warmup 2 --steps 8 --no-op-ranges"
+  "cnn_pinned_train|cnn --mode train --dtype bf16 --channels-last --batch 4096 --dataloader --workers 8 --pin-memory --no-sync --warmup 3 --steps 8 --no-op-ranges"
+  "cnn_pinned_launch_bound|cnn --mode train --dtype bf16 --channels-last --batch 512 --dataloader --workers 4 --pin-memory --no-sync --warmup 3 --steps 8 --no-op-ranges"
+  # gradients averaged through NCCL in a world of one (NCCL's one-rank reduce kernel)
+  "cnn_nccl_1gpu|cnn --mode train --dtype bf16 --channels-last --batch 128 --allreduce --warmup 2 --steps 3 --no-op-ranges"
 )
+if [ -n "${EXTRA_FIXTURES:-}" ]; then
+  IFS=';' read -r -a _extra <<< "$EXTRA_FIXTURES"
+  FIXTURES+=("${_extra[@]}")
+fi
+ANALYZE_RULES=${ANALYZE_RULES:-cuda_memcpy_async,cuda_memcpy_sync,cuda_memset_sync,cuda_api_sync,gpu_gaps,gpu_time_util}
 
 elapsed() { echo "[t=${SECONDS}s]"; }
 
@@ -60,8 +83,33 @@ EOF
   echo "kernel $(uname -r)"
 }
 
+wanted() {  # wanted NAME: in $ONLY, or ONLY unset
+  [ -z "${ONLY:-}" ] && return 0
+  case " $ONLY " in *" $1 "*) return 0 ;; esac
+  return 1
+}
+
+analyze_fixture() {  # nsys analyze's expert rules on the export, as CSVs beside the stats
+  local name=$1 sqlite=$2
+  local limit; limit=$(time_left 60)
+  if [ "$limit" -lt 15 ]; then echo "SKIPPED: nsys analyze $name (no time left)"; return 0; fi
+  echo "\$ timeout $limit nsys analyze -r $ANALYZE_RULES -f csv -o $WORK/analyze/$name/$name $sqlite"
+  mkdir -p "$WORK/analyze/$name"
+  timeout -k 10 "$limit" nsys analyze -r "$ANALYZE_RULES" -f csv -o "$WORK/analyze/$name/$name" \
+      "$sqlite" > "$WORK/analyze/$name/stdout.txt" 2>&1
+  echo "nsys analyze $name exit status: $?"
+  tail -n 20 "$WORK/analyze/$name/stdout.txt"
+  local csv rule
+  for csv in "$WORK/analyze/$name/$name"_*.csv; do
+    [ -f "$csv" ] || continue
+    rule=${csv##*/"$name"_}
+    cp "$csv" "$WORK/stats/$name/${name}_analyze_$rule"
+  done
+  echo "ANALYZE $name: $(cd "$WORK/analyze/$name" && ls | tr '\n' ' ')"
+}
+
 capture_fixture() {
-  local name=$1 options=$2
+  local name=$1 options=$2 env_vars=${3:-}
   local model=${options%% *} rest=${options#* }
   echo
   echo "== fixture $name $(elapsed)"
@@ -72,10 +120,10 @@ capture_fixture() {
   esac
   local limit; limit=$(time_left 120)
   if [ "$limit" -lt 30 ]; then echo "FAILED: fixture $name skipped, no time left"; return 1; fi
-  echo "nsysql equivalent: nsysql capture $options -o $name --stats"
-  echo "\$ timeout $limit $PY -m capture.runner $options -o $WORK/$name/$name --stats"
-  # shellcheck disable=SC2086  # options are words on purpose
-  if ! timeout -k 10 "$limit" "$PY" -m capture.runner $model $rest -o "$WORK/$name/$name" --stats
+  echo "nsysql equivalent: ${env_vars:+$env_vars }nsysql capture $options -o $name --stats"
+  echo "\$ ${env_vars:+env $env_vars }timeout $limit $PY -m capture.runner $options -o $WORK/$name/$name --stats"
+  # shellcheck disable=SC2086  # options and variables are words on purpose
+  if ! env $env_vars timeout -k 10 "$limit" "$PY" -m capture.runner $model $rest -o "$WORK/$name/$name" --stats
   then
     echo "FAILED: fixture $name"
     return 1
@@ -98,6 +146,7 @@ print("ROWS " + ", ".join(f"{t}={count(t)}" for t in (
     "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY",
     "CUPTI_ACTIVITY_KIND_MEMSET", "NVTX_EVENTS", "OSRT_API") if t in tables))
 EOF
+  if [ "${ANALYZE:-1}" = 1 ]; then analyze_fixture "$name" "$sqlite"; fi
 }
 
 capture_big() {
@@ -161,9 +210,11 @@ main() {
   local info
   info=$(environment 2>&1)
   echo "$info"
-  local failed=0 entry
+  local failed=0 entry name options env_vars
   for entry in "${FIXTURES[@]}"; do
-    capture_fixture "${entry%%|*}" "${entry#*|}" || failed=$((failed + 1))
+    IFS='|' read -r name options env_vars <<< "$entry"
+    wanted "$name" || continue
+    capture_fixture "$name" "$options" "$env_vars" || failed=$((failed + 1))
   done
   echo
   echo "== fixtures.tar $(elapsed)"
@@ -178,8 +229,12 @@ main() {
   fi
 
   # With time left: the issue's CLI check and the GPU test, where their packages exist here.
-  cli_check || echo "FAILED: nsysql capture check"
-  gpu_test || echo "FAILED: GPU test"
+  if [ "${SKIP_CHECKS:-0}" = 1 ]; then
+    echo "SKIPPED: CLI check and GPU test (SKIP_CHECKS=1)"
+  else
+    cli_check || echo "FAILED: nsysql capture check"
+    gpu_test || echo "FAILED: GPU test"
+  fi
 
   echo
   echo "== summary $(elapsed)"

@@ -1,4 +1,8 @@
-"""The seed models on CPU: they run forward/backward, and emit exactly the seed's ranges."""
+"""The seed models and the cnn on CPU: they run forward/backward, and emit exactly their ranges.
+
+Also the training-loop options around them (DataLoader feeding, --no-sync, checkpoints,
+loss logging, TF32, the one-process all-reduce), on tiny configurations.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -20,7 +24,10 @@ TINY = {
              "--vocab", "100", "--max-positions", "32", "--batch", "2", "--seq", "16"],
     "ncf": ["--users", "40", "--items", "30", "--batch", "16"],
     "dlrm": ["--rows", "20", "--rows-step", "1", "--batch", "8"],
+    "cnn": ["--width", "4", "--stages", "2", "--blocks", "1", "--classes", "10",
+            "--image-size", "16", "--pool", "4", "--batch", "4"],
 }
+MODELS = ["gpt", "bert", "ncf", "dlrm", "cnn"]
 
 
 class Recorder:
@@ -98,10 +105,17 @@ NCF_FORWARD = [
 DLRM_FORWARD = ([leaf("Bottom_MLP")] + [leaf(f"Embedding_{i}") for i in range(26)]
                 + [leaf("Interaction"), leaf("Concat"), leaf("Top_MLP")])
 
+CNN_FORWARD = [
+    leaf("stem"),
+    ("stage_1", [("block_0", [leaf("conv1"), leaf("conv2")])]),
+    ("stage_2", [("block_0", [leaf("conv1"), leaf("conv2"), leaf("shortcut")])]),
+    leaf("head"),
+]
+
 FORWARD = {"gpt": gpt_forward(2), "bert": bert_forward(2), "ncf": NCF_FORWARD,
-           "dlrm": DLRM_FORWARD}
+           "dlrm": DLRM_FORWARD, "cnn": CNN_FORWARD}
 LOSS_RANGE = {"gpt": "loss_computation", "bert": "loss_computation", "ncf": "Loss",
-              "dlrm": "Loss"}
+              "dlrm": "Loss", "cnn": "loss_computation"}
 
 
 def expected_tree(model: str, mode: str, warmup: int, steps: int, op_ranges: bool = True) -> list:
@@ -122,7 +136,7 @@ def run_tiny(model: str, *extra: str) -> dict:
 
 
 @pytest.mark.parametrize("mode", ["forward", "backward", "train"])
-@pytest.mark.parametrize("model", ["gpt", "bert", "ncf", "dlrm"])
+@pytest.mark.parametrize("model", MODELS)
 def test_ranges_and_nesting(recorder: Recorder, model: str, mode: str) -> None:
     result = run_tiny(model, "--mode", mode, "--warmup", "1", "--steps", "1")
     assert recorder.stack == [recorder.root], "unbalanced push/pop"
@@ -167,7 +181,7 @@ def test_fixed_seed_gives_the_same_loss() -> None:
     assert first["loss"] != other["loss"]
 
 
-@pytest.mark.parametrize("model", ["gpt", "bert", "ncf", "dlrm"])
+@pytest.mark.parametrize("model", MODELS)
 def test_backward_reaches_every_parameter(model: str) -> None:
     module = load(model)
     args = workload.parse_args([model, *TINY[model], "--device", "cpu"])
@@ -175,7 +189,8 @@ def test_backward_reaches_every_parameter(model: str) -> None:
     net = module.build(args)
     batch = module.make_batch(args, torch.Generator().manual_seed(0))
     output = module.forward(net, batch)
-    expected_shape = {"gpt": (2, 16, 100), "bert": (2, 16, 100), "ncf": (16, 1), "dlrm": (8, 1)}
+    expected_shape = {"gpt": (2, 16, 100), "bert": (2, 16, 100), "ncf": (16, 1), "dlrm": (8, 1),
+                      "cnn": (4, 10)}
     assert tuple(output.shape) == expected_shape[model]
     module.loss(output, batch).backward()
     missing = [name for name, p in net.named_parameters()
@@ -231,3 +246,178 @@ def test_python_m_capture_rejects_options_of_other_models() -> None:
         workload.parse_args(["gpt", "--users", "10"])
     with pytest.raises(SystemExit):
         workload.parse_args(["ncf", "--seq", "10"])
+
+
+# --- cnn ----------------------------------------------------------------------------------
+
+def test_cnn_default_is_resnet18_for_cifar100() -> None:
+    args = workload.parse_args(["cnn"])
+    assert (args.image_size, args.width, args.stages, args.blocks, args.classes, args.batch) == (
+        32, 64, 4, 2, 100, 128)
+    with torch.device("meta"):
+        net = load("cnn").build(args)
+    assert sum(p.numel() for p in net.parameters()) == 11_220_132  # torchvision-style count
+    assert [len(stage) for stage in net.stages] == [2, 2, 2, 2]
+    assert net.fc.in_features == 512
+
+
+@pytest.mark.parametrize("source", [16, 40])
+def test_cnn_augmentation_is_per_sample_and_reproducible(source: int) -> None:
+    cnn = load("cnn")
+    make = lambda: cnn.SyntheticImages(6, 16, source, 2, 10, torch.Generator().manual_seed(0))
+    first, again = make(), make()
+    a, b = first[0], again[0]
+    assert a["image"].shape == (3, 16, 16) and a["image"].dtype == torch.float32
+    assert a["image"].is_contiguous() and a["label"].dtype == torch.int64
+    assert torch.equal(a["image"], b["image"])  # sample i has its own seed
+    assert not torch.equal(first[0]["image"], first[2]["image"])  # same source, new crop
+    assert torch.equal(first[0]["label"], first[2]["label"])
+    assert abs(float(a["image"].mean())) < 1.5  # normalised, not 0..255
+    with pytest.raises(IndexError):
+        first[6]
+
+
+def test_cnn_rejects_a_source_smaller_than_the_image() -> None:
+    with pytest.raises(ValueError, match="smaller than image size"):
+        load("cnn").SyntheticImages(4, 32, 16, 2, 10, torch.Generator())
+
+
+def test_cnn_channels_last() -> None:
+    args = workload.parse_args(["cnn", *TINY["cnn"], "--channels-last"])
+    cnn = load("cnn")
+    net = cnn.build(args)
+    assert net.stem[0].weight.is_contiguous(memory_format=torch.channels_last)
+    batch = cnn.make_batch(args, torch.Generator().manual_seed(0))
+    assert cnn.forward(net, batch).shape == (4, 10)
+
+
+# --- the training loop's options ----------------------------------------------------------
+
+LOOP_PHASES = ["forward_pass", "loss_computation", "backward_pass", "optimizer_step"]
+
+
+def step_names(recorder: Recorder) -> list[list[str]]:
+    """The phase names of each profiled step (runs with --no-op-ranges)."""
+    return [[name for name, _ in children] for name, children in recorder.root
+            if name == "profiled_step"]
+
+
+def test_dataloader_range_opens_each_profiled_step(recorder: Recorder) -> None:
+    run_tiny("cnn", "--dataloader", "--warmup", "1", "--steps", "2", "--no-op-ranges")
+    assert step_names(recorder) == [["dataloader", *LOOP_PHASES]] * 2
+    warmup = dict(recorder.root)["warmup"]
+    assert warmup == CNN_FORWARD  # warm-up steps keep only the model's ranges
+
+
+@pytest.mark.parametrize("model", ["gpt", "cnn"])
+def test_dataloader_first_batch_is_the_fixed_batch(model: str) -> None:
+    fixed = run_tiny(model, "--mode", "backward", "--warmup", "0")
+    loaded = run_tiny(model, "--mode", "backward", "--warmup", "0", "--dataloader")
+    assert loaded["loss"] == fixed["loss"]
+
+
+def test_dataloader_workers_give_the_same_batches() -> None:
+    options = ("--warmup", "1", "--steps", "2", "--dataloader", "--source-size", "24")
+    in_thread = run_tiny("cnn", *options)
+    in_workers = run_tiny("cnn", *options, "--workers", "2", "--pin-memory")  # no pinning on CPU
+    assert in_workers["loss"] == in_thread["loss"]
+
+
+def test_row_dataset_repeats_the_batch() -> None:
+    from capture.data import RowDataset
+
+    rows = RowDataset({"x": torch.arange(3)}, length=7)
+    assert [int(rows[i]["x"]) for i in range(7)] == [0, 1, 2, 0, 1, 2, 0]
+    with pytest.raises(IndexError):
+        rows[7]
+
+
+class SyncRecorder(Recorder):
+    """Also records torch.cuda.synchronize() calls, as leaves named SYNC."""
+
+    def synchronize(self, device: object) -> None:
+        self.stack[-1].append(leaf(SYNC))
+
+
+SYNC = "[sync]"
+
+
+@pytest.fixture
+def sync_recorder(monkeypatch: pytest.MonkeyPatch) -> SyncRecorder:
+    rec = SyncRecorder()
+    for name in ("push", "pop", "op_ranges", "synchronize"):
+        monkeypatch.setattr(nvtx, name, getattr(rec, name))
+    return rec
+
+
+def synced_phases(recorder: Recorder) -> list[str]:
+    return [name for step, phases in recorder.root if step == "profiled_step"
+            for name, children in phases if leaf(SYNC) in children]
+
+
+def test_sync_ends_every_phase_and_no_sync_none(sync_recorder: SyncRecorder) -> None:
+    run_tiny("ncf", "--warmup", "1", "--steps", "1", "--no-op-ranges")
+    assert synced_phases(sync_recorder) == LOOP_PHASES[:1] + ["Loss"] + LOOP_PHASES[2:]
+    sync_recorder.root.clear()
+    result = run_tiny("ncf", "--warmup", "1", "--steps", "2", "--no-op-ranges", "--no-sync")
+    assert synced_phases(sync_recorder) == []
+    assert math.isfinite(result["loss"])
+
+
+def test_log_and_checkpoint_steps_count_warmup_too(recorder: Recorder, tmp_path) -> None:
+    path = tmp_path / "ckpt.pt"
+    run_tiny("cnn", "--warmup", "1", "--steps", "4", "--no-op-ranges", "--log-every", "3",
+             "--checkpoint-every", "2", "--checkpoint-path", str(path))
+    # steps 1 (warm-up), 2..5 (profiled): checkpoints after steps 2 and 4, a logged loss at 3
+    assert step_names(recorder) == [
+        [*LOOP_PHASES, "checkpoint"], [*LOOP_PHASES, "log_loss"], [*LOOP_PHASES, "checkpoint"],
+        LOOP_PHASES]
+    state = torch.load(path)
+    assert set(state) == {"model", "optimizer"}
+    assert "stem.0.weight" in state["model"]
+
+
+def test_allreduce_in_a_world_of_one(recorder: Recorder) -> None:
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available():
+        pytest.skip("torch.distributed is not available")
+    plain = run_tiny("cnn", "--warmup", "1", "--steps", "2", "--no-op-ranges")
+    recorder.root.clear()
+    reduced = run_tiny("cnn", "--warmup", "1", "--steps", "2", "--no-op-ranges", "--allreduce")
+    assert step_names(recorder) == [
+        ["forward_pass", "loss_computation", "backward_pass", "allreduce", "optimizer_step"]] * 2
+    assert reduced["loss"] == plain["loss"]  # the average over one rank is the gradient
+    assert not dist.is_initialized()  # the group is destroyed at the end
+
+
+def test_tf32_switch_sets_cublas_and_cudnn() -> None:
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    try:
+        workload._set_tf32(True)
+        assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == (
+            True, True)
+        workload._set_tf32(False)
+        assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == (
+            False, False)
+        workload._set_tf32(None)  # torch's defaults stay as they are
+        assert torch.backends.cudnn.allow_tf32 is False
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
+def test_loop_defaults_are_the_seed_loop() -> None:
+    args = workload.parse_args(["gpt"])
+    assert (args.dataloader, args.workers, args.pin_memory, args.sync, args.log_every,
+            args.checkpoint_every, args.tf32, args.allreduce) == (
+        False, 0, False, True, 0, 0, None, False)
+
+
+@pytest.mark.parametrize("argv", [
+    ["cnn", "--workers", "2"],
+    ["cnn", "--mode", "forward", "--log-every", "1"],
+    ["cnn", "--mode", "forward", "--allreduce"],
+    ["gpt", "--image-size", "32"],
+])
+def test_loop_option_errors(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        workload.parse_args(argv)

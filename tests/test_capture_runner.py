@@ -125,6 +125,17 @@ def test_workload_argv() -> None:
     assert runner.workload_argv("ncf", size=None, users=None) == []
 
 
+def test_workload_argv_loop_switches_and_cnn_options() -> None:
+    assert runner.workload_argv(
+        "cnn", dtype="fp32", tf32=False, batch=32, source_size=512, dataloader=True, workers=0,
+        pin_memory=False, sync=True, log_every=1, checkpoint_every=4, channels_last=None,
+        op_ranges=False) == [
+        "--dtype", "fp32", "--no-tf32", "--batch", "32", "--source-size", "512",
+        "--dataloader", "--workers", "0", "--no-pin-memory", "--sync", "--log-every", "1",
+        "--checkpoint-every", "4", "--no-op-ranges"]
+    assert runner.workload_argv("gpt", allreduce=True, sync=False) == ["--allreduce", "--no-sync"]
+
+
 @pytest.mark.parametrize("model, options, message", [
     ("gpt", {"users": 5}, "--users does not apply to gpt"),
     ("ncf", {"seq": 5}, "--seq does not apply to ncf"),
@@ -132,10 +143,23 @@ def test_workload_argv() -> None:
     ("gpt", {"size": "huge"}, "unknown --size 'huge'"),
     ("gpt", {"mode": "infer"}, "unknown --mode 'infer'"),
     ("resnet", {}, "unknown model 'resnet'"),
+    ("gpt", {"image_size": 32}, "--image-size does not apply to gpt"),
 ])
 def test_workload_argv_errors(model: str, options: dict, message: str) -> None:
     with pytest.raises(CaptureError, match=message):
         runner.workload_argv(model, **options)
+
+
+def test_check_loop_options_are_the_workloads_checks() -> None:
+    runner.check_loop_options()  # the defaults
+    runner.check_loop_options(mode="forward", workers=0, log_every=0, allreduce=False)
+    runner.check_loop_options(dataloader=True, workers=4, log_every=1, allreduce=True)
+    for options, message in [({"workers": 2}, "--workers needs --dataloader"),
+                             ({"dataloader": False, "workers": 1}, "--workers needs"),
+                             ({"mode": "forward", "log_every": 1}, "--log-every needs a loss"),
+                             ({"mode": "forward", "allreduce": True}, "--allreduce needs")]:
+        with pytest.raises(CaptureError, match=message):
+            runner.check_loop_options(**options)
 
 
 def test_nsys_missing_from_path(tmp_path: Path) -> None:
@@ -266,6 +290,19 @@ def test_runner_main_dry_run(capsys: pytest.CaptureFixture) -> None:
                         f"{PY} -m capture gpt --size tiny --steps 2")
     assert lines[1].startswith(f"{NSYS} export --type sqlite")
     assert lines[2].startswith(f"{NSYS} stats -r nvtx_sum,")
+
+
+def test_runner_main_dry_run_cnn_with_a_dataloader(capsys: pytest.CaptureFixture) -> None:
+    status = runner.main(["cnn", "-o", "/tmp/x", "--dry-run", "--nsys", NSYS, "--python", PY,
+                          "--dataloader", "--workers", "4", "--pin-memory", "--no-sync"])
+    assert status == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith(
+        f"{PY} -m capture cnn --dataloader --workers 4 --pin-memory --no-sync")
+
+
+def test_profiling_env_keeps_nccl_settings() -> None:
+    env = runner.profiling_env("/scratch", {"NCCL_NVTX_DISABLE": "1", "NCCL_DEBUG": "INFO"})
+    assert (env["NCCL_NVTX_DISABLE"], env["NCCL_DEBUG"]) == ("1", "INFO")
 
 
 def test_runner_main_errors_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

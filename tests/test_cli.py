@@ -48,10 +48,25 @@ def test_summarize_formats(export_files, cache_dir, fmt):
     assert res.exit_code == 0, res.output
     if fmt == "json":
         doc = json.loads(res.output)
-        assert doc["Capture"]["rows"]
-        assert "NVTX coverage of kernel time" in doc
+        assert {"export", "capture", "overview", "findings"} <= set(doc)
+        assert doc["capture"]["kernels"] > 0
+        assert len(doc["overview"]["top_kernels"]) == 3
     else:
-        assert "Top 3 kernels" in res.output
+        assert "Top kernels" in res.output
+        assert "Step time breakdown" in res.output
+
+
+def test_summarize_full_adds_capture_wide_tables_with_stable_keys(export_files, cache_dir):
+    path = export_files["gpt-tiny-train-fp32"]
+    res = runner.invoke(app, ["summarize", str(path), "--full", "-f", "json", "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert {"gpu_utilization", "ranges", "kernels", "launch_overhead", "memory", "gaps", "steps", "layers",
+            "coverage"} <= set(doc)
+    assert list(doc)[-1] == "findings"
+    text = runner.invoke(app, ["summarize", str(path), "--full", "--cache-dir", str(cache_dir)],
+                         env={"COLUMNS": "80"}).output
+    assert "capture-wide" in text and max(len(line) for line in text.splitlines()) <= 80
 
 
 def test_summarize_rejects_csv(export_files, cache_dir):
@@ -118,3 +133,35 @@ def test_usage_errors_are_one_line_exit_1(args):
     lines = res.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and "--help`" in lines[0]
     assert "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("command", ["summarize", "overview", "findings"])
+def test_answer_commands_fit_80_columns_on_every_export(export_files, cache_dir, command):
+    for ident, path in export_files.items():
+        res = runner.invoke(app, [command, str(path), "--cache-dir", str(cache_dir)], env={"COLUMNS": "80"})
+        assert res.exit_code == 0, (ident, res.output)
+        wide = [line for line in res.stdout.splitlines() if len(line) > 80]
+        assert not wide, (ident, wide)
+
+
+def test_summarize_fits_one_100x50_screen_above_the_findings(export_files, cache_dir):
+    res = runner.invoke(app, ["summarize", str(export_files["gpt-tiny-train-fp32"]), "--cache-dir", str(cache_dir)],
+                        env={"COLUMNS": "100"})
+    lines = res.stdout.splitlines()
+    findings_at = next(i for i, line in enumerate(lines) if line.startswith("Findings"))
+    assert findings_at <= 50 and max(len(line) for line in lines[:findings_at]) <= 100
+
+
+def test_summarize_json_contract(export_files, cache_dir):
+    path = str(export_files["cnn-dataloader-train"])
+    doc = json.loads(runner.invoke(app, ["summarize", path, "-f", "json", "--cache-dir", str(cache_dir)]).stdout)
+    alone = json.loads(runner.invoke(app, ["findings", path, "-f", "json", "--cache-dir", str(cache_dir)]).stdout)
+    assert doc["findings"] == alone and [f["recoverable_ns"] for f in alone] == sorted(
+        (f["recoverable_ns"] for f in alone), reverse=True)
+    keys = {"kernel_ns", "memcpy_ns", "memset_ns", "runtime_ns", "dataloader_ns", "cpu_exec_ns", "other_ns"}
+    for step in doc["overview"]["steps"]:
+        assert set(step["breakdown"]) == keys and sum(step["breakdown"].values()) == step["wall_ns"]
+    for gpu in doc["overview"]["gpus"]:
+        assert {"device_id", "utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct"} <= set(gpu)
+    # the headline is the steady state: GPU utilization within the steps, not over the whole capture
+    assert doc["overview"]["gpus"][0]["utilization_pct"] > 5 * doc["capture"]["capture_gpu_busy_pct"]

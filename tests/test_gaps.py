@@ -116,8 +116,8 @@ def test_gaps_threads_match_brute_force(cases):
     for ident, ex, plain in cases:
         df = ex.gaps(min_gap_us=5000, threads=True)
         for row in df.to_dicts():
-            gtid = next(g for g in plain.thread_name
-                        if g & 0xFFFFFF == row["tid"] and (g >> 24) & 0xFFFFFF == row["pid"])
+            known = set(plain.thread_name) | set(plain.cuda_calls) | set(plain.os_calls)  # unnamed threads too
+            gtid = next(g for g in known if g & 0xFFFFFF == row["tid"] and (g >> 24) & 0xFFFFFF == row["pid"])
             want = plain.thread_in_gap(gtid, row["gap_start_ns"], row["gap_end_ns"])
             where = (ident, row["gap_start_ns"], row["tid"])
             assert row["range_path"] == want["range_path"], where

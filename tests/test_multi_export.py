@@ -65,17 +65,17 @@ def test_summarize_many_flags_the_deviating_rank(export_files, tmp_path, opened)
     res = invoke("summarize", d / "train_rank*.sqlite", "-f", "json", "--cache-dir", tmp_path / "c")
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    exports = {r["rank"]: r for r in doc["Exports"]["rows"]}
+    exports = {r["rank"]: r for r in doc["exports"]["rows"]}
     busy = {ident: opened[ident].sql("SELECT SUM(end_ns - start_ns) AS b FROM gpu_busy")["b"][0]
             for ident in ("gpt-tiny-train-fp32", "gpt-tiny-forward")}
     assert exports[0]["gpu_busy_ns"] == busy["gpt-tiny-train-fp32"]
     assert exports[2]["gpu_busy_ns"] == busy["gpt-tiny-forward"]
     assert [exports[r]["deviates"] for r in (0, 1, 2)] == [False, False, True]
-    spread = {r["range_name"]: r for r in doc["Top 10 ranges: spread across exports"]["rows"]}
+    spread = {r["range_name"]: r for r in doc["range_spread"]["rows"]}
     fwd = spread[":forward_pass"]
     assert fwd["exports"] == 3 and fwd["min_ns"] <= fwd["median_ns"] <= fwd["max_ns"]
     assert not any("op_id" in name for name in spread)
-    [step] = doc["Steps: slowest export per step"]["rows"]
+    [step] = doc["slowest_per_step"]["rows"]
     walls = {ident: opened[ident].steps()["wall_ns"][0] for ident in ("gpt-tiny-train-fp32", "gpt-tiny-forward")}
     assert step["max_wall_ns"] == max(walls.values())
     assert step["slowest_rank"] in (0, 1)  # the training step is longer than the forward-only one

@@ -1,6 +1,6 @@
 """The seed models. This module is torch-free: the CLI lists names and sizes from here.
 
-Each model module (`gpt`, `bert`, `ncf`, `dlrm`) provides the same functions, used by
+Each model module (`gpt`, `bert`, `ncf`, `dlrm`, `cnn`) provides the same functions, used by
 `capture.workload`:
 
 - ``DEFAULT_BATCH``, ``DEFAULT_SEQ`` (None where a sequence length does not apply),
@@ -10,14 +10,16 @@ Each model module (`gpt`, `bert`, `ncf`, `dlrm`) provides the same functions, us
 - ``build(args) -> nn.Module`` (called under ``torch.device(...)``);
 - ``make_batch(args, generator) -> dict[str, Tensor]`` (CPU tensors, copied each step);
 - ``forward(model, batch) -> Tensor``; ``loss(output, batch) -> Tensor``;
-- ``make_optimizer(model) -> torch.optim.Optimizer``.
+- ``make_optimizer(model) -> torch.optim.Optimizer``;
+- optionally ``make_dataset(args, generator, length) -> Dataset`` of per-sample dicts, for
+  ``--dataloader`` (cnn: augmented images); without it the loader serves make_batch's rows.
 """
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
 
-MODEL_NAMES: tuple[str, ...] = ("gpt", "bert", "ncf", "dlrm")
+MODEL_NAMES: tuple[str, ...] = ("gpt", "bert", "ncf", "dlrm", "cnn")
 
 # name -> (d_model, d_ff, num_layers, num_heads); vocab 10000 (seed 003).
 GPT_SIZES: dict[str, tuple[int, int, int, int]] = {

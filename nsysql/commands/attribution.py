@@ -7,14 +7,21 @@ from typing import Annotated
 import typer
 
 from ..formats import Format
-from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, gather, query_decimals,
-                     user_errors)
+from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, TimeOrigins, WideOpt,
+                     gather, user_errors)
+
+# table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
+OPTIONAL_KERNELS = ("seq", "device", "pid", "tid", "stream", "block", "grid", "params", "start_ns", "op")
+OPTIONAL_PYPROF = ("Params", "Op")
+OPTIONAL_LAYERS = ("bprop_ratio", "kernels", "optim_ns")
+LAYER_UNITS = [("fprop_ns", "bprop_ns", "optim_ns", "total_ns")]  # one time unit: they add up
 
 
 def kernels(
     exports: ExportsArg,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
+    wide: WideOpt = False,
     style: Annotated[str, typer.Option(
         "--style", help="`full`: every column of every GPU op; `pyprof`: the seed tables' columns "
                         "(Idx, Direction, Layer, Op, Params, Kernel) for one step's kernels.")] = "full",
@@ -25,18 +32,25 @@ def kernels(
     debug: DebugOpt = False,
 ) -> None:
     """One row per kernel, memcpy and memset, in GPU start order: direction (fprop/bprop/optim/other),
-    layer (NVTX path), PyTorch op, input shapes, kernel, timing, launch geometry, thread, autograd seq."""
+    layer (NVTX path), PyTorch op, input shapes, kernel, timing, launch geometry, thread, autograd seq.
+
+    Table output shows the first 40 rows and says how many more there are: use -f csv, or -f parquet -o FILE, for
+    all. Table and markdown show start as ms since the capture start (as `nsysql plot`) and durations in µs or ms;
+    csv, json and parquet keep the exact nanoseconds (start_ns on the export's clock)."""
     from ..errors import NsysqlError
-    from ..render import emit
+    from ..render import TABLE_ROWS, emit, human_format
     with user_errors(debug):
         if style not in ("full", "pyprof"):
             raise NsysqlError(f"--style is full or pyprof, not {style!r}")
+        origins = TimeOrigins(human_format(fmt) and style == "full")
         if style == "pyprof":
             df = gather(exports, lambda ex: ex.pyprof_table(step), cache_dir, no_cache)
-            query = "analysis.kernel_table_pyprof"
+            query, optional = "analysis.kernel_table_pyprof", OPTIONAL_PYPROF
         else:
-            df, query = gather(exports, lambda ex: ex.kernel_table(), cache_dir, no_cache), "analysis.kernel_table"
-        emit(df, fmt, decimals=query_decimals(query), output=output, title=f"kernels ({style})")
+            df = gather(exports, origins.wrap(lambda ex: ex.kernel_table()), cache_dir, no_cache)
+            query, optional = "analysis.kernel_table", OPTIONAL_KERNELS
+        emit(df, fmt, query=query, output=output, title=f"kernels ({style})", optional=optional, wide=wide,
+             origin=origins.origin(exports), max_rows=TABLE_ROWS, text_min={"kernel": 24, "Kernel": 24})
 
 
 def layers(
@@ -47,13 +61,18 @@ def layers(
         "--merge-repeats", help="Merge numbered components: layer_0, layer_1 ... -> layer_* (also MLP_0, Embedding_12).")] = False,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
+    wide: WideOpt = False,
     cache_dir: CacheDirOpt = None,
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Kernel time per layer: forward, backward and optimizer, share of all kernel time, backward/forward
-    ratio; ends with the coverage line (share of kernel time with a known layer)."""
-    from ..render import emit
+    ratio; ends with the coverage line (share of kernel time with a known layer).
+
+    Table and markdown show times in ms or µs; csv, json and parquet keep nanoseconds."""
+    import textwrap
+
+    from ..render import emit, table_width
     with user_errors(debug):
         covs = []
 
@@ -63,8 +82,11 @@ def layers(
             return df
 
         df = gather(exports, per_export, cache_dir, no_cache)
-        emit(df, fmt, decimals=query_decimals("analysis.layers"), output=output, title="GPU kernel time per layer")
+        emit(df, fmt, query="analysis.layers", output=output, title="GPU kernel time per layer",
+             optional=OPTIONAL_LAYERS, wide=wide, unit_groups=LAYER_UNITS, text_min={"layer": 30})
         line = coverage_line(combined(covs))
+        if fmt is Format.table and not wide:
+            line = "\n".join(textwrap.wrap(line, table_width(output), subsequent_indent="  "))
         if fmt in (Format.table, Format.markdown):
             if output is None:
                 sys.stdout.write(line + "\n")
@@ -86,10 +108,13 @@ def coverage_line(cov: dict) -> str:
     if not cov["kernel_ns"]:
         return "coverage: the export has no kernels"
     from ..render import fixed
-    return (f"coverage: {fixed(cov['known_layer_pct'], 2)}% of kernel time ({cov['known_layer_ns']:,} of "
-            f"{cov['kernel_ns']:,} ns) has a known layer: {cov['by_seq_ns']:,} ns through the autograd seq link "
-            f"to the forward op, {cov['by_own_range_ns']:,} ns from the launching thread's ranges, "
-            f"{cov['by_borrowed_range_ns']:,} ns from the range of the thread waiting in backward()")
+
+    def ms(key: str) -> str:
+        return f"{cov[key] / 1e6:,.3f} ms"
+    return (f"coverage: {fixed(cov['known_layer_pct'], 2)}% of kernel time ({ms('known_layer_ns')} of "
+            f"{ms('kernel_ns')}) has a known layer: {ms('by_seq_ns')} through the autograd seq link "
+            f"to the forward op, {ms('by_own_range_ns')} from the launching thread's ranges, "
+            f"{ms('by_borrowed_range_ns')} from the range of the thread waiting in backward()")
 
 
 def register(app: typer.Typer) -> None:

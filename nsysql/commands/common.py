@@ -22,7 +22,15 @@ CacheDirOpt = Annotated[Optional[Path], typer.Option(
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Normalize into a temporary file and discard it.")]
 OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write to this file instead of stdout.",
                                                    show_default=False)]
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+FormatOpt = Annotated[Format, typer.Option(
+    "--format", "-f", help="Output format. table and markdown are for people: times in ms or µs (timestamps as ms "
+                           "since the capture start, as `nsysql plot`), sizes in KB/MB/GB, long text shortened "
+                           "with … (table); csv, json and parquet keep every value exact (the _ns columns hold "
+                           "nanoseconds, timestamps on the export's own clock).")]
+WideOpt = Annotated[bool, typer.Option(
+    "--wide", help="Table output: show every column and all text, even wider than the terminal (by default a table "
+                   "fits the terminal, or $COLUMNS, or 100 columns: long text is shortened and optional columns "
+                   "hidden).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
 
 
@@ -60,3 +68,36 @@ def gather(exports: list[Path], analysis, cache_dir: Optional[Path], no_cache: b
     """Run `analysis(export)` on every export given (globs expanded); see nsysql.multi.gather."""
     from .. import multi
     return multi.gather(multi.expand(exports), analysis, lambda p: open_export(p, cache_dir, no_cache))
+
+
+class TimeOrigins:
+    """Each export's capture start, recorded while an analysis runs over the exports, for render's `origin=`:
+    tables and markdown show `ns timestamp` columns as ms since it. Looked up only when `wanted` (a format for
+    people, and a table that has such columns).
+
+        origins = TimeOrigins(human_format(fmt))
+        df = gather(exports, origins.wrap(lambda ex: ex.steps()), cache_dir, no_cache)
+        emit(df, fmt, query="analysis.steps", origin=origins.origin(exports))
+    """
+
+    def __init__(self, wanted: bool = True):
+        self.wanted = wanted
+        self.by_path: dict = {}
+
+    def wrap(self, analysis):
+        def run(ex):
+            if self.wanted:
+                from ..render import time_origin
+                self.by_path[ex.path] = time_origin(ex)
+            return analysis(ex)
+        return run
+
+    def origin(self, exports: list[Path]):
+        """One export: its origin (int); several: {export label: origin}, as the `export` column names them."""
+        if not self.wanted:
+            return None
+        from .. import multi
+        paths = multi.expand(exports)
+        if len(paths) == 1:
+            return self.by_path.get(paths[0])
+        return {label: self.by_path.get(p) for p, label in zip(paths, multi.labels(paths))}

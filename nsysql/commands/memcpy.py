@@ -7,10 +7,12 @@ from typing import Annotated
 import typer
 
 from ..formats import Format
-from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, gather, query_decimals,
-                     user_errors)
+from .common import CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, gather, user_errors
 
 QUERIES = {"kind": "analysis.memcpy", "range": "analysis.memcpy_by_range", "stream": "analysis.memcpy_by_stream"}
+# table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
+_COPY = ("avg_bytes", "src_kind", "dst_kind", "sync_api_ns", "gb_per_s", "total_bytes")
+OPTIONAL = {"kind": _COPY, "range": _COPY, "stream": _COPY}
 
 
 class MemcpyBy(str, Enum):
@@ -25,6 +27,7 @@ def memcpy(
                                                       "kind, or per device, stream and kind.")] = MemcpyBy.kind,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
+    wide: WideOpt = False,
     cache_dir: CacheDirOpt = None,
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
@@ -32,12 +35,15 @@ def memcpy(
     """Memory copies and memsets: count, bytes, GPU time, achieved GB/s, pageable vs pinned host memory,
     and synchronous copies (the launching call blocked: cudaMemcpy rather than cudaMemcpyAsync, or the
     call returned only once the copy had ended).
+
+    Table and markdown show sizes in KB/MB/GB and times in ms or µs; csv, json and parquet keep bytes and ns.
     """
     from ..render import emit
     with user_errors(debug):
         df = gather(exports, lambda ex: ex.memcpy(by=by.value), cache_dir, no_cache)
-        emit(df, fmt, decimals=query_decimals(QUERIES[by.value]), output=output,
-             title=f"Memory copies and sets by {by.value}")
+        emit(df, fmt, query=QUERIES[by.value], output=output, title=f"Memory copies and sets by {by.value}",
+             optional=OPTIONAL[by.value], wide=wide, text_min={"range_path": 30},
+             unit_groups=[("total_ns", "sync_api_ns")])
 
 
 def register(app: typer.Typer) -> None:

@@ -4,7 +4,13 @@ from __future__ import annotations
 import typer
 
 from ..formats import Format
-from .common import CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, query_decimals, user_errors
+from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, TimeOrigins, WideOpt,
+                     user_errors)
+
+# table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
+UNIT_GROUPS = [("wall_ns", "gpu_busy_ns", "fprop_ns", "bprop_ns", "optim_ns", "other_ns")]  # one time unit
+OPTIONAL = ("range_id", "source", "pid", "tid", "end_ns", "gpu_ops", "off_thread_ops", "other_ns", "kernels",
+            "start_ns")
 
 NO_STEPS_HINT = ("name each iteration's top-level NVTX range like step_N or profiled_step, or repeat the same "
                  "top-level ranges every iteration")
@@ -14,6 +20,7 @@ def steps(
     exports: ExportsArg,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
+    wide: WideOpt = False,
     cache_dir: CacheDirOpt = None,
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
@@ -24,15 +31,19 @@ def steps(
 
     A step's GPU work includes ops launched by other threads of its process while it runs (PyTorch's autograd thread).
 
+    Table and markdown show times in ms (start: ms since the capture start, as `nsysql plot`); csv, json and parquet keep the exact nanoseconds (start_ns/end_ns on the export's clock).
+
     With several exports, those without steps are skipped (named on stderr).
     """
-    from ..render import emit
+    from ..render import emit, human_format
     from .several import gather_nonempty
     with user_errors(debug):
-        df = gather_nonempty(exports, lambda ex: ex.steps(), cache_dir, no_cache, missing="no steps",
+        origins = TimeOrigins(human_format(fmt))
+        df = gather_nonempty(exports, origins.wrap(lambda ex: ex.steps()), cache_dir, no_cache, missing="no steps",
                              single_error=lambda path: f"{path.name} has no steps: {NO_STEPS_HINT}",
                              none_error=f"none of the exports has steps: {NO_STEPS_HINT}")
-        emit(df, fmt, decimals=query_decimals("analysis.steps"), output=output, title="Steps")
+        emit(df, fmt, query="analysis.steps", output=output, title="Steps", optional=OPTIONAL,
+             origin=origins.origin(exports), wide=wide, unit_groups=UNIT_GROUPS)
 
 
 def register(app: typer.Typer) -> None:

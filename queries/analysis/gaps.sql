@@ -19,8 +19,8 @@
 --   and one sweep per thread over its user ranges; no call-by-gap or range-by-gap join.
 -- columns:
 --   device_id | BIGINT | id
---   gap_start_ns | BIGINT | ns
---   gap_end_ns | BIGINT | ns
+--   gap_start_ns | BIGINT | ns timestamp
+--   gap_end_ns | BIGINT | ns timestamp
 --   gap_ns | BIGINT | ns
 --   before_op | VARCHAR | text (the op that ended last before the gap)
 --   after_op | VARCHAR | text (the op that ended the gap)

@@ -14,8 +14,8 @@
 --   it started inside a gap), and one sweep per thread over its user ranges; no call-by-gap or range-by-gap join.
 -- columns:
 --   device_id | BIGINT | id
---   gap_start_ns | BIGINT | ns
---   gap_end_ns | BIGINT | ns
+--   gap_start_ns | BIGINT | ns timestamp
+--   gap_end_ns | BIGINT | ns timestamp
 --   gap_ns | BIGINT | ns
 --   pid | BIGINT | id
 --   tid | BIGINT | id

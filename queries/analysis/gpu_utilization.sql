@@ -4,8 +4,8 @@
 -- params: none
 -- columns:
 --   device_id | BIGINT | id
---   first_op_ns | BIGINT | ns
---   last_op_ns | BIGINT | ns
+--   first_op_ns | BIGINT | ns timestamp
+--   last_op_ns | BIGINT | ns timestamp
 --   active_span_ns | BIGINT | ns (last op end - first op start)
 --   busy_ns | BIGINT | ns (union of op intervals)
 --   idle_ns | BIGINT | ns (active span - busy)

@@ -9,7 +9,7 @@
 --   op | VARCHAR | text (aten op, e.g. aten::addmm; for bprop the autograd node, e.g. AddmmBackward0)
 --   params | VARCHAR | text (input shapes as recorded by emit_nvtx(record_shapes=True); for bprop those of the forward op)
 --   kernel | VARCHAR | text (full demangled kernel name, or [CUDA memcpy <kind>] / [CUDA memset])
---   start_ns | BIGINT | ns
+--   start_ns | BIGINT | ns timestamp
 --   duration_ns | BIGINT | ns
 --   grid | VARCHAR | (x, y, z) blocks; NULL for copies and sets
 --   block | VARCHAR | (x, y, z) threads; NULL for copies and sets

@@ -4,8 +4,8 @@
 -- params: none
 -- columns:
 --   kernel_id | BIGINT | id
---   start_ns | BIGINT | ns
---   end_ns | BIGINT | ns
+--   start_ns | BIGINT | ns timestamp
+--   end_ns | BIGINT | ns timestamp
 --   duration_ns | BIGINT | ns
 --   device_id | BIGINT | id
 --   stream_id | BIGINT | id
@@ -19,8 +19,8 @@
 --   registers_per_thread | BIGINT | count
 --   shared_mem_bytes | BIGINT | bytes (static + dynamic)
 --   api_name | VARCHAR | text
---   api_start_ns | BIGINT | ns
---   api_end_ns | BIGINT | ns
+--   api_start_ns | BIGINT | ns timestamp
+--   api_end_ns | BIGINT | ns timestamp
 --   range_id | BIGINT | id (innermost enclosing NVTX range of the launch)
 --   range_path | VARCHAR | text (its full path)
 SELECT k.kernel_id, k.start_ns, k.end_ns, k.end_ns - k.start_ns AS duration_ns, k.device_id, k.stream_id,

@@ -9,11 +9,11 @@
 --   pid | BIGINT | id
 --   tid | BIGINT | id
 --   api_name | VARCHAR | text
---   api_start_ns | BIGINT | ns
+--   api_start_ns | BIGINT | ns timestamp
 --   api_ns | BIGINT | ns
 --   queue_ns | BIGINT | ns
 --   kernel_ns | BIGINT | ns
---   kernel_start_ns | BIGINT | ns
+--   kernel_start_ns | BIGINT | ns timestamp
 --   device_id | BIGINT | id
 --   stream_id | BIGINT | id
 --   kernel_name | VARCHAR | text

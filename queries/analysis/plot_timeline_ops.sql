@@ -8,8 +8,8 @@
 --   op_kind | VARCHAR | kernel, memcpy or memset
 --   name | VARCHAR | text (kernel short name, or [CUDA memcpy ...] / [CUDA memset])
 --   direction | VARCHAR | fprop, bprop, optim or other
---   start_ns | BIGINT | ns
---   end_ns | BIGINT | ns
+--   start_ns | BIGINT | ns timestamp
+--   end_ns | BIGINT | ns timestamp
 SELECT o.device_id, o.stream_id, o.op_kind, COALESCE(k.short_name, o.op_name) AS name,
        COALESCE(CAST(a.direction AS VARCHAR), 'other') AS direction, o.start_ns, o.end_ns
 FROM gpu_op AS o

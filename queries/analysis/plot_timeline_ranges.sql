@@ -12,8 +12,8 @@
 --   level | BIGINT | count (0 = outermost shown)
 --   text | VARCHAR | text
 --   is_op_marker | BOOLEAN | flag (op marker or library range)
---   start_ns | BIGINT | ns
---   end_ns | BIGINT | ns
+--   start_ns | BIGINT | ns timestamp
+--   end_ns | BIGINT | ns timestamp
 SELECT r.range_id, r.pid, r.tid, COALESCE(t.thread_name, 'tid ' || r.tid) AS thread_name,
        CASE WHEN $op_markers THEN r.depth ELSE u.user_depth END AS level,
        r.text, u.range_id IS NULL AS is_op_marker, r.start_ns, r.end_ns

@@ -8,8 +8,8 @@
 --   text | VARCHAR | text
 --   domain | VARCHAR | text
 --   style | VARCHAR | PushPop or StartEnd
---   start_ns | BIGINT | ns
---   end_ns | BIGINT | ns
+--   start_ns | BIGINT | ns timestamp
+--   end_ns | BIGINT | ns timestamp
 --   duration_ns | BIGINT | ns
 --   is_open | BOOLEAN | flag (no end in the capture)
 --   depth | BIGINT | count (0 = top level)

@@ -26,8 +26,8 @@
 --   pid | BIGINT | id
 --   tid | BIGINT | id (thread whose ranges make the step)
 --   range_id | BIGINT | id (the step range, or the pattern step's first range)
---   start_ns | BIGINT | ns
---   end_ns | BIGINT | ns
+--   start_ns | BIGINT | ns timestamp
+--   end_ns | BIGINT | ns timestamp
 --   wall_ns | BIGINT | ns (end - start)
 --   gpu_ops | BIGINT | count (kernels, copies and sets launched in the step, any thread of the process)
 --   kernels | BIGINT | count

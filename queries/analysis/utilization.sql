@@ -10,8 +10,8 @@
 -- columns:
 --   device_id | BIGINT | id
 --   window_index | BIGINT | count (0 = first window)
---   window_start_ns | BIGINT | ns
---   window_end_ns | BIGINT | ns
+--   window_start_ns | BIGINT | ns timestamp
+--   window_end_ns | BIGINT | ns timestamp
 --   busy_ns | BIGINT | ns (union of ops inside the window)
 --   busy_pct | DOUBLE | pct of the window | 2
 --   ops_started | BIGINT | count (kernels, copies and sets starting in the window)

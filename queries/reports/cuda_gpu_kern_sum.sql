@@ -11,7 +11,7 @@
 --   Min (ns) | BIGINT | ns
 --   Max (ns) | BIGINT | ns
 --   StdDev (ns) | DOUBLE | ns (sample standard deviation) | 1
---   Name | VARCHAR | text
+--   Name | VARCHAR | text (demangled kernel name)
 SELECT 100.0 * SUM(end_ns - start_ns) / SUM(SUM(end_ns - start_ns)) OVER () AS "Time (%)",
        SUM(end_ns - start_ns) AS "Total Time (ns)",
        COUNT(*) AS "Instances",

@@ -32,7 +32,7 @@
 --   KMax (ns) | BIGINT | ns
 --   KStdDev (ns) | DOUBLE | ns | 1
 --   API Name | VARCHAR | text
---   Kernel Name | VARCHAR | text
+--   Kernel Name | VARCHAR | text (demangled)
 WITH launches AS (
     SELECT rt.pid, rt.tid, k.device_id, rt.api_short_name AS api_name, k.kernel_name,
            GREATEST(k.end_ns, rt.end_ns) - rt.start_ns AS t, rt.end_ns - rt.start_ns AS a,

@@ -17,7 +17,7 @@
 --   Min (ns) | BIGINT | ns
 --   Max (ns) | BIGINT | ns
 --   StdDev (ns) | DOUBLE | ns (sample standard deviation) | 1
---   Kernel Name | VARCHAR | text
+--   Kernel Name | VARCHAR | text (demangled)
 WITH
 launched AS (
     SELECT k.kernel_id, k.end_ns - k.start_ns AS dur, k.kernel_name, rt.runtime_id, rt.pid, rt.tid

@@ -7,7 +7,7 @@ CREATE TABLE raw.StringIds (rowid BIGINT, id BIGINT, value VARCHAR);
 CREATE TABLE raw.META_DATA_EXPORT (rowid BIGINT, name VARCHAR, value VARCHAR);
 CREATE TABLE raw.ThreadNames (rowid BIGINT, nameId BIGINT, priority BIGINT, globalTid BIGINT);
 CREATE TABLE raw.PROCESSES (rowid BIGINT, globalPid BIGINT, pid BIGINT, name VARCHAR);
-CREATE TABLE raw.TARGET_INFO_GPU (rowid BIGINT, id BIGINT, name VARCHAR, busLocation VARCHAR, totalMemory BIGINT, smCount BIGINT, chipName VARCHAR, memoryBandwidth BIGINT, clockRate BIGINT);
+CREATE TABLE raw.TARGET_INFO_GPU (rowid BIGINT, id BIGINT, name VARCHAR, busLocation VARCHAR, totalMemory BIGINT, smCount BIGINT, chipName VARCHAR, memoryBandwidth BIGINT, clockRate BIGINT, computeMajor BIGINT, computeMinor BIGINT, maxWarpsPerSm BIGINT, maxBlocksPerSm BIGINT, maxRegistersPerSm BIGINT, maxShmemPerSm BIGINT, threadsPerWarp BIGINT);
 CREATE TABLE raw.ANALYSIS_DETAILS (rowid BIGINT, globalVid BIGINT, duration BIGINT, startTime BIGINT, stopTime BIGINT);
 CREATE TABLE raw.CUPTI_ACTIVITY_KIND_RUNTIME (rowid BIGINT, start BIGINT, "end" BIGINT, eventClass BIGINT, globalTid BIGINT, correlationId BIGINT, nameId BIGINT, returnValue BIGINT, callchainId BIGINT);
 CREATE TABLE raw.CUPTI_ACTIVITY_KIND_KERNEL (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, demangledName BIGINT, shortName BIGINT, mangledName BIGINT, launchType BIGINT, registersPerThread BIGINT, gridX BIGINT, gridY BIGINT, gridZ BIGINT, blockX BIGINT, blockY BIGINT, blockZ BIGINT, staticSharedMemory BIGINT, dynamicSharedMemory BIGINT, graphNodeId BIGINT);

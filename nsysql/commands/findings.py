@@ -1,0 +1,73 @@
+"""``nsysql findings EXPORT``: what to fix first, each finding with the wall time it could recover at most."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..formats import Format
+from .common import CacheDirOpt, DebugOpt, ExportArg, NoCacheOpt, OutputOpt, open_export, user_errors
+
+DEFAULT_WIDTH = 100
+
+
+def output_width(output: Optional[Path]) -> int:
+    """The terminal's width when printing to one, else $COLUMNS if set, else 100."""
+    if output is None and sys.stdout.isatty():
+        try:
+            return os.get_terminal_size(sys.stdout.fileno()).columns
+        except (OSError, ValueError):
+            pass
+    env = os.environ.get("COLUMNS", "").strip()
+    return int(env) if env.isdigit() and int(env) > 0 else DEFAULT_WIDTH
+
+
+def findings(
+    export: ExportArg,
+    fmt: Annotated[Format, typer.Option(
+        "--format", "-f", help="table (a numbered list that fits the terminal), markdown, json (the list of "
+                               "findings, exact ns), csv or parquet (the frame).")] = Format.table,
+    output: OutputOpt = None,
+    top: Annotated[Optional[int], typer.Option("--top", min=1, help="Only the N findings that could recover the "
+                                                                   "most time.", show_default=False)] = None,
+    cache_dir: CacheDirOpt = None,
+    no_cache: NoCacheOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Findings on the steady-state steps (warm-up left out), largest first: pageable copies, synchronization
+    inside steps, GPU idle and what the CPU did meanwhile, launch-bound threads, fp32 GEMMs without tensor cores,
+    waiting for data, short kernels, outlier steps, exposed communication. Each says where, the evidence, what to
+    do, and `up to`: an upper bound of the wall time it could recover, summed over the analysed steps (findings
+    overlap: do not add them up). Thresholds and formulas: the headers of queries/findings/*.sql."""
+    from .. import findings as rules
+    from ..errors import NsysqlError
+    with user_errors(debug):
+        with open_export(export, cache_dir, no_cache) as ex:
+            df = rules.run_findings(ex, top=top)
+            header = f"Findings on {export}. " + rules.describe_steps(rules.analysed_steps(ex))
+        if fmt is Format.table:
+            text = rules.render_text(df, output_width(output), header=header + " \"up to\": the most wall time a "
+                                     "fix could save over these steps (findings overlap: do not add them up).")
+        elif fmt is Format.markdown:
+            text = rules.render_markdown(df, header=header)
+        elif fmt is Format.json:
+            text = json.dumps(rules.to_records(df), indent=1, ensure_ascii=False) + "\n"
+        elif fmt is Format.csv:
+            text = df.write_csv()
+        else:  # parquet
+            if output is None:
+                raise NsysqlError("parquet output is binary; give a file with -o FILE.parquet")
+            df.write_parquet(output)
+            return
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            Path(output).write_text(text, encoding="utf-8")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("findings")(findings)

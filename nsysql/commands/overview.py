@@ -1,0 +1,60 @@
+"""``nsysql overview EXPORT``: the steady-state overview, the first part of `summarize`."""
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ..errors import NsysqlError
+from ..formats import Format
+from .common import CacheDirOpt, DebugOpt, ExportArg, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, open_export, user_errors
+
+
+def overview(
+    export: ExportArg,
+    fmt: FormatOpt = Format.table,
+    top: Annotated[int, typer.Option("--top", min=1, help="Rows in each top-N table.")] = 5,
+    output: OutputOpt = None,
+    wide: WideOpt = False,
+    cache_dir: CacheDirOpt = None,
+    no_cache: NoCacheOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """The steady state at a glance: which steps are analysed (warm-up left out), step time and its breakdown
+    (Kernel, Memcpy, Memset, CUDA Runtime, DataLoader, CPU Exec, Other), GPU utilization, estimated SM efficiency
+    and achieved occupancy, tensor-core share, top operators, kernels and CUDA API calls.
+
+    `-f json` gives summarize's `overview` object; `-f csv`/`parquet` one row per analysed step with its
+    breakdown in exact nanoseconds.
+    """
+    from .. import summary
+    from ..render import emit, table_width, use_color
+    with user_errors(debug):
+        with open_export(export, cache_dir, no_cache) as ex:
+            ov = ex.overview()
+            if fmt in (Format.csv, Format.parquet):
+                names = ov.windows.select("step", "name")
+                frame = names.join(ov.breakdown, on="step", how="inner") if ov.breakdown.height else ov.breakdown
+                emit(frame, fmt, query="analysis.step_breakdown", output=output)
+                return
+            if fmt is Format.json:
+                import json
+                text = json.dumps(ov.to_json(top), indent=1, default=str) + "\n"
+            else:
+                result = summary.Summary(ex, ex.run("analysis.capture_facts").row(0, named=True), ov, None)
+                if fmt is Format.markdown:
+                    text = summary.render_markdown(result, top)
+                else:
+                    text = summary.render_text(result, width=table_width(output), color=use_color(output), top=top,
+                                               wide=wide)
+        if not text.strip():
+            raise NsysqlError("nothing to show")
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            output.write_text(text, encoding="utf-8")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("overview")(overview)

@@ -1,0 +1,177 @@
+"""Findings: what to fix first, each with the wall time it could give back at most.
+
+Every rule is one SQL file under queries/findings/ (catalog group `findings`); its header states the
+thresholds (as `$params` with defaults) and the exact recoverable-time formula. Each returns zero or more rows
+with the same columns (FINDING_COLUMNS). Rules look only at the analysed steady-state steps
+(analysis.steady_steps); recoverable_ns is an upper bound of wall time, from interval unions inside those steps,
+summed over them. Findings overlap (a GPU idle gap can be a sync, a launch gap and a data-loading wait at once):
+their recoverable times are separate ceilings, not parts of a total.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from . import catalog
+from .errors import MissingDataError
+
+RULES = ("pageable_copy", "sync_in_step", "gpu_idle_in_step", "launch_bound", "fp32_gemm", "dataloader_wait",
+         "short_kernels", "outlier_step", "exposed_comm")
+
+FINDING_COLUMNS = {
+    "rule": pl.Utf8,
+    "title": pl.Utf8,
+    "where": pl.Utf8,
+    "evidence": pl.Utf8,
+    "action": pl.Utf8,
+    "recoverable_ns": pl.Int64,
+    "recoverable_pct": pl.Float64,
+}
+
+
+def rules() -> list[catalog.Query]:
+    """The finding rules of the catalog (queries/findings/*.sql), in name order."""
+    return catalog.group("findings")
+
+
+def rule_params(query: catalog.Query, overrides: dict | None = None) -> dict:
+    """The rule's $params at their header defaults, with `overrides` (by name) applied where the rule uses them."""
+    from .views import param_defaults
+    values = dict(param_defaults(query))
+    for name, value in (overrides or {}).items():
+        if name in values:
+            values[name] = value
+    return values
+
+
+def empty() -> pl.DataFrame:
+    return pl.DataFrame(schema=FINDING_COLUMNS)
+
+
+def run_findings(export, top: int | None = None, **params) -> pl.DataFrame:
+    """Every rule's findings on `export`, largest recoverable_ns first (then by rule); `top` keeps the first N.
+
+    A rule whose data the export lacks (e.g. no kernels, no NVTX ranges) is skipped. `params` override a rule's
+    thresholds by name (`min_idle_pct=20`)."""
+    frames = []
+    for q in rules():
+        try:
+            df = export.run(q.id, **rule_params(q, params))
+        except MissingDataError:
+            continue
+        frames.append(df.cast(FINDING_COLUMNS) if df.height else empty())
+    out = pl.concat(frames) if frames else empty()
+    out = out.sort(["recoverable_ns", "rule"], descending=[True, False], nulls_last=True)
+    return out.head(top) if top is not None else out
+
+
+def to_records(findings: pl.DataFrame) -> list[dict]:
+    """The findings as JSON-ready dicts (`findings --format json`, summarize's `findings`): floats rounded to the
+    decimals of the rules' headers, integers exact."""
+    decimals = catalog.decimals(rules()[0].id) if rules() else {}
+    return [{k: (round(v, decimals[k]) if isinstance(v, float) and k in decimals else v) for k, v in row.items()}
+            for row in findings.iter_rows(named=True)]
+
+
+def analysed_steps(export) -> pl.DataFrame:
+    """The step windows of analysis.steady_steps (analysed and excluded), for saying what the findings cover."""
+    try:
+        return export.run("analysis.steady_steps")
+    except MissingDataError:
+        return pl.DataFrame()
+
+
+def describe_steps(steps: pl.DataFrame) -> str:
+    """One line: which steps the findings were computed over (`steps 3-10 analysed, 1-2 left out as warm-up`)."""
+    if steps.height == 0:
+        return "No steps and no GPU activity: nothing to analyse."
+    analysed = steps.filter(pl.col("analysed"))
+    if analysed.height and analysed["step"].max() == 0:
+        return "No step ranges: the whole GPU activity is analysed as one window."
+    wall = int(analysed["wall_ns"].sum() or 0)
+    line = (f"Analysed {_step_list(analysed['step'].to_list())} ({analysed.height} of {steps.height}, "
+            f"{format_ns(wall)} wall)")
+    left = steps.filter(~pl.col("analysed"))
+    if left.height:
+        reasons = sorted(set(left["excluded_because"].drop_nulls().to_list()))
+        why = {"warmup_range": "inside a warm-up range", "slow_leading_step": "slow leading steps"}
+        line += f"; left out as warm-up: {_step_list(left['step'].to_list())} ({', '.join(why.get(r, r) for r in reasons)})"
+    return line + "."
+
+
+def _step_list(steps: list[int]) -> str:
+    steps = sorted(steps)
+    runs: list[list[int]] = []
+    for s in steps:
+        if runs and s == runs[-1][1] + 1:
+            runs[-1][1] = s
+        else:
+            runs.append([s, s])
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return ("step " if len(steps) == 1 else "steps ") + text
+
+
+def format_ns(ns: int | None) -> str:
+    """A duration in the unit that reads best: 72.3 ms, 850 µs, 1.25 s."""
+    if ns is None:
+        return "-"
+    if abs(ns) >= 10_000_000_000:
+        return f"{ns / 1e9:.1f} s"
+    if abs(ns) >= 1_000_000_000:
+        return f"{ns / 1e9:.2f} s"
+    if abs(ns) >= 100_000_000:
+        return f"{ns / 1e6:.0f} ms"
+    if abs(ns) >= 1_000_000:
+        return f"{ns / 1e6:.1f} ms"
+    if abs(ns) >= 1_000:
+        return f"{ns / 1e3:.0f} µs"
+    return f"{ns} ns"
+
+
+# -- text output (the CLI's table and markdown formats, and summarize's findings section) -------------------------
+def render_text(findings: pl.DataFrame, width: int = 100, header: str | None = None) -> str:
+    """The findings as a numbered list that fits `width` columns:
+
+     1. GPU idle inside steps: 24.1 ms of 31.6 ms per step (76%)        up to 72.3 ms
+        where: steps 1-3, thread python3 (528)
+        evidence: ...
+        do: ...
+    """
+    import textwrap
+
+    width = max(width, 40)
+    lines = textwrap.wrap(header, width) + [""] if header else []
+    if findings.height == 0:
+        lines.append("No findings: no rule fired on the analysed steps.")
+        return "\n".join(lines) + "\n"
+    number_width = len(str(findings.height))
+    indent = " " * (number_width + 2)
+    for i, row in enumerate(findings.iter_rows(named=True), 1):
+        prefix = f"{i:>{number_width}}. "
+        bound = f"up to {format_ns(row['recoverable_ns'])}"
+        title = textwrap.wrap(row["title"] or row["rule"], max(width - len(prefix) - len(bound) - 2, 20))
+        first = prefix + title[0]
+        lines.append(first + " " * max(width - len(first) - len(bound), 2) + bound)
+        lines += [indent + t for t in title[1:]]
+        for label, key in (("where", "where"), ("evidence", "evidence"), ("do", "action")):
+            if row.get(key):
+                lines += textwrap.wrap(row[key], width, initial_indent=f"{indent}{label}: ",
+                                       subsequent_indent=indent + "  ", break_on_hyphens=False)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_markdown(findings: pl.DataFrame, header: str | None = None) -> str:
+    """The findings as a Markdown numbered list (one item per finding, where/evidence/do as sub-items)."""
+    lines = [header, ""] if header else []
+    if findings.height == 0:
+        return "\n".join(lines + ["No findings: no rule fired on the analysed steps."]) + "\n"
+    for i, row in enumerate(findings.iter_rows(named=True), 1):
+        lines.append(f"{i}. **{_md(row['title'])}** (`{row['rule']}`): up to {format_ns(row['recoverable_ns'])}")
+        for label, key in (("where", "where"), ("evidence", "evidence"), ("do", "action")):
+            if row.get(key):
+                lines.append(f"   - {label}: {_md(row[key])}")
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return (text or "").replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_").replace("`", "\\`")

@@ -1,0 +1,90 @@
+"""The steady-state overview (TensorBoard's Overview page, from an nsys export): step time and its breakdown,
+per-GPU utilization, SM efficiency, occupancy and tensor-core share, top operators, kernels and CUDA calls.
+
+Every figure comes from a catalog query over the analysed steps (`analysis.steady_steps`); this module only
+gathers them. Rendering is in nsysql/summary.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from .export import Export
+
+# Step time breakdown categories, in the priority order of analysis.step_breakdown (JSON keys, and the
+# labels TensorBoard's users know).
+BREAKDOWN = (
+    ("kernel_ns", "Kernel"),
+    ("memcpy_ns", "Memcpy"),
+    ("memset_ns", "Memset"),
+    ("runtime_ns", "CUDA Runtime"),
+    ("dataloader_ns", "DataLoader"),
+    ("cpu_exec_ns", "CPU Exec"),
+    ("other_ns", "Other"),
+)
+BREAKDOWN_KEYS = tuple(key for key, _ in BREAKDOWN)
+GPU_KEYS = ("device_id", "utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct")
+
+
+@dataclass
+class Overview:
+    windows: pl.DataFrame  # analysis.steady_steps: every step, analysed or excluded as warm-up
+    stats: dict  # analysis.step_stats
+    breakdown: pl.DataFrame  # analysis.step_breakdown: one row per analysed step
+    gpus: pl.DataFrame  # analysis.overview_gpus
+    top_ops: pl.DataFrame
+    top_kernels: pl.DataFrame
+    top_api: pl.DataFrame
+
+    @property
+    def has_steps(self) -> bool:
+        return bool(self.windows.height) and self.windows["source"][0] != "gpu_span"
+
+    def mean_breakdown(self) -> dict[str, float]:
+        """Mean per analysed step of each category (ns)."""
+        if not self.breakdown.height:
+            return {key: 0.0 for key in ("wall_ns",) + BREAKDOWN_KEYS}
+        return {key: float(self.breakdown[key].mean() or 0) for key in ("wall_ns",) + BREAKDOWN_KEYS}
+
+    def to_json(self, top: int) -> dict:
+        """The `overview` object of `summarize --format json` (keys are a contract: see README)."""
+        names = dict(zip(self.windows["step"].to_list(), self.windows["name"].to_list()))
+        steps = [{"step": row["step"], "name": names.get(row["step"]), "wall_ns": row["wall_ns"],
+                  "breakdown": {key: row[key] for key in BREAKDOWN_KEYS}}
+                 for row in self.breakdown.iter_rows(named=True)]
+        excluded = [{"step": r["step"], "name": r["name"], "wall_ns": r["wall_ns"], "reason": r["excluded_because"]}
+                    for r in self.windows.iter_rows(named=True) if not r["analysed"]]
+        mean = self.mean_breakdown()
+        return {
+            "scope": "steps" if self.has_steps else ("gpu_span" if self.windows.height else "none"),
+            "step_time": {**self.stats, "excluded": excluded},
+            "steps": steps,
+            "mean_breakdown": {key: mean[key] for key in BREAKDOWN_KEYS},
+            "gpus": _rows(self.gpus),
+            "top_ops": _rows(self.top_ops.head(top)),
+            "top_kernels": _rows(self.top_kernels.head(top)),
+            "top_api": _rows(self.top_api.head(top)),
+        }
+
+
+def build(export: Export) -> Overview:
+    """Run the overview's queries; an export without steps or GPU work gets empty frames, never an error."""
+    windows = export.run("analysis.steady_steps")
+    stats = export.run("analysis.step_stats").row(0, named=True)
+    has_gpu = export.has("kernel") or export.has("memcpy") or export.has("memset")
+    breakdown = export.run("analysis.step_breakdown")
+    gpus = export.run("analysis.overview_gpus") if has_gpu else _empty("analysis.overview_gpus")
+    top_ops = export.run("analysis.top_ops") if export.has("nvtx_range") else _empty("analysis.top_ops")
+    top_kernels = export.run("analysis.top_kernels") if export.has("kernel") else _empty("analysis.top_kernels")
+    top_api = export.run("analysis.top_api") if export.has("runtime") else _empty("analysis.top_api")
+    return Overview(windows, stats, breakdown, gpus, top_ops, top_kernels, top_api)
+
+
+def _empty(query_id: str) -> pl.DataFrame:
+    from . import catalog
+    return pl.DataFrame({c.name: [] for c in catalog.get(query_id).columns})
+
+
+def _rows(frame: pl.DataFrame) -> list[dict]:
+    return [dict(row) for row in frame.iter_rows(named=True)]

@@ -1,0 +1,119 @@
+-- nsysql: analysis.overview_gpus v1
+-- purpose: Per GPU, within the analysed steps: utilization, estimated SM efficiency, estimated achieved occupancy and the share of kernel time on tensor cores (TensorBoard's GPU summary).
+-- requires: analysis.steady_steps, analysis.steady_windows, kernel|memcpy|memset, gpu_op
+-- params: none
+-- notes: Windows are the analysed steps (steady_steps.analysed); a GPU op counts for a window when it belongs to
+--   the window's process, clipped to the window. window_ns = total wall time of the analysed windows of the
+--   processes that used the GPU.
+--   utilization_pct = 100 * |union of the GPU's ops (kernels, copies, sets) clipped to the windows| / window_ns.
+--   sm_efficiency_pct = 100 * sum over kernels of min(blocks / sm_count, 1) * clipped duration / window_ns
+--   (TensorBoard's estimate; blocks = grid_x * grid_y * grid_z), capped at utilization_pct: overlapping kernels
+--   on several streams cannot make the SMs busier than the GPU is. 0 on a GPU with copies but no kernel in the
+--   windows; NULL when TARGET_INFO_GPU does not give the GPU's SM count.
+--   achieved_occupancy_pct = kernel-time-weighted mean of each kernel's theoretical occupancy (the CUDA occupancy
+--   calculator): warps per block W = ceil(threads per block / threads_per_warp); resident blocks per SM =
+--   min(max_blocks_per_sm, floor(max_warps_per_sm / W), registers: floor(max_registers_per_sm / (W * 32 *
+--   registers_per_thread rounded up to 256 per warp)), shared memory: floor(max_shmem_per_sm / (static + dynamic
+--   shared memory per block + 1 KiB reserved by the driver on compute capability 8.0 and newer, rounded up to 128
+--   bytes))); occupancy = resident blocks * W / max_warps_per_sm. It ignores the grid size (a grid smaller than
+--   the GPU leaves SMs empty: that is what SM efficiency shows).
+--   tensor_core_pct = 100 * clipped time of tensor-core kernels / clipped kernel time, a kernel being on tensor
+--   cores when its name matches (any case) hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|
+--   tensor[0-9]+x[0-9]+x[0-9]+|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8 and not `f32f32` (the rule of
+--   analysis.efficiency).
+-- columns:
+--   device_id | BIGINT | id
+--   gpu_name | VARCHAR | text
+--   sm_count | BIGINT | count
+--   memory_bytes | BIGINT | bytes
+--   window_ns | BIGINT | ns (wall time of the analysed steps)
+--   busy_ns | BIGINT | ns (union of GPU ops within them)
+--   kernel_ns | BIGINT | ns (sum of clipped kernel durations)
+--   utilization_pct | DOUBLE | pct of window_ns | 1
+--   sm_efficiency_pct | DOUBLE | pct of window_ns | 1
+--   achieved_occupancy_pct | DOUBLE | pct (kernel-time weighted) | 1
+--   tensor_core_pct | DOUBLE | pct of kernel_ns | 1
+WITH
+win AS (SELECT step, pid, start_ns, end_ns FROM steady_steps WHERE analysed),
+bucket AS (SELECT MIN(bucket_ns) AS ns FROM steady_windows),
+cut AS (  -- each GPU op in the time bucket(s) it spans (most span one)
+    SELECT *, start_ns // (SELECT ns FROM bucket) AS bucket
+    FROM gpu_op
+    WHERE end_ns > start_ns AND start_ns // (SELECT ns FROM bucket) = (end_ns - 1) // (SELECT ns FROM bucket)
+    UNION ALL
+    SELECT *, UNNEST(generate_series(start_ns // (SELECT ns FROM bucket), (end_ns - 1) // (SELECT ns FROM bucket)))
+    FROM gpu_op
+    WHERE end_ns > start_ns AND start_ns // (SELECT ns FROM bucket) <> (end_ns - 1) // (SELECT ns FROM bucket)
+),
+ops AS MATERIALIZED (  -- each op clipped to each analysed step of its process it overlaps (each pair once)
+    SELECT o.device_id, w.step, o.op_kind, o.op_id,
+           GREATEST(o.start_ns, w.start_ns) AS s, LEAST(o.end_ns, w.end_ns) AS e
+    FROM cut AS o JOIN steady_windows AS w ON w.pid = o.pid AND w.bucket = o.bucket
+    WHERE o.start_ns < w.end_ns AND o.end_ns > w.start_ns
+      AND o.bucket = GREATEST(o.start_ns, w.start_ns) // (SELECT ns FROM bucket)
+),
+reach AS (
+    SELECT device_id, step, s, e,
+           MAX(e) OVER (PARTITION BY device_id, step ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+    FROM ops
+),
+islands AS (
+    SELECT device_id, step, s, e,
+           SUM(CASE WHEN reach IS NULL OR s > reach THEN 1 ELSE 0 END)
+               OVER (PARTITION BY device_id, step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
+    FROM reach
+),
+busy AS (
+    SELECT device_id, SUM(len) AS busy_ns
+    FROM (SELECT device_id, step, island, MAX(e) - MIN(s) AS len FROM islands GROUP BY ALL)
+    GROUP BY device_id
+),
+windows AS (  -- wall time of the windows of the processes that used each GPU
+    SELECT d.device_id, SUM(w.end_ns - w.start_ns) AS window_ns
+    FROM (SELECT DISTINCT o.device_id, w.pid FROM ops AS o JOIN win AS w USING (step)) AS d
+    JOIN win AS w USING (pid)
+    GROUP BY d.device_id
+),
+kern AS (
+    SELECT o.device_id, o.e - o.s AS dur, k.grid_x * k.grid_y * k.grid_z AS blocks,
+           k.block_x * k.block_y * k.block_z AS threads, k.registers_per_thread AS regs,
+           COALESCE(k.static_smem_bytes, 0) + COALESCE(k.dynamic_smem_bytes, 0) AS smem,
+           regexp_matches(k.kernel_name, 'hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|tensor[0-9]+x[0-9]+x[0-9]+|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8', 'i')
+             AND NOT contains(lower(k.kernel_name), 'f32f32') AS tensor_core
+    FROM ops AS o JOIN kernel AS k ON o.op_kind = 'kernel' AND k.kernel_id = o.op_id
+),
+occ AS (
+    SELECT k.*, g.sm_count, g.max_warps_per_sm AS max_warps,
+           CEIL(k.threads / COALESCE(g.threads_per_warp, 32)) AS warps,
+           LEAST(g.max_blocks_per_sm,
+                 FLOOR(g.max_warps_per_sm / CEIL(k.threads / COALESCE(g.threads_per_warp, 32))),
+                 CASE WHEN k.regs > 0 THEN FLOOR(g.max_registers_per_sm /
+                      (CEIL(k.threads / COALESCE(g.threads_per_warp, 32)) * CEIL(k.regs * 32 / 256) * 256)) END,
+                 CASE WHEN k.smem > 0 THEN FLOOR(g.max_shmem_per_sm /
+                      (CEIL((k.smem + CASE WHEN g.compute_major >= 8 THEN 1024 ELSE 0 END) / 128) * 128)) END
+           ) AS resident_blocks
+    FROM kern AS k LEFT JOIN gpu AS g USING (device_id)
+    WHERE k.threads > 0
+),
+per_gpu AS (
+    SELECT device_id, SUM(dur) AS kernel_ns,
+           SUM(dur * LEAST(blocks / sm_count, 1)) FILTER (WHERE sm_count > 0) AS sm_weighted,  -- NULL: SMs unknown
+           SUM(dur * LEAST(resident_blocks * warps / NULLIF(max_warps, 0), 1)) AS occ_weighted,
+           SUM(dur) FILTER (WHERE resident_blocks IS NOT NULL AND max_warps > 0) AS occ_ns,
+           SUM(dur) FILTER (WHERE tensor_core) AS tensor_ns
+    FROM occ GROUP BY device_id
+)
+SELECT w.device_id, g.gpu_name, g.sm_count, g.memory_bytes, CAST(w.window_ns AS BIGINT) AS window_ns,
+       CAST(COALESCE(b.busy_ns, 0) AS BIGINT) AS busy_ns, CAST(COALESCE(p.kernel_ns, 0) AS BIGINT) AS kernel_ns,
+       100.0 * COALESCE(b.busy_ns, 0) / NULLIF(w.window_ns, 0) AS utilization_pct,
+       CASE WHEN p.kernel_ns IS NULL THEN 0.0  -- no kernel (copies only): a sum over no kernels
+            WHEN p.sm_weighted IS NULL THEN NULL  -- (LEAST skips NULLs: it would give utilization_pct)
+            ELSE LEAST(100.0 * p.sm_weighted / NULLIF(w.window_ns, 0),
+                       100.0 * COALESCE(b.busy_ns, 0) / NULLIF(w.window_ns, 0)) END AS sm_efficiency_pct,
+       100.0 * p.occ_weighted / NULLIF(p.occ_ns, 0) AS achieved_occupancy_pct,
+       100.0 * COALESCE(p.tensor_ns, 0) / NULLIF(p.kernel_ns, 0) AS tensor_core_pct
+FROM windows AS w
+LEFT JOIN gpu AS g USING (device_id)
+LEFT JOIN busy AS b USING (device_id)
+LEFT JOIN per_gpu AS p USING (device_id)
+ORDER BY w.device_id;

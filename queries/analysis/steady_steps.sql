@@ -1,0 +1,68 @@
+-- nsysql: analysis.steady_steps v1
+-- purpose: The time windows the headline figures are computed over: every step of `nsysql steps`, marked analysed (steady state) or excluded as warm-up; without any step, one window from the first to the last GPU op.
+-- requires: analysis.steps, user_range, gpu_op
+-- params: none
+-- notes: A step is warm-up, and not analysed, when (a) it starts inside a user range of its process whose text
+--   contains `warmup`, `warm-up`, `warm_up` or `warm up` (any case), or (b) it is one of the leading steps of its
+--   process whose wall time exceeds 1.5 x the median wall time of the steps after it: step k is such a step when
+--   every step before it is one and wall_k > 1.5 * median(wall of steps k+1..n). The last step of a process is never
+--   warm-up by (b), so a process with steps keeps at least one analysed step unless (a) excludes them all; when (a)
+--   would exclude every step of the export, none is excluded by (a).
+--   Without steps: one window (step 0, source `gpu_span`) from the first GPU op's start to the last GPU op's end,
+--   on the process and thread that launched the most GPU ops (read from the CUDA runtime calls; an export without
+--   them has no such window).
+--   tid is the step's own thread (the thread whose ranges make it): the CUDA runtime, data-loading and CPU
+--   categories of the step time breakdown are read on it.
+-- columns:
+--   step | BIGINT | index (as in `nsysql steps`; 0 = the whole GPU activity when there are no steps)
+--   name | VARCHAR | text
+--   source | VARCHAR | text (range, pattern or gpu_span)
+--   pid | BIGINT | id
+--   tid | BIGINT | id
+--   start_ns | BIGINT | ns timestamp
+--   end_ns | BIGINT | ns timestamp
+--   wall_ns | BIGINT | ns
+--   analysed | BOOLEAN | flag (in the steady state: counted by overview and findings)
+--   excluded_because | VARCHAR | text (warmup_range, slow_leading_step; NULL when analysed)
+WITH
+warm_ranges AS (
+    SELECT u.pid, u.start_ns, u.end_ns
+    FROM user_range AS u JOIN nvtx_range AS r ON r.range_id = u.range_id
+    WHERE regexp_matches(r.text, 'warm[ _-]?up', 'i')
+),
+flagged AS (
+    SELECT s.step, s.name, s.source, s.pid, s.tid, s.start_ns, s.end_ns, s.wall_ns,
+           EXISTS (SELECT 1 FROM warm_ranges AS w
+                   WHERE w.pid = s.pid AND w.start_ns <= s.start_ns AND s.start_ns < w.end_ns) AS in_warm_range,
+           s.wall_ns > 1.5 * MEDIAN(s.wall_ns) OVER (PARTITION BY s.pid ORDER BY s.step
+                                                  ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS slow
+    FROM steps AS s
+),
+lead AS (  -- a slow step counts only while every earlier step of its process was slow too
+    SELECT *, BOOL_AND(COALESCE(slow, false)) OVER (PARTITION BY pid ORDER BY step ROWS UNBOUNDED PRECEDING) AS slow_leading,
+           BOOL_AND(in_warm_range) OVER () AS all_warm
+    FROM flagged
+),
+stepped AS (
+    SELECT step, name, source, pid, tid, start_ns, end_ns, wall_ns,
+           CASE WHEN in_warm_range AND NOT all_warm THEN 'warmup_range'
+                WHEN slow_leading THEN 'slow_leading_step' END AS excluded_because
+    FROM lead
+),
+busiest AS (  -- without steps: the thread that launched the most GPU ops
+    SELECT rt.pid, rt.tid FROM gpu_op AS o JOIN runtime AS rt ON rt.runtime_id = o.runtime_id
+    GROUP BY rt.pid, rt.tid ORDER BY COUNT(*) DESC, rt.pid, rt.tid LIMIT 1
+),
+gpu_span AS (
+    SELECT 0 AS step, 'GPU activity' AS name, 'gpu_span' AS source, b.pid, b.tid,
+           (SELECT MIN(start_ns) FROM gpu_op) AS start_ns, (SELECT MAX(end_ns) FROM gpu_op) AS end_ns
+    FROM busiest AS b
+    WHERE NOT EXISTS (SELECT 1 FROM steps)
+)
+SELECT step, name, source, pid, tid, start_ns, end_ns, wall_ns,
+       excluded_because IS NULL AS analysed, excluded_because
+FROM stepped
+UNION ALL
+SELECT step, name, source, pid, tid, start_ns, end_ns, end_ns - start_ns, true, NULL
+FROM gpu_span
+ORDER BY step;

@@ -1,0 +1,121 @@
+-- nsysql: analysis.step_breakdown v1
+-- purpose: TensorBoard's step time breakdown for each analysed step: every instant of the step's wall time in exactly one category, so the seven columns add up to wall_ns.
+-- requires: analysis.steady_steps, analysis.steady_windows, gpu_op
+-- params: none
+-- notes: The categories, in priority order (an instant goes to the first that holds):
+--   kernel: a kernel of the step's process runs on any GPU; memcpy: else a copy of the process runs;
+--   memset: else a memset of the process runs; runtime: else a thread of the step's process is inside a CUDA
+--   runtime/driver API call (PyTorch's autograd thread launches the backward while the step's thread waits in
+--   backward()); dataloader: else the step's thread (steady_steps.tid) is inside a data-loading NVTX range (text,
+--   ignoring case, starting with `enumerate(DataLoader)` - PyTorch's DataLoader iterator marker - or equal to
+--   data, dataloader, data_loader, data loading, data_loading, load_data, load_batch, get_batch, next_batch,
+--   fetch_batch, batch, input or input_pipeline, optionally followed by a number); cpu_exec: else at least one
+--   of the step's threads - its own thread and every thread of the process that made a CUDA call in the step -
+--   is running, i.e. not inside an OS runtime call (nsys traces those, with --trace=osrt, when longer than its
+--   --osrt-threshold, 1 µs by default: waits, sleeps, I/O; outermost calls only); other: the rest, i.e. all of
+--   those threads waiting in OS runtime calls with nothing above happening. Without OS runtime data
+--   (--trace=osrt off) nothing is known to be a wait, so the whole remainder is cpu_exec.
+--   Every interval is clipped to each analysed step it overlaps (found by a hash join on time buckets, see
+--   analysis.steady_windows); a sweep per step over the clipped intervals' boundaries gives each elementary
+--   segment the highest-priority category open in it (the six open counts are packed 20 bits each into one
+--   running sum, so a category may have up to 1,048,575 intervals open at once in one step).
+-- columns:
+--   step | BIGINT | index (as in steady_steps; only analysed steps)
+--   wall_ns | BIGINT | ns
+--   kernel_ns | BIGINT | ns
+--   memcpy_ns | BIGINT | ns
+--   memset_ns | BIGINT | ns
+--   runtime_ns | BIGINT | ns
+--   dataloader_ns | BIGINT | ns
+--   cpu_exec_ns | BIGINT | ns
+--   other_ns | BIGINT | ns
+WITH
+win AS (SELECT step, pid, tid, start_ns, end_ns FROM steady_steps WHERE analysed AND end_ns > start_ns),
+bucket AS (SELECT MIN(bucket_ns) AS ns FROM steady_windows),
+spans AS (  -- candidate intervals: (pid, tid, category, start, end); category = priority (1 kernel .. 6 OS call)
+    SELECT o.pid, CAST(NULL AS BIGINT) AS tid, CASE o.op_kind WHEN 'kernel' THEN 1 WHEN 'memcpy' THEN 2 ELSE 3 END AS cat,
+           o.start_ns AS s, o.end_ns AS e
+    FROM gpu_op AS o WHERE o.pid IN (SELECT pid FROM win)
+    UNION ALL
+    SELECT r.pid, r.tid, 4, r.start_ns, r.end_ns FROM runtime AS r WHERE r.pid IN (SELECT pid FROM win)
+    UNION ALL
+    SELECT n.pid, n.tid, 5, n.start_ns, n.end_ns
+    FROM nvtx_range AS n SEMI JOIN (SELECT DISTINCT pid, tid FROM win) AS t ON t.pid = n.pid AND t.tid = n.tid
+    WHERE n.end_global_tid IS NULL
+      AND (starts_with(lower(n.text), 'enumerate(dataloader)')
+           OR regexp_matches(n.text, '^(data|dataloader|data_loader|data loading|data_loading|load_data|load_batch|get_batch|next_batch|fetch_batch|batch|input|input_pipeline)([ _#-]?[0-9]+)?$', 'i'))
+    UNION ALL
+    SELECT x.pid, x.tid, 6, x.start_ns, x.end_ns
+    FROM osrt AS x WHERE x.nesting_level = 0 AND x.pid IN (SELECT pid FROM win)
+),
+cut AS (  -- each interval in the time bucket(s) it spans (most span one)
+    SELECT pid, tid, cat, s, e, s // (SELECT ns FROM bucket) AS bucket
+    FROM spans WHERE e > s AND s // (SELECT ns FROM bucket) = (e - 1) // (SELECT ns FROM bucket)
+    UNION ALL
+    SELECT pid, tid, cat, s, e,
+           UNNEST(generate_series(s // (SELECT ns FROM bucket), (e - 1) // (SELECT ns FROM bucket))) AS bucket
+    FROM spans WHERE e > s AND s // (SELECT ns FROM bucket) <> (e - 1) // (SELECT ns FROM bucket)
+),
+clipped AS MATERIALIZED (  -- each interval clipped to each analysed step it overlaps (each pair once)
+    SELECT w.step, c.tid, c.cat, GREATEST(c.s, w.start_ns) AS s, LEAST(c.e, w.end_ns) AS e
+    FROM cut AS c JOIN steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
+    WHERE c.s < w.end_ns AND c.e > w.start_ns AND c.bucket = GREATEST(c.s, w.start_ns) // (SELECT ns FROM bucket)
+),
+step_threads AS (  -- the step's own thread and every thread of its process that made a CUDA call in it
+    SELECT step, tid FROM win
+    UNION
+    SELECT step, tid FROM clipped WHERE cat = 4
+),
+thread_count AS (SELECT step, COUNT(*) AS threads FROM step_threads GROUP BY step),
+kept AS (  -- OS calls count only on the step's threads
+    SELECT step, cat, s, e FROM clipped WHERE cat <> 6
+    UNION ALL
+    SELECT c.step, c.cat, c.s, c.e FROM clipped AS c SEMI JOIN step_threads AS t ON t.step = c.step AND t.tid = c.tid
+    WHERE c.cat = 6
+),
+edges AS (  -- +1 at each start, -1 at each end, plus the step's own bounds
+    SELECT step, s AS t, cat, 1 AS delta FROM kept
+    UNION ALL
+    SELECT step, e, cat, -1 FROM kept
+    UNION ALL
+    SELECT step, start_ns, 0, 0 FROM win
+    UNION ALL
+    SELECT step, end_ns, 0, 0 FROM win
+),
+at_t AS (  -- one row per boundary instant: the change of every category's open count, packed in one number
+    -- (20 bits per category: category c counts in units of 2^(20 (c - 1)); one running sum then gives all six)
+    SELECT step, t, SUM(delta * (CAST(1 AS HUGEINT) << (20 * GREATEST(cat - 1, 0)))) AS packed_delta
+    FROM edges GROUP BY step, t
+),
+open_counts AS (
+    SELECT step, t, LEAD(t) OVER (PARTITION BY step ORDER BY t) - t AS seg_ns,
+           SUM(packed_delta) OVER (PARTITION BY step ORDER BY t ROWS UNBOUNDED PRECEDING) AS packed
+    FROM at_t
+),
+unpacked AS (
+    SELECT step, seg_ns,
+           (packed >> 0) & 1048575 AS n1, (packed >> 20) & 1048575 AS n2, (packed >> 40) & 1048575 AS n3,
+           (packed >> 60) & 1048575 AS n4, (packed >> 80) & 1048575 AS n5, (packed >> 100) & 1048575 AS n6
+    FROM open_counts WHERE seg_ns > 0
+),
+segments AS (
+    SELECT o.step, o.seg_ns,
+           CASE WHEN n1 > 0 THEN 1 WHEN n2 > 0 THEN 2 WHEN n3 > 0 THEN 3 WHEN n4 > 0 THEN 4
+                WHEN n5 > 0 THEN 5 WHEN n6 >= c.threads THEN 7 ELSE 6 END AS cat
+    FROM unpacked AS o JOIN thread_count AS c USING (step)
+),
+totals AS (
+    SELECT step,
+           SUM(seg_ns) FILTER (WHERE cat = 1) AS kernel_ns, SUM(seg_ns) FILTER (WHERE cat = 2) AS memcpy_ns,
+           SUM(seg_ns) FILTER (WHERE cat = 3) AS memset_ns, SUM(seg_ns) FILTER (WHERE cat = 4) AS runtime_ns,
+           SUM(seg_ns) FILTER (WHERE cat = 5) AS dataloader_ns, SUM(seg_ns) FILTER (WHERE cat = 6) AS cpu_exec_ns,
+           SUM(seg_ns) FILTER (WHERE cat = 7) AS other_ns
+    FROM segments GROUP BY step
+)
+SELECT w.step, w.end_ns - w.start_ns AS wall_ns,
+       CAST(COALESCE(kernel_ns, 0) AS BIGINT) AS kernel_ns, CAST(COALESCE(memcpy_ns, 0) AS BIGINT) AS memcpy_ns,
+       CAST(COALESCE(memset_ns, 0) AS BIGINT) AS memset_ns, CAST(COALESCE(runtime_ns, 0) AS BIGINT) AS runtime_ns,
+       CAST(COALESCE(dataloader_ns, 0) AS BIGINT) AS dataloader_ns,
+       CAST(COALESCE(cpu_exec_ns, 0) AS BIGINT) AS cpu_exec_ns, CAST(COALESCE(other_ns, 0) AS BIGINT) AS other_ns
+FROM win AS w LEFT JOIN totals AS t USING (step)
+ORDER BY w.step;

@@ -1,0 +1,116 @@
+-- nsysql: findings.dataloader_wait v1
+-- purpose: Finding: the step's thread waiting for its next batch (inside a data-loading NVTX range) while the GPU has nothing to do, in the analysed steps.
+-- requires: analysis.steady_steps, analysis.step_label, analysis.process_busy, nvtx_range, thread
+-- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
+-- notes: Data-loading range: an NVTX range (user range or PyTorch marker) on the step's own thread whose text
+--   matches, ignoring case, dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|
+--   ^batch$|input[ _-]?pipeline: `dataloader`, `data_loading`, `load_batch`, `next_batch`, PyTorch's
+--   `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` profiler marker. Its part inside an analysed step
+--   of its process counts; nested or overlapping ones are merged.
+--   recoverable_ns = sum over analysed steps of |data-loading time ∩ GPU idle| = |L| - |L ∩ busy|, busy being the
+--   busy intervals of the process's devices (analysis.process_busy): the time the GPU waited while the step
+--   fetched data. Loading ahead (worker processes, prefetching) could hide at most that. Part of
+--   gpu_idle_in_step's idle time. Waiting for data before a step range opens is outside every step and not
+--   counted (gpu_idle_in_step does not count it either).
+--   Fires when recoverable_ns >= $min_pct % of the process's analysed wall time. where: steps, the thread and the
+--   range names (most time first). Numbers per step are means over the analysed steps.
+-- columns:
+--   rule | VARCHAR | text (dataloader_wait)
+--   title | VARCHAR | text
+--   where | VARCHAR | text (steps, thread, ranges)
+--   evidence | VARCHAR | text (numbers in ms, %)
+--   action | VARCHAR | text
+--   recoverable_ns | BIGINT | ns (upper bound of wall time recoverable, total over the analysed steps)
+--   recoverable_pct | DOUBLE | pct of the analysed steps' wall time | 1
+WITH
+win AS (  -- the analysed steady-state step windows
+    SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
+),
+loading AS MATERIALIZED (  -- data-loading ranges of the step threads, clipped to their analysed step
+    SELECT w.step, w.pid, w.tid, r.text, GREATEST(r.start_ns, w.start_ns) AS s, LEAST(r.end_ns, w.end_ns) AS e
+    FROM nvtx_range AS r
+    JOIN win AS w ON w.pid = r.pid AND w.tid = r.tid AND r.start_ns < w.end_ns AND r.end_ns > w.start_ns
+    WHERE regexp_matches(r.text, 'dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|^batch$|input[ _-]?pipeline', 'i')
+),
+reach AS (
+    SELECT step, pid, s, e, MAX(e) OVER (PARTITION BY step ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS r
+    FROM loading
+),
+merged AS (
+    SELECT step, pid, MIN(s) AS s, MAX(e) AS e
+    FROM (SELECT *, SUM(CASE WHEN r IS NULL OR s > r THEN 1 ELSE 0 END)
+                        OVER (PARTITION BY step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
+          FROM reach)
+    GROUP BY step, pid, island
+),
+probe AS (
+    SELECT ROW_NUMBER() OVER () AS id, step, pid, s, e FROM merged
+),
+probe_span AS (  -- per process, the probes' time span: the busy intervals the sweep needs
+    SELECT p.pid, MIN(p.s) AS lo, MAX(p.e) AS hi,
+           (SELECT MAX(b.idx) FROM process_busy AS b WHERE b.pid = p.pid AND b.start_ns <= MIN(p.s)) AS first_idx
+    FROM probe AS p GROUP BY p.pid
+),
+probe_busy AS (  -- busy time inside each probe, B(e) - B(s): one sweep over the probes' points and the process's
+    -- busy intervals in (pid, time) order finds the last interval starting at or before each point (analysis.process_busy)
+    SELECT p.id, SUM(CASE WHEN p.side = 1 THEN 1 ELSE -1 END
+                     * COALESCE(b.before_ns + LEAST(p.t, b.end_ns) - b.start_ns, 0)) AS busy_ns
+    FROM (SELECT *, MAX(idx) OVER (ORDER BY pid, t, kind) AS last_idx
+          FROM (SELECT b.pid, b.start_ns AS t, 0 AS kind, b.idx, NULL::BIGINT AS id, NULL::INTEGER AS side
+                FROM process_busy AS b JOIN probe_span AS x ON x.pid = b.pid
+                WHERE b.idx >= COALESCE(x.first_idx, 0) AND b.start_ns <= x.hi
+                UNION ALL SELECT pid, s, 1, NULL, id, 0 FROM probe
+                UNION ALL SELECT pid, e, 1, NULL, id, 1 FROM probe)) AS p
+    LEFT JOIN process_busy AS b ON b.idx = p.last_idx AND b.pid = p.pid
+    WHERE p.kind = 1
+    GROUP BY p.id
+),
+merged_idle AS MATERIALIZED (
+    SELECT p.step, p.pid, p.e - p.s AS load_ns, (p.e - p.s) - b.busy_ns AS idle_ns
+    FROM probe AS p JOIN probe_busy AS b USING (id)
+),
+per_pid AS (
+    SELECT w.pid, arg_min(w.tid, w.step) AS tid, COUNT(*) AS steps, SUM(w.wall_ns) AS wall_ns, MAX(w.step) AS last_step,
+           (SELECT SUM(load_ns) FROM merged_idle AS i WHERE i.pid = w.pid) AS load_ns,
+           (SELECT SUM(idle_ns) FROM merged_idle AS i WHERE i.pid = w.pid) AS idle_ns,
+           (SELECT COUNT(DISTINCT step) FROM merged_idle AS i WHERE i.pid = w.pid) AS loading_steps
+    FROM win AS w GROUP BY w.pid
+),
+names AS (
+    SELECT pid, string_agg(text, ', ' ORDER BY t DESC, text) AS names
+    FROM (SELECT pid, text, SUM(e - s) AS t, ROW_NUMBER() OVER (PARTITION BY pid ORDER BY SUM(e - s) DESC, text) AS rank
+          FROM loading GROUP BY pid, text)
+    WHERE rank <= 3 GROUP BY pid
+),
+fired AS (
+    SELECT p.*, n.names, l.label, COALESCE(t.thread_name, '?') || ' (' || p.tid || ')' AS thread
+    FROM per_pid AS p
+    JOIN names AS n USING (pid)
+    JOIN step_label AS l USING (pid)
+    LEFT JOIN (SELECT pid, tid, MIN(thread_name) AS thread_name FROM thread GROUP BY pid, tid) AS t
+           ON t.pid = p.pid AND t.tid = p.tid
+    WHERE p.idle_ns > 0 AND 100.0 * p.idle_ns >= $min_pct * p.wall_ns
+),
+shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
+    SELECT *, list_transform([idle_ns / steps, load_ns / steps]::DOUBLE[],
+               lambda x: CASE WHEN x >= 1e9 THEN printf('%.2f s', x / 1e9) WHEN x >= 1e8 THEN printf('%.0f ms', x / 1e6)
+                              WHEN x >= 1e7 THEN printf('%.1f ms', x / 1e6) WHEN x >= 1e6 THEN printf('%.2f ms', x / 1e6)
+                              WHEN x >= 1e5 THEN printf('%.0f µs', x / 1e3) WHEN x >= 1e4 THEN printf('%.1f µs', x / 1e3)
+                              WHEN x >= 1e3 THEN printf('%.2f µs', x / 1e3) ELSE printf('%.0f ns', x) END) AS d
+    FROM fired
+)
+SELECT 'dataloader_wait' AS rule,
+       printf('Waiting for data with the GPU idle: %s per step (%.1f%%)', d[1], 100.0 * idle_ns / wall_ns) AS title,
+       label || ', thread ' || thread || ', in ' || names AS "where",
+       CASE WHEN last_step = 0 THEN 'Over the GPU activity' WHEN steps = 1 THEN 'In the analysed step'
+            ELSE printf('Per step (mean of %d)', steps) END
+         || printf(' the step thread spent %s loading data (%.1f%% of the step wall time); no GPU op ran for %s of it. ',
+                   d[2], 100.0 * load_ns / wall_ns, d[1])
+         || printf('%d of %d steps load inside the step.', loading_steps, steps) AS evidence,
+       'Load ahead of the GPU: DataLoader(num_workers=N, persistent_workers=True, prefetch_factor=2 or more, '
+         || 'pin_memory=True); make per-sample transforms cheaper or move them to the GPU; prefetch the next batch '
+         || 'to the device on a side stream while the current step runs.' AS action,
+       CAST(idle_ns AS BIGINT) AS recoverable_ns,
+       100.0 * idle_ns / wall_ns AS recoverable_pct
+FROM shown
+ORDER BY recoverable_ns DESC, pid;

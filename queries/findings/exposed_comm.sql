@@ -1,0 +1,157 @@
+-- nsysql: findings.exposed_comm v1
+-- purpose: Finding: communication (NCCL kernels) inside the analysed steps that no compute kernel overlaps on its GPU: time the step waits for the collective.
+-- requires: analysis.steady_steps, analysis.step_label, kernel, runtime, runtime_nvtx, nvtx_ancestor
+-- params: $min_exposed_pct DOUBLE default 30 (fires when at least this share of the communication time is exposed, %), $min_ns_per_step BIGINT default 10000 (and the exposed time is at least this much per analysed step, on average, ns)
+-- notes: Communication kernel: a kernel whose demangled name contains `nccl` (any case: ncclDevKernel_*,
+--   ncclKernel_*), or whose launching CUDA call (correlationId AND process) lies inside an NVTX range of the NCCL
+--   domain on its thread (ncclAllReduce, ncclGroupEnd, ...: NCCL's own ranges; with one rank NCCL runs a kernel
+--   named oneRankReduce). Compute kernel: any other kernel on the same device (any process; copies and memsets
+--   are not compute). The communication kernels of a process with analysed steps count where they overlap one of its
+--   analysed steps (clipped to it); per device.
+--   recoverable_ns (per process and device) = sum over the analysed steps of |C - K|, C = the union of the
+--   communication kernels in the step, K = the union of the device's compute kernels: the exposed communication,
+--   i.e. communication time with no compute to hide it. Perfect overlap with compute would hide at most that.
+--   Computed as |C| - |C ∩ K| from prefix sums of compute busy time (one sorted sweep), never as a sum of kernel
+--   durations.
+--   Fires when recoverable_ns >= $min_exposed_pct % of |C| summed over the steps (the rule is about overlap: a
+--   collective that compute hides is fine at any size) and >= $min_ns_per_step x the analysed steps (a noise floor,
+--   the same as pageable_copy's). Ranking by recoverable_ns puts a small one last. where: steps, device, the NCCL
+--   streams and the three communication kernels (short names) with the most time. Numbers per step are means.
+-- columns:
+--   rule | VARCHAR | text (exposed_comm)
+--   title | VARCHAR | text
+--   where | VARCHAR | text (steps, device, streams, kernels)
+--   evidence | VARCHAR | text (numbers in ms, %)
+--   action | VARCHAR | text
+--   recoverable_ns | BIGINT | ns (upper bound of wall time recoverable, total over the analysed steps)
+--   recoverable_pct | DOUBLE | pct of the analysed steps' wall time | 1
+WITH
+win AS (  -- the analysed steady-state step windows
+    SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
+),
+nccl_call AS (  -- CUDA calls made inside one of NCCL's own NVTX ranges (by process and correlation id)
+    SELECT c.pid, c.correlation_id
+    FROM runtime AS c
+    WHERE c.runtime_id IN (SELECT rn.runtime_id FROM runtime_nvtx AS rn
+                           JOIN nvtx_ancestor AS a ON a.range_id = rn.range_id
+                           WHERE a.ancestor_id IN (SELECT range_id FROM nvtx_range WHERE domain = 'NCCL'))
+),
+comm_kernel AS (
+    SELECT k.kernel_id FROM kernel AS k WHERE contains(lower(k.kernel_name), 'nccl')
+    UNION
+    SELECT k.kernel_id FROM kernel AS k JOIN nccl_call AS n ON n.pid = k.pid AND n.correlation_id = k.correlation_id
+),
+comm_row AS MATERIALIZED (  -- the communication kernels themselves (few), before they meet the windows
+    SELECT k.kernel_id, k.pid, k.device_id, k.stream_id, k.short_name, k.start_ns, k.end_ns
+    FROM kernel AS k JOIN comm_kernel AS c USING (kernel_id)
+),
+comm AS MATERIALIZED (  -- communication kernels of the processes with analysed steps, clipped to the step they overlap
+    SELECT k.kernel_id, k.pid, k.device_id, k.stream_id, k.short_name, k.end_ns - k.start_ns AS dur_ns, w.step,
+           GREATEST(k.start_ns, w.start_ns) AS s, LEAST(k.end_ns, w.end_ns) AS e
+    FROM comm_row AS k
+    JOIN win AS w ON w.pid = k.pid AND k.start_ns < w.end_ns AND k.end_ns > w.start_ns
+),
+compute_reach AS (  -- compute kernels on the devices that run communication
+    SELECT device_id, start_ns, end_ns,
+           MAX(end_ns) OVER (PARTITION BY device_id ORDER BY start_ns, end_ns
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach_ns
+    FROM kernel
+    WHERE device_id IN (SELECT device_id FROM comm) AND kernel_id NOT IN (SELECT kernel_id FROM comm_kernel)
+),
+compute AS MATERIALIZED (  -- disjoint compute-busy intervals per device, with the busy time before each (a prefix
+    -- sum) and their number in (device, start) order
+    SELECT device_id, start_ns, end_ns,
+           COALESCE(SUM(end_ns - start_ns) OVER (PARTITION BY device_id ORDER BY start_ns
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns,
+           ROW_NUMBER() OVER (ORDER BY device_id, start_ns) AS idx
+    FROM (SELECT device_id, MIN(start_ns) AS start_ns, MAX(end_ns) AS end_ns
+          FROM (SELECT *, SUM(CASE WHEN reach_ns IS NULL OR start_ns > reach_ns THEN 1 ELSE 0 END)
+                              OVER (PARTITION BY device_id ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS island
+                FROM compute_reach)
+          GROUP BY device_id, island)
+),
+comm_reach AS (
+    SELECT pid, device_id, step, s, e,
+           MAX(e) OVER (PARTITION BY pid, device_id, step ORDER BY s, e
+                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS r
+    FROM comm
+),
+merged AS (  -- the union of the step's communication per device
+    SELECT pid, device_id, step, MIN(s) AS s, MAX(e) AS e
+    FROM (SELECT *, SUM(CASE WHEN r IS NULL OR s > r THEN 1 ELSE 0 END)
+                        OVER (PARTITION BY pid, device_id, step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
+          FROM comm_reach)
+    GROUP BY pid, device_id, step, island
+),
+probe AS (
+    SELECT ROW_NUMBER() OVER () AS id, pid, device_id, step, s, e FROM merged
+),
+probe_busy AS (  -- compute time inside each probe, K(e) - K(s), K(t) = compute time up to t: one sweep over the
+    -- probes' points and the compute intervals in (device, time) order; the running maximum of idx is the last
+    -- interval starting at or before the point
+    SELECT p.id, SUM(CASE WHEN p.side = 1 THEN 1 ELSE -1 END
+                     * COALESCE(b.before_ns + LEAST(p.t, b.end_ns) - b.start_ns, 0)) AS busy_ns
+    FROM (SELECT *, MAX(idx) OVER (ORDER BY device_id, t, kind) AS last_idx
+          FROM (SELECT device_id, start_ns AS t, 0 AS kind, idx, NULL::BIGINT AS id, NULL::INTEGER AS side FROM compute
+                UNION ALL SELECT device_id, s, 1, NULL, id, 0 FROM probe
+                UNION ALL SELECT device_id, e, 1, NULL, id, 1 FROM probe)) AS p
+    LEFT JOIN compute AS b ON b.idx = p.last_idx AND b.device_id = p.device_id
+    WHERE p.kind = 1
+    GROUP BY p.id
+),
+exposed AS MATERIALIZED (
+    SELECT p.pid, p.device_id, p.e - p.s AS comm_ns, (p.e - p.s) - b.busy_ns AS exposed_ns
+    FROM probe AS p JOIN probe_busy AS b USING (id)
+),
+per_device AS (
+    SELECT pid, device_id, SUM(comm_ns) AS comm_ns, SUM(exposed_ns) AS exposed_ns FROM exposed GROUP BY pid, device_id
+),
+kernels AS (
+    SELECT pid, device_id, COUNT(*) AS n, string_agg(DISTINCT stream_id::VARCHAR, ', ' ORDER BY stream_id::VARCHAR) AS streams
+    FROM (SELECT DISTINCT kernel_id, pid, device_id, stream_id FROM comm) GROUP BY pid, device_id
+),
+names AS (
+    SELECT pid, device_id, string_agg(short_name, ', ' ORDER BY t DESC, short_name) AS names
+    FROM (SELECT pid, device_id, short_name, SUM(e - s) AS t,
+                 ROW_NUMBER() OVER (PARTITION BY pid, device_id ORDER BY SUM(e - s) DESC, short_name) AS rank
+          FROM comm GROUP BY pid, device_id, short_name)
+    WHERE rank <= 3 GROUP BY pid, device_id
+),
+per_pid AS (
+    SELECT pid, COUNT(*) AS steps, SUM(wall_ns) AS wall_ns FROM win GROUP BY pid
+),
+fired AS (
+    SELECT d.*, p.steps, p.wall_ns, k.n, k.streams, n.names, l.label
+    FROM per_device AS d
+    JOIN per_pid AS p USING (pid)
+    JOIN kernels AS k USING (pid, device_id)
+    JOIN names AS n USING (pid, device_id)
+    JOIN step_label AS l USING (pid)
+    WHERE d.exposed_ns > 0 AND 100.0 * d.exposed_ns >= $min_exposed_pct * d.comm_ns
+      AND d.exposed_ns >= $min_ns_per_step * p.steps
+),
+shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
+    SELECT *, list_transform([exposed_ns / steps, comm_ns / steps]::DOUBLE[],
+               lambda x: CASE WHEN x >= 1e9 THEN printf('%.2f s', x / 1e9) WHEN x >= 1e8 THEN printf('%.0f ms', x / 1e6)
+                              WHEN x >= 1e7 THEN printf('%.1f ms', x / 1e6) WHEN x >= 1e6 THEN printf('%.2f ms', x / 1e6)
+                              WHEN x >= 1e5 THEN printf('%.0f µs', x / 1e3) WHEN x >= 1e4 THEN printf('%.1f µs', x / 1e3)
+                              WHEN x >= 1e3 THEN printf('%.2f µs', x / 1e3) ELSE printf('%.0f ns', x) END) AS d
+    FROM fired
+)
+SELECT 'exposed_comm' AS rule,
+       printf('Communication not overlapped by compute: %s per step (%.1f%%)', d[1], 100.0 * exposed_ns / wall_ns)
+         AS title,
+       printf('%s, GPU %d stream%s %s, kernels %s', label, device_id, CASE WHEN contains(streams, ',') THEN 's' ELSE '' END,
+              streams, names) AS "where",
+       printf('%d NCCL kernel%s in %d step%s ran %s per step (their union); for %s of it (%.0f%%) no compute kernel ran on '
+              || 'GPU %d, so the step waited for the collective: %.1f%% of the step wall time.', n,
+              CASE WHEN n = 1 THEN '' ELSE 's' END, steps, CASE WHEN steps = 1 THEN '' ELSE 's' END, d[2], d[1],
+              100.0 * exposed_ns / comm_ns, device_id, 100.0 * exposed_ns / wall_ns) AS evidence,
+       'Overlap communication with compute: let DDP/FSDP launch bucketed all-reduces during backward (bucket_cap_mb, '
+         || 'gradient_as_bucket_view, no_sync for accumulation, FSDP backward/forward prefetch), issue collectives '
+         || 'asynchronously (async_op=True) and wait late; fewer, larger collectives; check the interconnect and '
+         || 'NCCL settings if the collectives themselves are slow.' AS action,
+       CAST(exposed_ns AS BIGINT) AS recoverable_ns,
+       100.0 * exposed_ns / wall_ns AS recoverable_pct
+FROM shown
+ORDER BY recoverable_ns DESC, pid, device_id;

@@ -1,0 +1,177 @@
+-- nsysql: findings.sync_in_step v1
+-- purpose: Finding: synchronizing CUDA calls inside the analysed steps (device/stream/event/context synchronize, and copies or memsets whose call blocked until they ended), with the GPU idle time they cost.
+-- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread
+-- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
+-- notes: Synchronizing calls: CUDA API calls named cudaDeviceSynchronize, cudaStreamSynchronize,
+--   cudaEventSynchronize, cudaThreadSynchronize or their driver forms (cuCtxSynchronize, cuStreamSynchronize,
+--   cuEventSynchronize), on any thread of a process with analysed steps; and calls that launched a copy or memset
+--   and blocked, by the rule of analysis.memcpy (a blocking variant cudaMemcpy/cudaMemset/cuMemcpy/cuMemset without
+--   Async, or a call that returned only at or after its copy ended, e.g. .item() or a pageable copy). A call
+--   belongs to the analysed step of its process in which it starts.
+--   Cost of one call c: while the CPU is blocked in it, the GPU drains its queue and then idles, and it stays idle
+--   until the CPU hands it new work after c returns. Its window is [c.start, r] with r = c.end when the process's
+--   GPUs are busy at c.end, else the start of their next busy interval after c.end, capped at the step's end. The time the CPU spent blocked while the GPU still had queued work is not lost and is not counted.
+--   recoverable_ns = sum over analysed steps of |GPU idle ∩ union of the windows of the step's calls|, GPU idle
+--   being the complement of the busy intervals of the process's devices (analysis.process_busy): an upper
+--   bound of what removing the synchronizations could save. It is part of gpu_idle_in_step's idle time.
+--   Fires when recoverable_ns >= $min_pct % of the process's analysed wall time.
+--   where: steps, the calling threads, and the three innermost user ranges (layer paths, the step range left
+--   out as in `nsysql layers`) of the calls whose own windows hold the most idle time. Evidence numbers are
+--   per-step means over the analysed steps.
+-- columns:
+--   rule | VARCHAR | text (sync_in_step)
+--   title | VARCHAR | text
+--   where | VARCHAR | text (steps, threads, ranges)
+--   evidence | VARCHAR | text (numbers in ms, %)
+--   action | VARCHAR | text
+--   recoverable_ns | BIGINT | ns (upper bound of wall time recoverable, total over the analysed steps)
+--   recoverable_pct | DOUBLE | pct of the analysed steps' wall time | 1
+WITH
+win AS (  -- the analysed steady-state step windows
+    SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
+),
+bucket AS (  -- bucket width of analysis.steady_windows: the analysed step holding time t is a hash join away
+    SELECT MIN(bucket_ns) AS ns FROM steady_windows
+),
+blocking AS (  -- synchronizing calls: by name, or a copy/set call that blocked until its op ended
+    SELECT runtime_id, pid, tid, api_short_name AS api, start_ns, end_ns
+    FROM runtime
+    WHERE regexp_matches(api_short_name, '^cu(da)?(Device|Stream|Event|Ctx|Thread)Synchronize')
+      AND pid IN (SELECT pid FROM win)
+    UNION
+    SELECT c.runtime_id, c.pid, c.tid,
+           c.api_short_name || CASE WHEN o.op_kind = 'memset' THEN ' (blocking memset)' ELSE ' (blocking copy)' END,
+           c.start_ns, c.end_ns
+    FROM gpu_op AS o
+    JOIN runtime AS c ON c.runtime_id = o.runtime_id
+    WHERE o.op_kind IN ('memcpy', 'memset') AND c.pid IN (SELECT pid FROM win)
+      AND ((regexp_matches(c.api_name, '^(cudaMemcpy|cudaMemset|cuMemcpy|cuMemset)') AND NOT contains(c.api_name, 'Async'))
+           OR c.end_ns >= o.end_ns)
+),
+in_step AS (  -- the analysed step each call starts in
+    SELECT b.runtime_id, b.pid, b.tid, b.api, b.start_ns, b.end_ns, w.step, w.end_ns AS step_end_ns
+    FROM (SELECT *, start_ns // (SELECT ns FROM bucket) AS bucket FROM blocking) AS b
+    JOIN steady_windows AS w ON w.pid = b.pid AND w.bucket = b.bucket
+    WHERE b.start_ns >= w.start_ns AND b.start_ns < w.end_ns
+),
+points AS (  -- per call: its start (side 0), its end (1) and its step's end (2)
+    SELECT runtime_id AS id, pid, start_ns AS t, 0 AS side FROM in_step
+    UNION ALL SELECT runtime_id, pid, end_ns, 1 FROM in_step
+    UNION ALL SELECT runtime_id, pid, step_end_ns, 2 FROM in_step
+),
+point_span AS (
+    SELECT p.pid, MIN(p.t) AS lo, MAX(p.t) AS hi,
+           (SELECT MAX(b.idx) FROM process_busy AS b WHERE b.pid = p.pid AND b.start_ns <= MIN(p.t)) AS first_idx
+    FROM points AS p GROUP BY p.pid
+),
+looked AS MATERIALIZED (  -- the busy interval starting last at or before each point: one sweep over points and intervals in
+    -- (pid, time) order (analysis.process_busy); busy_to = B(t), the busy time up to t
+    SELECT p.id, p.side, p.t, b.idx, b.end_ns AS last_end_ns,
+           COALESCE(b.before_ns + LEAST(p.t, b.end_ns) - b.start_ns, 0) AS busy_to
+    FROM (SELECT *, MAX(idx) OVER (ORDER BY pid, t, kind) AS last_idx
+          FROM (SELECT b.pid, b.start_ns AS t, 0 AS kind, b.idx, NULL::BIGINT AS id, NULL::INTEGER AS side
+                FROM process_busy AS b JOIN point_span AS x ON x.pid = b.pid
+                WHERE b.idx >= COALESCE(x.first_idx, 0) AND b.start_ns <= x.hi
+                UNION ALL SELECT pid, t, 1, NULL, id, side FROM points)) AS p
+    LEFT JOIN process_busy AS b ON b.idx = p.last_idx AND b.pid = p.pid
+    WHERE p.kind = 1
+),
+resumed AS (  -- when the GPU got work again after the call: at its end if busy then, else at the next busy
+    -- interval's start; capped at the step's end. b_* = B() at the call's start and at that moment.
+    SELECT c.*, s.busy_to AS b_start,
+           LEAST(CASE WHEN e.last_end_ns > c.end_ns THEN c.end_ns ELSE COALESCE(n.start_ns, c.step_end_ns) END,
+                 c.step_end_ns) AS resume_ns,
+           CASE WHEN LEAST(CASE WHEN e.last_end_ns > c.end_ns THEN c.end_ns ELSE COALESCE(n.start_ns, c.step_end_ns) END,
+                           c.step_end_ns) = c.step_end_ns THEN x.busy_to
+                WHEN e.last_end_ns > c.end_ns THEN e.busy_to
+                ELSE n.before_ns END AS b_resume
+    FROM in_step AS c
+    JOIN looked AS s ON s.id = c.runtime_id AND s.side = 0
+    JOIN looked AS e ON e.id = c.runtime_id AND e.side = 1
+    JOIN looked AS x ON x.id = c.runtime_id AND x.side = 2
+    LEFT JOIN process_busy AS n
+           ON n.pid = c.pid AND n.idx = COALESCE(e.idx + 1, (SELECT MIN(idx) FROM process_busy AS f WHERE f.pid = c.pid))
+),
+call_idle AS MATERIALIZED (  -- each call's own idle time (for ranking where, and per API)
+    SELECT *, (resume_ns - start_ns) - (b_resume - b_start) AS idle_ns FROM resumed
+),
+win_reach AS (  -- the call windows merged per step (calls of several threads, or back to back, overlap)
+    SELECT step, pid, start_ns AS s, resume_ns AS e, b_start, b_resume,
+           MAX(resume_ns) OVER (PARTITION BY step ORDER BY start_ns, resume_ns
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+    FROM resumed
+),
+merged_idle AS MATERIALIZED (  -- idle time of each merged window: its length minus B(end) - B(start)
+    SELECT pid, (MAX(e) - MIN(s)) - (arg_max(b_resume, e) - arg_min(b_start, s)) AS idle_ns
+    FROM (SELECT *, SUM(CASE WHEN reach IS NULL OR s > reach THEN 1 ELSE 0 END)
+                        OVER (PARTITION BY step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
+          FROM win_reach)
+    GROUP BY step, pid, island
+),
+per_pid AS (
+    SELECT w.pid, COUNT(*) AS steps, SUM(w.wall_ns) AS wall_ns,
+           (SELECT SUM(idle_ns) FROM merged_idle AS i WHERE i.pid = w.pid) AS idle_ns,
+           (SELECT COUNT(*) FROM call_idle AS c WHERE c.pid = w.pid) AS calls,
+           (SELECT SUM(end_ns - start_ns) FROM call_idle AS c WHERE c.pid = w.pid) AS blocked_ns
+    FROM win AS w GROUP BY w.pid
+),
+per_api AS (
+    SELECT pid, string_agg(api || ' ' || n, ', ' ORDER BY n DESC, api) AS apis
+    FROM (SELECT pid, api, COUNT(*) AS n FROM call_idle GROUP BY pid, api) GROUP BY pid
+),
+call_layer AS (
+    SELECT c.pid, COALESCE(u.layer, '(outside user ranges)') AS range_path, SUM(c.idle_ns) AS idle_ns
+    FROM call_idle AS c
+    LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = c.runtime_id
+    LEFT JOIN nvtx_context AS x ON x.range_id = rn.range_id
+    LEFT JOIN user_range AS u ON u.range_id = x.user_range_id
+    GROUP BY c.pid, range_path
+),
+layers AS (
+    SELECT pid, string_agg(range_path, ', ' ORDER BY idle_ns DESC, range_path) AS layers
+    FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY pid ORDER BY idle_ns DESC, range_path) AS rank FROM call_layer)
+    WHERE rank <= 3 GROUP BY pid
+),
+threads AS (
+    SELECT c.pid, string_agg(DISTINCT COALESCE(t.thread_name, '?') || ' (' || c.tid || ')', ', '
+                      ORDER BY COALESCE(t.thread_name, '?') || ' (' || c.tid || ')') AS threads,
+           COUNT(DISTINCT c.tid) AS n
+    FROM call_idle AS c
+    LEFT JOIN (SELECT pid, tid, MIN(thread_name) AS thread_name FROM thread GROUP BY pid, tid) AS t
+           ON t.pid = c.pid AND t.tid = c.tid
+    GROUP BY c.pid
+),
+fired AS (
+    SELECT p.*, a.apis, l.layers, t.threads, t.n AS thread_count, s.label
+    FROM per_pid AS p
+    JOIN per_api AS a USING (pid)
+    JOIN threads AS t USING (pid)
+    JOIN step_label AS s USING (pid)
+    LEFT JOIN layers AS l USING (pid)
+    WHERE p.calls > 0 AND p.idle_ns > 0 AND 100.0 * p.idle_ns >= $min_pct * p.wall_ns
+),
+shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
+    SELECT *, list_transform([idle_ns / steps, blocked_ns / steps]::DOUBLE[],
+               lambda x: CASE WHEN x >= 1e9 THEN printf('%.2f s', x / 1e9) WHEN x >= 1e8 THEN printf('%.0f ms', x / 1e6)
+                          WHEN x >= 1e7 THEN printf('%.1f ms', x / 1e6) WHEN x >= 1e6 THEN printf('%.2f ms', x / 1e6)
+                          WHEN x >= 1e5 THEN printf('%.0f µs', x / 1e3) WHEN x >= 1e4 THEN printf('%.1f µs', x / 1e3)
+                          WHEN x >= 1e3 THEN printf('%.2f µs', x / 1e3) ELSE printf('%.0f ns', x) END) AS d
+    FROM fired
+)
+SELECT 'sync_in_step' AS rule,
+       printf('Host synchronization inside steps: GPU idle %s per step (%.1f%%)', d[1], 100.0 * idle_ns / wall_ns)
+         AS title,
+       label || ', thread' || CASE WHEN thread_count > 1 THEN 's ' ELSE ' ' END || threads
+         || CASE WHEN layers IS NOT NULL THEN ', in ' || layers ELSE '' END AS "where",
+       printf('%d synchronizing call%s in %d step%s (%s). ', calls, CASE WHEN calls = 1 THEN '' ELSE 's' END,
+              steps, CASE WHEN steps = 1 THEN '' ELSE 's' END, apis)
+         || CASE WHEN steps = 1 THEN 'They' ELSE 'Per step they' END
+         || printf(' blocked the CPU %s and left the GPU idle %s (%.1f%% of the step wall time), from their start '
+                   || 'until the GPU got work again.', d[2], d[1], 100.0 * idle_ns / wall_ns) AS evidence,
+       'Keep the step free of host synchronization: drop torch.cuda.synchronize(), .item(), .cpu(), .tolist() '
+         || 'and printing tensors inside it (read metrics every N steps, time with CUDA events), and copy with '
+         || 'non_blocking=True from pinned memory.' AS action,
+       CAST(idle_ns AS BIGINT) AS recoverable_ns,
+       100.0 * idle_ns / wall_ns AS recoverable_pct
+FROM shown
+ORDER BY recoverable_ns DESC, pid;

@@ -1,0 +1,470 @@
+"""The steady-state overview (steady_steps, step_breakdown, overview_gpus, step_stats, top_*), read plainly.
+
+Like tests/plainwalk.py this shares no SQL or code with nsysql: every figure is recomputed with sqlite3 and
+Python loops from the raw rows of the export (kernels, copies, sets, CUDA calls, OS runtime calls, NVTX events,
+TARGET_INFO_GPU, CUPTI synchronization records). The only input taken from nsysql is the list of step windows
+(analysis.steps, tested against plainwalk in test_steps.py); which of them are analysed is decided here.
+
+Conventions: pid = (globalTid >> 24) & 0xFFFFFF, tid = globalTid & 0xFFFFFF; correlationId is unique per process
+only; intervals are [start, end) in ns.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+import statistics
+from bisect import bisect_right
+from collections import defaultdict
+
+from plainwalk import EVAL, LIBRARY_DOMAINS, STEP_NAME, is_op_marker, merge, short_api, union_length
+
+WARMUP = re.compile(r"warm[ _-]?up", re.IGNORECASE)  # warmup, warm-up, warm_up, warm up
+DATA_NAMES = ("data", "dataloader", "data_loader", "data loading", "data_loading", "load_data", "load_batch",
+              "get_batch", "next_batch", "fetch_batch", "batch", "input", "input_pipeline")
+DATA_RANGE = re.compile("(" + "|".join(re.escape(n) for n in DATA_NAMES) + r")([ _#-]?[0-9]+)?", re.IGNORECASE)
+TENSOR_CORE = re.compile(r"hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|tensor[0-9]+x[0-9]+x[0-9]+"
+                         r"|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8", re.IGNORECASE)
+SYNC_APIS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
+             "cuStreamSynchronize", "cuEventSynchronize", "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemset",
+             "cudaMemset2D", "cudaMemset3D"}
+CATEGORIES = ("kernel_ns", "memcpy_ns", "memset_ns", "runtime_ns", "dataloader_ns", "cpu_exec_ns", "other_ns")
+
+
+def split_tid(gtid):
+    return (gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF
+
+
+class PlainExport:
+    """The raw rows the overview is made of, as plain Python lists and dicts."""
+
+    def __init__(self, path):
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        strings = dict(db.execute("SELECT id, value FROM StringIds"))
+        self.kernels = []
+        if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+            for row in db.execute(
+                    "SELECT rowid, start, end, deviceId, globalPid, correlationId, gridX, gridY, gridZ, blockX, "
+                    "blockY, blockZ, registersPerThread, staticSharedMemory, dynamicSharedMemory, demangledName, shortName "
+                    "FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+                rowid, s, e, dev, gpid, corr, gx, gy, gz, bx, by, bz, regs, smem_s, smem_d, dn, sn = row
+                self.kernels.append(dict(kind="kernel", id=rowid, start=s, end=e, device=dev, pid=split_tid(gpid)[0],
+                                         corr=corr, blocks=gx * gy * gz, threads=bx * by * bz, regs=regs or 0,
+                                         smem=(smem_s or 0) + (smem_d or 0), name=strings.get(dn),
+                                         short=strings.get(sn)))
+        self.ops = list(self.kernels)  # kernels, copies and sets
+        for kind, table in (("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"), ("memset", "CUPTI_ACTIVITY_KIND_MEMSET")):
+            if table in tables:
+                for rowid, s, e, dev, gpid, corr in db.execute(
+                        f"SELECT rowid, start, end, deviceId, globalPid, correlationId FROM {table}"):
+                    self.ops.append(dict(kind=kind, id=rowid, start=s, end=e, device=dev, pid=split_tid(gpid)[0],
+                                         corr=corr))
+        self.calls = []  # CUDA runtime/driver calls
+        self.call_of = {}  # (pid, correlationId) -> call
+        if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
+            for rowid, s, e, gtid, corr, name_id in db.execute(
+                    "SELECT rowid, start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME"):
+                pid, tid = split_tid(gtid)
+                call = dict(id=rowid, start=s, end=e, pid=pid, tid=tid, corr=corr, name=strings.get(name_id))
+                self.calls.append(call)
+                self.call_of[(pid, corr)] = call
+        self.osrt = []  # outermost OS runtime calls (nestingLevel 0), without the zero-length start/finish markers
+        if "OSRT_API" in tables:
+            for s, e, gtid in db.execute("SELECT start, end, globalTid FROM OSRT_API "
+                                         "WHERE nestingLevel = 0 AND eventClass NOT IN (31, 32)"):
+                pid, tid = split_tid(gtid)
+                self.osrt.append(dict(start=s, end=e, pid=pid, tid=tid))
+        # (pid, correlationId) of calls CUPTI recorded a CPU-blocking synchronization for: event, stream or
+        # context synchronize (CUPTI_ActivitySynchronizationType 1, 3, 4), not a GPU-side stream wait (2)
+        self.synced = set()
+        if "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" in tables:
+            blocking = {1, 3, 4}
+            if "ENUM_CUPTI_SYNC_TYPE" in tables:
+                blocking = {i for i, name in db.execute("SELECT id, name FROM ENUM_CUPTI_SYNC_TYPE")
+                            if name.endswith(("_EVENT_SYNCHRONIZE", "_STREAM_SYNCHRONIZE", "_CONTEXT_SYNCHRONIZE"))}
+            for gpid, corr, kind in db.execute(
+                    "SELECT globalPid, correlationId, syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"):
+                if kind in blocking:
+                    self.synced.add((split_tid(gpid)[0], corr))
+        self.gpus = {}
+        if "TARGET_INFO_GPU" in tables:
+            cols = ("id", "smCount", "maxWarpsPerSm", "maxBlocksPerSm", "maxRegistersPerSm", "maxShmemPerSm",
+                    "threadsPerWarp", "computeMajor")
+            for row in db.execute(f"SELECT {', '.join(cols)} FROM TARGET_INFO_GPU"):
+                self.gpus.setdefault(row[0], dict(zip(cols, row)))
+        self.ranges = []  # NVTX push/pop and start/end ranges
+        if "NVTX_EVENTS" in tables:
+            last = db.execute("SELECT MAX(MAX(start, COALESCE(end, start))) FROM NVTX_EVENTS "
+                              "WHERE eventType IN (59, 60, 70, 71)").fetchone()[0]
+            domains = {}
+            for gtid, dom, text, text_id in db.execute("SELECT globalTid, domainId, text, textId FROM NVTX_EVENTS "
+                                                       "WHERE eventType = 75 ORDER BY start"):
+                domains.setdefault((split_tid(gtid)[0], dom), text if text is not None else strings.get(text_id))
+            for rowid, s, e, gtid, end_gtid, text, text_id, dom in db.execute(
+                    "SELECT rowid, start, end, globalTid, endGlobalTid, text, textId, domainId FROM NVTX_EVENTS "
+                    "WHERE eventType IN (59, 60, 70, 71)"):
+                pid, tid = split_tid(gtid)
+                body = (text if text is not None else strings.get(text_id)) or ""
+                self.ranges.append(dict(id=rowid, start=s, end=e if e is not None else last, pid=pid, tid=tid,
+                                        text=body, domain=domains.get((pid, dom)) or "",
+                                        cross=end_gtid is not None))
+        db.close()
+
+    def user_ranges(self):
+        return [r for r in self.ranges if not is_op_marker(r["text"]) and r["domain"] not in LIBRARY_DOMAINS]
+
+
+# ---------------------------------------------------------------------------------------------
+# analysed windows (steady_steps)
+# ---------------------------------------------------------------------------------------------
+def plain_steady(steps, user_ranges, ops=(), calls_by_corr=None):
+    """steps: dicts with step, name, source, pid, tid, start_ns, end_ns (steps of `nsysql steps`); user_ranges:
+    dicts with pid, start, end, text. Returns steady_steps rows worked out by the header's rules, as dicts."""
+    warm = [r for r in user_ranges if WARMUP.search(r["text"])]
+    in_warm = {s["step"]: any(r["pid"] == s["pid"] and r["start"] <= s["start_ns"] < r["end"] for r in warm)
+               for s in steps}
+    all_warm = bool(steps) and all(in_warm.values())
+    slow_leading = set()
+    by_pid = defaultdict(list)
+    for s in sorted(steps, key=lambda s: s["step"]):
+        by_pid[s["pid"]].append(s)
+    for group in by_pid.values():
+        for k, s in enumerate(group):
+            later = [x["end_ns"] - x["start_ns"] for x in group[k + 1:]]
+            if not later or not s["end_ns"] - s["start_ns"] > 1.5 * statistics.median(later):
+                break
+            slow_leading.add(s["step"])
+    rows = []
+    for s in sorted(steps, key=lambda s: s["step"]):
+        reason = ("warmup_range" if in_warm[s["step"]] and not all_warm
+                  else "slow_leading_step" if s["step"] in slow_leading else None)
+        rows.append(dict(step=s["step"], name=s["name"], source=s["source"], pid=s["pid"], tid=s["tid"],
+                         start_ns=s["start_ns"], end_ns=s["end_ns"], wall_ns=s["end_ns"] - s["start_ns"],
+                         analysed=reason is None, excluded_because=reason))
+    if not steps and ops:
+        launched = defaultdict(int)
+        for o in ops:
+            call = calls_by_corr.get((o["pid"], o["corr"])) if calls_by_corr else None
+            if call is not None:
+                launched[(call["pid"], call["tid"])] += 1
+        if launched:
+            pid, tid = min(launched, key=lambda k: (-launched[k], k))
+            start, end = min(o["start"] for o in ops), max(o["end"] for o in ops)
+            rows.append(dict(step=0, name="GPU activity", source="gpu_span", pid=pid, tid=tid, start_ns=start,
+                             end_ns=end, wall_ns=end - start, analysed=True, excluded_because=None))
+    return rows
+
+
+def plain_step_stats(windows):
+    walls = {w["step"]: w["wall_ns"] for w in windows if w["analysed"]}
+    n = len(walls)
+    median = statistics.median(walls.values()) if n else None
+    return dict(analysed_steps=n, excluded_steps=sum(1 for w in windows if not w["analysed"]),
+                first_step=min(walls) if n else None, last_step=max(walls) if n else None,
+                total_ns=sum(walls.values()) if n else None, mean_ns=sum(walls.values()) / n if n else None,
+                median_ns=median, max_ns=max(walls.values()) if n else None,
+                outlier_steps=sorted(s for s, w in walls.items() if n >= 3 and w > 1.5 * median))
+
+
+# ---------------------------------------------------------------------------------------------
+# step time breakdown
+# ---------------------------------------------------------------------------------------------
+def is_data_range(text: str) -> bool:
+    return text.lower().startswith("enumerate(dataloader)") or DATA_RANGE.fullmatch(text) is not None
+
+
+def covers(islands, a, b) -> bool:
+    """Whether the merged, sorted islands cover the elementary segment [a, b)."""
+    i = bisect_right(islands, [a, float("inf")]) - 1
+    return i >= 0 and islands[i][0] <= a and islands[i][1] >= b
+
+
+def plain_breakdown(win, ops, calls, ranges, osrt):
+    """One analysed step's seven categories (ns). win: dict pid, tid, start_ns, end_ns; ops: dicts kind, pid, start,
+    end; calls: dicts pid, tid, start, end; ranges: dicts pid, tid, start, end, text, cross; osrt: outermost OS
+    runtime calls, dicts pid, tid, start, end. Elementary segments between all boundaries inside the step, each
+    given to the first category that holds in it."""
+    S, E, pid = win["start_ns"], win["end_ns"], win["pid"]
+
+    def clipped(items):
+        return [[max(x["start"], S), min(x["end"], E)] for x in items if x["start"] < E and x["end"] > S]
+
+    mine = [o for o in ops if o["pid"] == pid]
+    my_calls = [c for c in calls if c["pid"] == pid]
+    spans = {
+        "kernel_ns": clipped(o for o in mine if o["kind"] == "kernel"),
+        "memcpy_ns": clipped(o for o in mine if o["kind"] == "memcpy"),
+        "memset_ns": clipped(o for o in mine if o["kind"] == "memset"),
+        "runtime_ns": clipped(my_calls),
+        "dataloader_ns": clipped(r for r in ranges if r["pid"] == pid and r["tid"] == win["tid"] and not r["cross"]
+                                 and is_data_range(r["text"])),
+    }
+    threads = {win["tid"]} | {c["tid"] for c in my_calls if c["start"] < E and c["end"] > S}
+    waits = {t: clipped(x for x in osrt if x["pid"] == pid and x["tid"] == t) for t in threads}
+    bounds = {S, E}
+    for group in list(spans.values()) + list(waits.values()):
+        for s, e in group:
+            bounds.update((s, e))
+    islands = {k: merge(v) for k, v in spans.items()}
+    wait_islands = {t: merge(v) for t, v in waits.items()}
+    out = dict.fromkeys(CATEGORIES, 0)
+    points = sorted(bounds)
+    for a, b in zip(points, points[1:]):
+        cat = next((k for k in spans if covers(islands[k], a, b)), None)
+        if cat is None:
+            cat = "other_ns" if all(covers(wait_islands[t], a, b) for t in threads) else "cpu_exec_ns"
+        out[cat] += b - a
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# GPUs
+# ---------------------------------------------------------------------------------------------
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def occupancy(k, gpu):
+    """Theoretical occupancy (0..1) of a kernel by the CUDA occupancy calculator's limits, as the header states."""
+    warp = gpu["threadsPerWarp"] or 32
+    warps = ceil_div(k["threads"], warp)
+    limits = [gpu["maxBlocksPerSm"], gpu["maxWarpsPerSm"] // warps]
+    if k["regs"] > 0:
+        per_warp = ceil_div(k["regs"] * 32, 256) * 256
+        limits.append(gpu["maxRegistersPerSm"] // (warps * per_warp))
+    per_block = ceil_div(k["smem"] + (1024 if gpu["computeMajor"] >= 8 else 0), 128) * 128
+    if per_block > 0:
+        limits.append(gpu["maxShmemPerSm"] // per_block)
+    return min(limits) * warps / gpu["maxWarpsPerSm"]
+
+
+def is_tensor_core(name: str) -> bool:
+    return TENSOR_CORE.search(name) is not None and "f32f32" not in name.lower()
+
+
+def plain_gpus(ops, gpus, windows):
+    """{device: dict(window_ns, busy_ns, kernel_ns, utilization_pct, sm_efficiency_pct, achieved_occupancy_pct,
+    tensor_core_pct)} over the analysed windows. ops: PlainExport.ops (kernels with blocks, threads, regs, smem,
+    name); gpus: PlainExport.gpus (TARGET_INFO_GPU columns)."""
+    wins = [w for w in windows if w["analysed"]]
+    clipped = defaultdict(list)  # device -> [(op, clipped start, clipped end)]
+    users = defaultdict(set)  # device -> pids with an op in one of their windows
+    for w in wins:
+        for o in ops:
+            if o["pid"] == w["pid"] and o["start"] < w["end_ns"] and o["end"] > w["start_ns"]:
+                clipped[o["device"]].append((o, max(o["start"], w["start_ns"]), min(o["end"], w["end_ns"])))
+                users[o["device"]].add(w["pid"])
+    out = {}
+    for dev, items in clipped.items():
+        window_ns = sum(w["wall_ns"] for w in wins if w["pid"] in users[dev])
+        busy = union_length([(s, e) for _, s, e in items])
+        gpu = gpus.get(dev)  # None: no TARGET_INFO_GPU row, so SM count and per-SM limits unknown
+        kern = [(o, e - s) for o, s, e in items if o["kind"] == "kernel"]
+        kernel_ns = sum(d for _, d in kern)
+        util = 100.0 * busy / window_ns
+        sm = occ = None
+        if gpu is not None or not kern:
+            sm = 100.0 * sum(min(o["blocks"] / gpu["smCount"], 1) * d for o, d in kern) / window_ns
+            sm = min(sm, util)
+        if gpu is not None and kernel_ns:
+            occ = sum(occupancy(o, gpu) * d for o, d in kern) / kernel_ns * 100.0
+        tc = 100.0 * sum(d for o, d in kern if is_tensor_core(o["name"])) / kernel_ns if kernel_ns else None
+        out[dev] = dict(window_ns=window_ns, busy_ns=busy, kernel_ns=kernel_ns, utilization_pct=util,
+                        sm_efficiency_pct=sm, achieved_occupancy_pct=occ, tensor_core_pct=tc)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# top kernels, CUDA calls, operators
+# ---------------------------------------------------------------------------------------------
+def starts_in(x, wins):
+    return any(x["pid"] == w["pid"] and w["start_ns"] <= x["start"] < w["end_ns"] for w in wins)
+
+
+def plain_top_kernels(px: PlainExport, windows):
+    """{short name: dict(calls, total_ns, durations by demangled name)}."""
+    wins = [w for w in windows if w["analysed"]]
+    out = defaultdict(lambda: dict(calls=0, total_ns=0, by_name=defaultdict(int)))
+    for k in px.kernels:
+        if starts_in(k, wins):
+            row = out[k["short"] if k["short"] is not None else k["name"]]
+            row["calls"] += 1
+            row["total_ns"] += k["end"] - k["start"]
+            row["by_name"][k["name"]] += k["end"] - k["start"]
+    return dict(out)
+
+
+def is_synchronizing_name(name: str) -> bool:
+    return "Async" not in name and (name in SYNC_APIS or name.startswith("cuMemcpy") or name.startswith("cuMemset"))
+
+
+def plain_top_api(px: PlainExport, windows):
+    """{api short name: dict(calls, total_ns, max_ns, recorded sync)}."""
+    wins = [w for w in windows if w["analysed"]]
+    out = defaultdict(lambda: dict(calls=0, total_ns=0, max_ns=0, recorded=False))
+    for c in px.calls:
+        if starts_in(c, wins):
+            row = out[short_api(c["name"])]
+            row["calls"] += 1
+            row["total_ns"] += c["end"] - c["start"]
+            row["max_ns"] = max(row["max_ns"], c["end"] - c["start"])
+            row["recorded"] |= (c["pid"], c["corr"]) in px.synced
+    return dict(out)
+
+
+def encloses(p, r) -> bool:
+    """Whether range p holds range r on their thread (NVIDIA's tree: a range starting at the instant another one
+    ends is not inside it, unless that one is empty too)."""
+    if not (p["start"] <= r["start"] and r["end"] <= p["end"]):
+        return False
+    return not (r["start"] == p["end"] and p["start"] < p["end"])
+
+
+def thread_trees(ranges):
+    """{(pid, tid): ranges of the thread in (start, -end, id) order}, ranges ended on another thread left out."""
+    by_thread = defaultdict(list)
+    for r in ranges:
+        if not r["cross"]:
+            by_thread[(r["pid"], r["tid"])].append(r)
+    for rs in by_thread.values():
+        rs.sort(key=lambda r: (r["start"], -r["end"], r["id"]))
+    return by_thread
+
+
+def parents(by_thread):
+    """{range id: id of the innermost range of its thread holding it} (a stack walk in start order)."""
+    parent = {}
+    for rs in by_thread.values():
+        stack = []
+        for r in rs:
+            while stack and stack[-1]["end"] < r["start"]:
+                stack.pop()
+            holder = next((p for p in reversed(stack) if encloses(p, r)), None)
+            if holder is not None:
+                parent[r["id"]] = holder["id"]
+            stack.append(r)
+    return parent
+
+
+def enclosing_at_calls(by_thread, calls):
+    """{call id: ranges of its thread enclosing the whole call, outermost first}."""
+    out = {}
+    calls_by_thread = defaultdict(list)
+    for c in calls:
+        calls_by_thread[(c["pid"], c["tid"])].append(c)
+    for key, cs in calls_by_thread.items():
+        rs = by_thread.get(key, [])
+        stack, i = [], 0
+        for c in sorted(cs, key=lambda c: (c["start"], c["id"])):
+            while i < len(rs) and rs[i]["start"] <= c["start"]:
+                while stack and stack[-1]["end"] < rs[i]["start"]:
+                    stack.pop()
+                stack.append(rs[i])
+                i += 1
+            while stack and stack[-1]["end"] < c["start"]:
+                stack.pop()
+            out[c["id"]] = [r for r in stack if r["start"] <= c["start"] and r["end"] >= c["end"]]
+    return out
+
+
+def plain_top_ops(px: PlainExport, windows):
+    """{op name: dict(calls, device_self_ns, device_total_ns, host_self_ns, host_total_ns, shapes set)} over the
+    op markers (not evaluate_function wrappers) starting in an analysed step of their process; plus the GPU time
+    of the ops whose innermost op marker is one of them."""
+    wins = [w for w in windows if w["analysed"]]
+    by_thread = thread_trees(px.ranges)
+    parent = parents(by_thread)
+    stacks = enclosing_at_calls(by_thread, px.calls)
+    self_dev = defaultdict(int)  # marker id -> GPU time of ops whose launching call's innermost op marker it is
+    for o in px.ops:
+        call = px.call_of.get((o["pid"], o["corr"]))
+        if call is None:
+            continue
+        markers = [r for r in stacks.get(call["id"], []) if is_op_marker(r["text"]) and not r["text"].startswith(EVAL)]
+        if markers:
+            self_dev[markers[-1]["id"]] += o["end"] - o["start"]
+    counted = [r for r in px.ranges if is_op_marker(r["text"]) and not r["text"].startswith(EVAL)
+               and starts_in(r, wins)]
+    child_ns = defaultdict(int)
+    for r in px.ranges:
+        if r["id"] in parent and is_op_marker(r["text"]):
+            child_ns[parent[r["id"]]] += r["end"] - r["start"]
+    out = defaultdict(lambda: dict(calls=0, device_self_ns=0, device_total_ns=0, host_self_ns=0, host_total_ns=0,
+                                   shapes=defaultdict(int)))
+    position = {r["id"]: (key, i) for key, rs in by_thread.items() for i, r in enumerate(rs)}
+    for m in counted:
+        inside = [m]  # m and the ranges of its thread it holds: they follow it in (start, -end, id) order
+        if m["id"] in position:
+            key, i = position[m["id"]]
+            rs = by_thread[key]
+            for j in range(i + 1, len(rs)):
+                r = rs[j]
+                if r["start"] > m["end"]:
+                    break
+                if encloses(m, r):
+                    inside.append(r)
+        row = out[m["text"].split(", ")[0]]
+        row["calls"] += 1
+        row["device_self_ns"] += self_dev[m["id"]]
+        row["device_total_ns"] += sum(self_dev[r["id"]] for r in inside)
+        row["host_total_ns"] += m["end"] - m["start"]
+        row["host_self_ns"] += m["end"] - m["start"] - child_ns[m["id"]]
+        sizes = ""
+        if ", sizes = " in m["text"]:
+            sizes = m["text"].split(", sizes = ", 1)[1].split(", input_op_ids = ", 1)[0]
+        row["shapes"][sizes or None] += self_dev[m["id"]]
+    return dict(out), sum(self_dev[m["id"]] for m in counted)
+
+
+def plain_top_ranges(px: PlainExport, windows):
+    """top_ops without op markers: {layer path: dict(calls, device_ns, host_ns)} over the innermost user ranges
+    (no user range inside them; not a step range) starting in an analysed step of their process. A GPU op's
+    range is the innermost user range around its launching call on its thread, or, on a thread without user
+    ranges of its own (PyTorch's autograd thread), the innermost user range open across the whole call on the
+    one other thread of the process that has one. For exports without any op marker (no seq links)."""
+    wins = [w for w in windows if w["analysed"]]
+    users = [r for r in px.ranges if not is_op_marker(r["text"]) and r["domain"] not in LIBRARY_DOMAINS]
+    by_thread = thread_trees(users)
+    user_parent = parents(by_thread)
+    has_child = set(user_parent.values())
+    by_id = {r["id"]: r for r in users}
+
+    def path(r):
+        chain = [r]
+        while chain[-1]["id"] in user_parent:
+            chain.append(by_id[user_parent[chain[-1]["id"]]])
+        texts = [x["text"] for x in reversed(chain)]
+        if len(texts) > 1 and STEP_NAME.fullmatch(texts[0]):
+            texts = texts[1:]
+        return "/".join(texts)
+
+    threads_with_users = {(r["pid"], r["tid"]) for r in users}
+    stacks = enclosing_at_calls(by_thread, px.calls)
+    layer_ns = defaultdict(int)  # user range id -> GPU time
+    for o in px.ops:
+        c = px.call_of.get((o["pid"], o["corr"]))
+        if c is None:
+            continue
+        own = stacks.get(c["id"])
+        if own:
+            layer_ns[own[-1]["id"]] += o["end"] - o["start"]
+        elif (c["pid"], c["tid"]) not in threads_with_users:
+            found = set()
+            for (pid, tid), rs in by_thread.items():
+                if pid != c["pid"] or tid == c["tid"]:
+                    continue
+                open_ = [r for r in rs if r["start"] <= c["start"] < r["end"]]
+                if open_ and open_[-1]["end"] >= c["end"]:
+                    found.add(open_[-1]["id"])
+            if len(found) == 1:
+                layer_ns[found.pop()] += o["end"] - o["start"]
+    out = defaultdict(lambda: dict(calls=0, device_ns=0, host_ns=0))
+    for r in users:
+        top = r["id"] not in user_parent
+        if r["id"] in has_child or (top and STEP_NAME.fullmatch(r["text"])) or not starts_in(r, wins):
+            continue
+        row = out[path(r)]
+        row["calls"] += 1
+        row["device_ns"] += layer_ns[r["id"]]
+        row["host_ns"] += r["end"] - r["start"]
+    return dict(out)

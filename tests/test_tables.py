@@ -1,0 +1,133 @@
+"""Every table-printing command's default output at 80 columns: no line wider than 80, one line per row (no cell
+folds), numbers whole, and the times the tables show count from the same origin as `nsysql plot`."""
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from nsysql.cli import app
+from nsysql.render import TABLE_ROWS
+
+runner = CliRunner()
+MAIN = "gpt-tiny-train-w18s3"
+A, B = "gpt-tiny-train-fp32", "gpt-tiny-train-bf16"
+REPORTS = ["cuda_api_sum", "cuda_gpu_kern_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_mem_time_sum", "cuda_kern_exec_sum",
+           "nvtx_gpu_proj_sum", "nvtx_kern_sum", "nvtx_sum", "osrt_sum"]
+# (arguments before the export, after it, rows capped at TABLE_ROWS in table output)
+COMMANDS = [
+    (["steps"], [], False),
+    (["overhead"], [], False), (["overhead"], ["--by", "kernel"], False), (["overhead"], ["--by", "thread"], False),
+    (["memcpy"], [], False), (["memcpy"], ["--by", "range"], False), (["memcpy"], ["--by", "stream"], False),
+    (["gaps"], [], True), (["gaps"], ["--threads"], True), (["utilization"], [], True),
+    (["kernels"], [], True), (["kernels"], ["--style", "pyprof"], True),
+    (["layers"], [], False), (["layers"], ["--depth", "2", "--merge-repeats"], False),
+    (["efficiency"], [], True), (["efficiency"], ["--by", "layer"], True),
+    *[(["report", name], [], False) for name in REPORTS],
+    (["sql"], ["SELECT * FROM kernels ORDER BY start_ns LIMIT 50"], True),
+]
+FOOTER = re.compile(r"[\d,]+ more rows; |.*: ms since the capture start$|\d+ columns? hidden to fit \d+ columns|"
+                    r"coverage: ")
+NUMBER = re.compile(r"^[<>]?-?\d+(,\d+)*(\.\d+)?$")
+GROUPED = re.compile(r"^[<>]?-?\d{1,3}(,\d{3})*(\.\d+)?$")
+
+
+def run(args, cache_dir, columns="80"):
+    res = runner.invoke(app, [str(a) for a in args] + ["--cache-dir", str(cache_dir)], env={"COLUMNS": columns})
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def rows_of(text: str) -> tuple[list[str], list[str]]:
+    """(row lines, footer lines) of a table: the lines after the rule under the header."""
+    lines = text.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.startswith("─"))
+    body = lines[rule + 1:]
+    n = next((i for i, line in enumerate(body) if FOOTER.match(line)), len(body))
+    return body[:n], body[n:]
+
+
+def csv_rows(args, cache_dir) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(run([*args, "-f", "csv"], cache_dir))))
+
+
+def check_table(text: str, expected_rows: int, width: int = 80):
+    lines = text.splitlines()
+    too_wide = [line for line in lines if len(line) > width]
+    assert not too_wide, too_wide[:3]
+    rows, footer = rows_of(text)
+    assert len(rows) == expected_rows, (len(rows), expected_rows, text[:2000])
+    assert all(FOOTER.match(line) or line.startswith("  ") for line in footer), footer  # (wrapped coverage)
+    for row in rows:  # a number is whole: grouped by thousands (or a plain id), never cut into pieces
+        for token in row.split():
+            if NUMBER.match(token) and ("," in token or "." in token):
+                assert GROUPED.match(token), (token, row)
+
+
+@pytest.mark.parametrize("before,after,capped", COMMANDS, ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_default_table_at_80_columns(export_files, cache_dir, before, after, capped):
+    path = export_files[MAIN]
+    rows = csv_rows([*before, path, *after], cache_dir)
+    text = run([*before, path, *after], cache_dir)
+    check_table(text, min(len(rows), TABLE_ROWS) if capped else len(rows))
+    if capped and len(rows) > TABLE_ROWS:
+        assert f"{len(rows) - TABLE_ROWS:,} more rows; " in text
+
+
+@pytest.mark.parametrize("by", ["range", "kernel", "layer"])
+def test_diff_table_at_80_columns(export_files, cache_dir, by):
+    args = ["diff", export_files[A], export_files[B], "--by", by]
+    rows = csv_rows(args, cache_dir)
+    check_table(run(args, cache_dir), min(len(rows), TABLE_ROWS))
+
+
+def test_several_exports_at_80_columns(export_files, cache_dir):
+    for cmd in (["steps"], ["report", "cuda_gpu_kern_sum"], ["overhead", "--by", "thread"]):
+        args = [*cmd, export_files[A], export_files[B]]
+        rows = csv_rows(args, cache_dir)
+        check_table(run(args, cache_dir), len(rows))
+
+
+def test_piped_output_is_100_wide_and_wide_shows_everything(export_files, cache_dir):
+    path = export_files[MAIN]
+    res = runner.invoke(app, ["overhead", str(path), "--cache-dir", str(cache_dir)], env={"COLUMNS": None})
+    assert res.exit_code == 0 and max(map(len, res.stdout.splitlines())) <= 100
+    assert "\x1b" not in res.stdout  # no colour into a pipe
+    wide = run(["steps", path, "--wide"], cache_dir)
+    assert "hidden" not in wide and "range_id" in wide and "off_thread_ops" in wide
+
+
+def test_steps_values_in_ms_since_the_plot_origin(export_files, cache_dir, opened):
+    """The table's start is the csv's start_ns in ms since the capture start, the zero of `nsysql plot`."""
+    path = export_files[MAIN]
+    origin = opened[MAIN].run("analysis.plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
+    rows = csv_rows(["steps", path], cache_dir)
+    table, _ = rows_of(run(["steps", path], cache_dir, columns="200"))
+    for row, line in zip(rows, table):
+        cells = line.split()
+        assert f"{(int(row['start_ns']) - origin) / 1e6:,.3f}" in cells
+        assert f"{int(row['wall_ns']) / 1e6:,.3f}" in cells
+    assert "start, end: ms since the capture start" in run(["steps", path], cache_dir, columns="200")
+
+
+def test_origin_falls_back_when_analysis_details_is_on_another_clock(tmp_path):
+    """Nsight Systems 2022.4 wrote ANALYSIS_DETAILS on another clock than the events: the origin is then the first
+    event, so times stay positive and `nsysql plot timeline` finds its ranges."""
+    import nsysql
+    from conftest import FIXTURES
+    with nsysql.open(FIXTURES / "cpu-nvtx-osrt-nsys2022.4" / "export.sqlite.xz", cache_dir=tmp_path) as ex:
+        origin = ex.run("analysis.plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
+        first = ex.sql("SELECT MIN(start_ns) AS t FROM nvtx_range")["t"][0]
+        assert ex.sql("SELECT MIN(start_ns) AS t FROM capture_span")["t"][0] > first  # the other clock
+        assert origin == first
+
+
+def test_kernels_table_is_capped_but_csv_is_not(export_files, cache_dir):
+    path = export_files[MAIN]
+    text = run(["kernels", path], cache_dir)
+    total = len(csv_rows(["kernels", path], cache_dir))
+    assert total > TABLE_ROWS
+    assert f"{total - TABLE_ROWS:,} more rows; -f csv, or -f parquet -o FILE, for all" in text
