@@ -329,7 +329,8 @@ def _top_tables(ov: Overview, width: int, top: int, color: bool, wide: bool) -> 
         title = ("Top operators by GPU self time (PyTorch op markers)" if is_op
                  else "Top innermost NVTX ranges by GPU time (no op markers in the steps)")
         out += to_table(ops.select(cols), title=title, columns="analysis.top_ops", width=width, color=color,
-                        wide=wide, optional=("shapes", "host_total_ns", "device_total_ns")).rstrip("\n").split("\n")
+                        wide=wide, optional=("shapes", "host_total_ns", "device_total_ns"),
+                        text_min={"name": 26}).rstrip("\n").split("\n")
     kern = ov.top_kernels.head(top)
     if kern.height:
         out += [""] * bool(out) + to_table(kern.select("short_name", "calls", "total_ns", "avg_ns", "pct"),

@@ -21,7 +21,7 @@ import duckdb
 from . import catalog
 from .engine import quote_ident, quote_literal
 
-VIEW_GROUPS = ("reports", "analysis")
+VIEW_GROUPS = ("reports", "analysis", "findings")
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 _VALUE = r"(?P<v>'[^']*'|\"[^\"]*\"|[^\s,;)]+)"
 
@@ -43,7 +43,7 @@ def catalog_views(taken: set[str]) -> list[CatalogView]:
     used = {t.lower() for t in taken}
     views = []
     for group in VIEW_GROUPS:
-        for q in catalog.group(group):
+        for q in _inputs_first(catalog.group(group)):
             name, notes = q.name, []
             if name.lower() in used:
                 notes.append(f"named {group}_{name}: {name} is already a table or view")
@@ -54,6 +54,25 @@ def catalog_views(taken: set[str]) -> list[CatalogView]:
                 notes.append(param_note)
             views.append(CatalogView(q, name, sql, "; ".join(notes)))
     return views
+
+
+def _inputs_first(queries: list[catalog.Query]) -> list[catalog.Query]:
+    """The queries in name order, except that an analysis another one reads (`requires: analysis.X`) comes
+    before it: a view can only be created once the views it selects from exist."""
+    by_id = {q.id: q for q in queries}
+    ordered: list[catalog.Query] = []
+
+    def visit(q: catalog.Query) -> None:
+        if q in ordered:
+            return
+        for dep in q.requires:
+            if dep in by_id and dep != q.id:
+                visit(by_id[dep])
+        ordered.append(q)
+
+    for q in queries:
+        visit(q)
+    return ordered
 
 
 def create_views(con: duckdb.DuckDBPyConnection, views: list[CatalogView], *, temporary: bool = False,
