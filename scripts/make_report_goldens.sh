@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# NVIDIA's CSVs for every `nsys stats` report and `nsys analyze` rule, from the fixtures already in the repo,
+# ON THE GPU MACHINE (device tool), from the repository root:
+#
+#   source .gpu/device-env.sh && bash scripts/make_report_goldens.sh
+#
+# For each fixtures/<name>/export.sqlite.xz (not the NOT_GOLDEN ones): unpack it, run `nsys stats` with every
+# report below besides the nine the fixtures already have (`-f csv`, report arguments such as
+# cuda_gpu_kern_sum:base included) and `nsys analyze` with every rule, fixtures in parallel, and write
+# $OUT/goldens.tar.xz holding <name>/nsys-stats_<report>.csv, <name>/nsys-analyze_<rule>.csv (the file names
+# nsys gives them) and the logs.
+set -uo pipefail
+: "${OUT:?set OUT to the folder to write into}"
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WORK=$(mktemp -d /tmp/nsysql-goldens.XXXXXX)
+REPORTS=(cuda_api_gpu_sum cuda_api_trace cuda_gpu_kern_gb_sum cuda_gpu_sum cuda_gpu_trace cuda_kern_exec_trace
+         nvtx_gpu_proj_trace nvtx_pushpop_sum nvtx_pushpop_trace nvtx_startend_sum
+         mpi_event_sum mpi_event_trace mpi_msg_size_sum openmp_sum openacc_sum syscall_sum
+         um_sum um_total_sum um_cpu_page_faults_sum
+         cuda_gpu_kern_sum:base cuda_gpu_kern_sum:mangled cuda_gpu_kern_sum:nvtx-name
+         cuda_kern_exec_sum:base cuda_kern_exec_sum:mangled)
+RULES=(cuda_api_sync cuda_memcpy_async cuda_memcpy_sync cuda_memset_sync gpu_gaps gpu_time_util)
+echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nsys --version)"
+one_fixture() {  # all reports in one `nsys stats` call, all rules in one `nsys analyze` call
+  local dir=$1 name out
+  name=$(basename "$dir"); out="$WORK/$name"; mkdir -p "$out"
+  xz -dc "$dir/export.sqlite.xz" > "$out/export.sqlite"
+  timeout 500 nsys stats -r "$(IFS=,; echo "${REPORTS[*]}")" -f csv -o "$out/nsys-stats" --force-overwrite true \
+    "$out/export.sqlite" > "$out/stats.log" 2>&1
+  timeout 300 nsys analyze -r "$(IFS=,; echo "${RULES[*]}")" -f csv -o "$out/nsys-analyze" --force-overwrite true \
+    "$out/export.sqlite" > "$out/analyze.log" 2>&1
+  rm -f "$out"/export.sqlite*
+  echo "$name: $(ls "$out" | grep -c '\.csv$') CSVs"
+}
+for dir in "$REPO"/fixtures/*/; do
+  [ -f "$dir/NOT_GOLDEN" ] && continue
+  [ -f "$dir/export.sqlite.xz" ] || continue
+  one_fixture "$dir" &
+done
+wait
+tar -cJf "$OUT/goldens.tar.xz" -C "$WORK" .
+ls -la "$OUT"
