@@ -1,11 +1,13 @@
-"""Time `nsysql summarize` cold (empty cache) and warm on an export replicated N times.
+"""Time `nsysql summarize` cold (empty cache), warm and answered on an export replicated N times.
 
     python bench/bench_summarize.py BASE.sqlite[.xz] --copies 20 200 [--skip OSRT_API] [--workdir DIR]
 
-For each N: bench/replicate.py builds the N-copy export, then `nsysql summarize` runs in a
-child process twice with a fresh cache directory (cold: normalize + summarize) and once more
-with the filled cache (warm). Wall time and the child's peak RSS (ru_maxrss) are printed as a
-Markdown table, with the row counts of the replicated export, for docs/performance.md.
+For each N: bench/replicate.py builds the N-copy export, then `nsysql summarize` runs in a child process
+three times: with a fresh cache directory (cold: normalize + summarize), with the normalized cache but its
+stored answers removed (warm: every section recomputed from the tables), and once more (answered: the
+sections read from the answers the warm run stored, nsysql/answers.py). Wall time and the child's peak RSS
+(ru_maxrss) are printed as a Markdown table, with the row counts of the replicated export, for
+docs/performance.md.
 """
 from __future__ import annotations
 
@@ -42,9 +44,10 @@ def measured(cmd: list[str], env: dict) -> tuple[float, int]:
 def counts(path: Path) -> dict[str, int]:
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     out = {}
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for label, table in (("kernels", "CUPTI_ACTIVITY_KIND_KERNEL"), ("runtime", "CUPTI_ACTIVITY_KIND_RUNTIME"),
-                         ("nvtx", "NVTX_EVENTS")):
-        out[label] = db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                         ("nvtx", "NVTX_EVENTS"), ("osrt", "OSRT_API")):
+        out[label] = db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] if table in tables else 0
     return out
 
 
@@ -66,8 +69,9 @@ def main() -> None:
         base = plain
     env = dict(os.environ)
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    print("| copies | kernels | runtime calls | NVTX events | cold s | cold peak RSS MiB | warm s | warm peak RSS MiB |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| copies | kernels | runtime calls | NVTX events | OS runtime calls | cold s | cold peak RSS MiB | warm s "
+          "| warm peak RSS MiB | answered s | answered peak RSS MiB |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     results = {}
     for n in a.copies:
         export = work / f"x{n}.sqlite"
@@ -79,10 +83,13 @@ def main() -> None:
         shutil.rmtree(cache, ignore_errors=True)
         cmd = [a.nsysql, "summarize", str(export), "--format", "json", "--cache-dir", str(cache)]
         cold, cold_rss = measured(cmd, env)
+        for stored in cache.glob("*.answers"):
+            shutil.rmtree(stored)
         warm, warm_rss = measured(cmd, env)
+        answered, answered_rss = measured(cmd, env)
         results[n] = cold
-        print(f"| {n} | {c['kernels']} | {c['runtime']} | {c['nvtx']} | {cold:.2f} | {cold_rss} | {warm:.2f} | {warm_rss} |",
-              flush=True)
+        print(f"| {n} | {c['kernels']} | {c['runtime']} | {c['nvtx']} | {c['osrt']} | {cold:.2f} | {cold_rss} "
+              f"| {warm:.2f} | {warm_rss} | {answered:.2f} | {answered_rss} |", flush=True)
     if len(results) >= 2:
         lo, hi = min(results), max(results)
         print(f"\ncold time ratio {hi}x/{lo}x = {results[hi] / results[lo]:.1f} (linear would be {hi / lo:.0f})")

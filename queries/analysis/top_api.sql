@@ -31,8 +31,8 @@ calls AS (  -- calls starting in an analysed step (a hash join on the step's tim
 )
 SELECT api_name, COUNT(*) AS calls, CAST(SUM(dur) AS BIGINT) AS total_ns, AVG(dur) AS avg_ns,
        CAST(MAX(dur) AS BIGINT) AS max_ns, 100.0 * SUM(dur) / NULLIF(SUM(SUM(dur)) OVER (), 0) AS pct,
-       BOOL_OR(recorded) OR regexp_matches(api_name,
+       COALESCE(BOOL_OR(recorded), false) OR COALESCE(regexp_matches(api_name,
            '^(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|cuCtxSynchronize|cuStreamSynchronize|cuEventSynchronize|cudaMemcpy|cudaMemcpy[23]D|cudaMemset|cudaMemset[23]D|cuMemcpy[A-Za-z0-9]*|cuMemsetD[0-9A-Za-z]*)$')
-         AND NOT contains(api_name, 'Async') AS synchronizing
+         AND NOT contains(api_name, 'Async'), false) AS synchronizing
 FROM calls GROUP BY api_name
 ORDER BY total_ns DESC, api_name;

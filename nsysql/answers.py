@@ -1,0 +1,76 @@
+"""Answers kept beside an export's cached DuckDB file: a query's result as a small Parquet file, so that a
+repeated command reads it back instead of recomputing over the million-row tables.
+
+An answer is keyed by the query's SQL, the SQL of every analysis it reads (`requires: analysis.X`, at any
+depth) and its parameters; the cached DuckDB file it sits beside is itself keyed by the export's identity and
+the normalize SQL. So an answer is reused only for the same export, the same normalized tables, the same
+query text and the same parameters: editing any of them computes afresh.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from . import catalog
+
+SUFFIX = ".answers"
+
+
+def directory(cache_path: Path) -> Path:
+    """Where the answers of the cached DuckDB file `cache_path` live."""
+    return cache_path.with_name(cache_path.name + SUFFIX)
+
+
+def key(query: catalog.Query, params: dict) -> str:
+    text = [query.sql] + [catalog.get(dep).sql for dep in sorted(_inputs(query))]
+    text.append(json.dumps(params, sort_keys=True, default=repr))
+    return hashlib.sha256("\0".join(text).encode()).hexdigest()[:24]
+
+
+def _inputs(query: catalog.Query) -> set[str]:
+    """Every analysis the query reads, directly or through another one."""
+    found: set[str] = set()
+    pending = [r for r in query.requires if r.startswith("analysis.")]
+    while pending:
+        dep = pending.pop()
+        if dep not in found:
+            found.add(dep)
+            pending += [r for r in catalog.get(dep).requires if r.startswith("analysis.")]
+    return found
+
+
+def path(cache_path: Path, query: catalog.Query, params: dict) -> Path:
+    return directory(cache_path) / f"{query.id}-{key(query, params)}.parquet"
+
+
+def load(cache_path: Path, query: catalog.Query, params: dict) -> pl.DataFrame | None:
+    """The stored answer, or None when there is none (or it cannot be read: then it is recomputed)."""
+    file = path(cache_path, query, params)
+    if not file.is_file():
+        return None
+    try:
+        return pl.read_parquet(file)
+    except (OSError, pl.exceptions.PolarsError):
+        return None
+
+
+def store(cache_path: Path, query: catalog.Query, params: dict, frame: pl.DataFrame) -> None:
+    """Keep `frame` as the answer; a cache directory that cannot be written to only costs the speed-up."""
+    file = path(cache_path, query, params)
+    try:
+        file.parent.mkdir(exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".answer-", suffix=".parquet", dir=file.parent)
+        os.close(fd)
+        try:
+            frame.write_parquet(tmp)
+            os.replace(tmp, file)  # atomic: a concurrent reader sees the old answer or the whole new one
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except (OSError, pl.exceptions.PolarsError):
+        pass

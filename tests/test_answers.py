@@ -1,0 +1,95 @@
+"""Answers kept beside the cache: a repeated query reads its stored result; any change recomputes."""
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+import nsysql
+from conftest import FIXTURES
+from nsysql import answers, catalog
+
+EXPORT = FIXTURES / "gpt-tiny-train-w18s3" / "export.sqlite.xz"
+
+
+class Counting:
+    """Wraps an export's DuckDB connection and records the SQL it runs."""
+
+    def __init__(self, con):
+        self.con, self.statements = con, []
+
+    def execute(self, sql, *args, **kwargs):
+        self.statements.append(sql)
+        return self.con.execute(sql, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+
+def reopen(cache_dir):
+    ex = nsysql.open(EXPORT, cache_dir=cache_dir)
+    ex.con = Counting(ex.con)
+    return ex
+
+
+def test_second_run_reads_the_stored_answer(tmp_path):
+    with reopen(tmp_path) as ex:
+        first = ex.run("analysis.step_breakdown")
+        assert ex.con.statements, "the first run computes"
+    with reopen(tmp_path) as ex:
+        again = ex.run("analysis.step_breakdown")
+        assert ex.con.statements == [], "the second run reads the answer"
+    assert again.equals(first) and again.schema == first.schema
+
+
+def test_parameters_and_sql_are_part_of_the_key(tmp_path):
+    q = catalog.get("findings.gpu_idle_in_step")
+    with reopen(tmp_path) as ex:
+        ex.findings()
+        low = ex.run(q.id, min_idle_pct=1.0)
+        high = ex.run(q.id, min_idle_pct=99.9)
+    assert low.height == 1 and high.height == 0  # each threshold its own answer, not the first one stored
+    changed = catalog.Query(q.id, q.version, q.purpose, q.requires, q.params, q.columns, q.sql + "\n-- edited",
+                            q.path, q.meta)
+    params = {"min_idle_pct": 1.0}
+    assert answers.key(changed, params) != answers.key(q, params)
+    # an analysis it reads changes its key too
+    step_label = catalog.get("analysis.step_label")
+    assert "analysis.step_label" in answers._inputs(q) and "analysis.steps" in answers._inputs(step_label)
+
+
+def test_cached_summarize_runs_no_query(tmp_path):
+    """Issue 12's guard: once the answers exist, `summarize` reads them and queries no table."""
+    from nsysql import summary
+    with reopen(tmp_path) as ex:
+        summary.build_summary(ex, full=True)
+    with reopen(tmp_path) as ex:
+        summary.build_summary(ex, full=True)
+        assert ex.con.statements == []
+
+
+def test_unwritable_cache_directory_only_costs_the_speed_up(tmp_path, monkeypatch):
+    with reopen(tmp_path) as ex:
+        expected = ex.run("analysis.top_kernels")
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", lambda *a, **k: (_ for _ in ()).throw(OSError("read-only")))
+    fresh = tmp_path / "other"
+    with reopen(fresh) as ex:
+        assert ex.run("analysis.top_kernels").equals(expected)
+    assert not any(answers.directory(p).exists() and any(answers.directory(p).iterdir())
+                   for p in fresh.glob("*.duckdb"))
+
+
+@pytest.mark.parametrize("group", ["reports", "analysis", "findings"])
+def test_every_answer_round_trips_exactly(tmp_path, group):
+    from nsysql.errors import NsysqlError
+    from nsysql.views import _NO_DEFAULT, param_defaults
+    with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
+        for q in catalog.group(group):
+            params = param_defaults(q)
+            if any(v is _NO_DEFAULT for v in params.values()):
+                continue
+            try:
+                df = ex.run(q.id, **params)
+            except NsysqlError:
+                continue
+            back = answers.load(ex.cache_path, q, q.bound_params(params))
+            assert back is not None and back.equals(df) and back.schema == df.schema, q.id
