@@ -12,6 +12,8 @@ from pathlib import Path
 
 import duckdb
 
+from .inputs import safe_name
+
 CACHE_ENV = "NSYSQL_CACHE_DIR"
 _PROBE = 64 * 1024
 
@@ -40,8 +42,9 @@ def cache_key(path: Path, views_version: str) -> str:
         str(path.resolve()), str(st.st_size), str(st.st_mtime_ns), content_probe(path),
         views_version, duckdb.__version__,
     ])
-    return hashlib.sha256(ident.encode()).hexdigest()[:32]
+    return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()[:32]  # non-UTF-8 names too
 
 
 def cache_file(cache_dir: Path, path: Path, views_version: str) -> Path:
-    return cache_dir / f"{path.stem}-{cache_key(path, views_version)}.duckdb"
+    # the name is only a hint for people; the key identifies the export, so a 250-byte or non-UTF-8 name is cut
+    return cache_dir / f"{safe_name(path.stem)}-{cache_key(path, views_version)}.duckdb"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -15,42 +16,81 @@ try:  # newer typer vendors click as typer._click; older ones use click itself
 except ImportError:  # pragma: no cover
     from click import exceptions as click_errors
 
-from . import catalog
+from . import catalog, signals
 from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, gather,
                               open_export, user_errors)
 from .errors import NsysqlError
 from .formats import Format
 
 class OneLineErrors(TyperGroup):
-    """Usage errors (a missing option, a bad choice, a value out of range) as one line and exit code 1,
-    like every other nsysql error, instead of click's boxed usage text and exit code 2."""
+    """The CLI's one error boundary. Usage errors (a missing option, a bad choice, a value out of range) as one
+    line and exit code 1, like every other nsysql error, instead of click's boxed usage text and exit code 2.
+    Anything else a command raises is caught in `invoke`, before typer's own handling (which differs between
+    typer versions): one `Error:` line and exit 1 (`--debug` or NSYSQL_DEBUG: the real traceback instead);
+    Ctrl-C / SIGTERM / SIGHUP: one line and 128 + the signal; a closed stdout pipe: quiet, 141 (nsysql/signals.py)."""
+
+    _debug = False
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click_errors.NoArgsIsHelpError as exc:
-            typer.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
-            sys.exit(0)
-        except click_errors.UsageError as exc:
-            where = exc.ctx.command_path if exc.ctx else "nsysql"
-            typer.echo(f"Error: {exc.format_message().rstrip('.')}; see `{where} --help`", err=True)
-            sys.exit(1)
-        except click_errors.ClickException as exc:
-            typer.echo(f"Error: {exc.format_message()}", err=True)
-            sys.exit(1)
-        except KeyboardInterrupt:
-            typer.echo("Interrupted.", err=True)
-            sys.exit(130)
-        except Exception as exc:  # a bug or an input nothing anticipated: one line unless --debug
-            words = sys.argv[1:] if args is None else list(args)
-            if "--debug" in words or os.environ.get("NSYSQL_DEBUG"):
-                raise
-            what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            typer.echo(f"Error: {what} ({type(exc).__name__}); rerun with --debug for the traceback", err=True)
-            sys.exit(1)
+        words = sys.argv[1:] if args is None else list(args)
+        self._debug = "--debug" in words or bool(os.environ.get("NSYSQL_DEBUG"))
+        try:  # a file name that is not UTF-8 is printed back as the bytes it is, as ls and find do
+            sys.stdout.reconfigure(errors="surrogateescape")
+        except (AttributeError, ValueError):
+            pass
+        with signals.handled():
+            try:
+                code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            except click_errors.NoArgsIsHelpError as exc:
+                typer.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
+                sys.exit(0)
+            except click_errors.UsageError as exc:
+                where = exc.ctx.command_path if exc.ctx else "nsysql"
+                typer.echo(f"Error: {exc.format_message().rstrip('.')}; see `{where} --help`", err=True)
+                sys.exit(1)
+            except click_errors.ClickException as exc:
+                typer.echo(f"Error: {exc.format_message()}", err=True)
+                sys.exit(1)
+            except (Exception, KeyboardInterrupt) as exc:  # raised outside a command (e.g. while parsing)
+                sys.exit(self._fail(exc))
         sys.exit(code if isinstance(code, int) else 0)
+
+    def invoke(self, ctx):
+        try:
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # a reader that went away shows up here at the latest
+            return result
+        except (typer.Exit, typer.Abort, click_errors.ClickException):
+            raise  # typer's own control flow and usage errors: handled in main
+        except (Exception, KeyboardInterrupt) as exc:
+            raise SystemExit(self._fail(exc)) from None
+
+    def _fail(self, exc: BaseException) -> int:
+        """Report `exc` on stderr and return the exit status."""
+        if isinstance(exc, BrokenPipeError):
+            signals.quiet_stdout()
+            return signals.BROKEN_PIPE_EXIT
+        if signals.received() or isinstance(exc, KeyboardInterrupt):
+            _say(signals.message())
+            return signals.exit_code(exc)
+        if self._debug:
+            traceback.print_exception(exc)
+            return 1
+        if isinstance(exc, NsysqlError):
+            _say(f"Error: {exc}")
+            return 1
+        what = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+        _say(f"Error: {what} ({type(exc).__name__}); rerun with --debug for the traceback")
+        return 1
+
+
+def _say(line: str) -> None:
+    try:
+        typer.echo(line, err=True)
+    except OSError:  # stderr closed too: the exit status must say it
+        pass
 
 
 app = typer.Typer(
@@ -61,6 +101,18 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _options(cache_size: Annotated[Optional[str], typer.Option(
+        "--cache-size", help="Keep the cache directory under this size, least recently used exports removed first "
+                             "(500M, 10G, unlimited) [default: $NSYSQL_CACHE_SIZE or 10G].",
+        show_default=False)] = None) -> None:
+    """Exact, fast answers about where GPU time went in an Nsight Systems SQLite export."""
+    from . import hygiene
+    if cache_size is not None:
+        hygiene.parse_size(cache_size)  # a typo fails now, not after the analysis
+    hygiene.size_override = cache_size
 
 
 def _open(export: Path, cache_dir: Optional[Path], no_cache: bool):
@@ -194,6 +246,7 @@ COMMAND_MODULES = (
     "memcpy",
     "gaps",
     "findings",
+    "cache",
 )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from . import catalog, importer
+from . import answers, catalog, hygiene, importer, inputs
 from .cache import cache_file, cache_key, default_cache_dir
 from .engine import connect, quote_ident
 from .errors import MissingDataError, NsysqlError
@@ -33,6 +33,7 @@ class Export:
                  use_cache: bool = True):
         self.path = Path(path)
         self._tmpdir = None
+        inputs.regular_file(self.path)  # before any cache directory is made: a FIFO or a typo fails at once
         if use_cache:
             directory = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
             try:
@@ -40,8 +41,9 @@ class Export:
             except OSError as exc:
                 raise NsysqlError(f"cannot create cache directory {directory} ({exc.strerror}); "
                                   "choose another with --cache-dir or NSYSQL_CACHE_DIR") from None
+            hygiene.sweep(directory)  # leftovers of killed runs (once per process)
         else:
-            self._tmpdir = tempfile.TemporaryDirectory(prefix="nsysql-nocache-")
+            self._tmpdir = tempfile.TemporaryDirectory(prefix=f"nsysql-nocache-{hygiene.owner_tag()}-")
             directory = Path(self._tmpdir.name)
         # The SQLite file actually read: the export itself, or an .xz export unpacked into the cache.
         self.source = unpack_xz(self.path, directory) if self.path.name.endswith(".xz") else self.path
@@ -51,12 +53,17 @@ class Export:
         self.cache_hit = self.cache_path.exists()
         if not self.cache_hit:
             self._build(directory)
+        if use_cache:
+            for used in {self.cache_path, self.source} - {self.path}:
+                hygiene.touch(used)
+            if not self.cache_hit:  # the cache grew: keep it under its cap, least recently used first
+                hygiene.prune(directory, hygiene.cap(), keep={self.cache_path, self.source})
         self.con = connect(self.cache_path, read_only=True)
         self._tables = {r[0] for r in self.con.execute("SELECT raw_table FROM nsysql_tables").fetchall()}
         self._materialized: set[str] = set()
 
     def _build(self, directory: Path) -> None:
-        fd, tmp_name = tempfile.mkstemp(prefix=".building-", suffix=".duckdb", dir=directory)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".building-{hygiene.owner_tag()}-", suffix=".duckdb", dir=directory)
         os.close(fd)
         os.unlink(tmp_name)  # DuckDB must create the file itself
         tmp = Path(tmp_name)
@@ -108,10 +115,16 @@ class Export:
     def run(self, query_id: str, **params) -> pl.DataFrame:
         q = catalog.get(query_id)
         self.require(q.requires, q.id)
+        bound = q.bound_params(params)
+        stored = answers.load(self.cache_path, q, bound) if self._tmpdir is None else None
+        if stored is not None:  # computed by an earlier command on this export (nsysql/answers.py)
+            return stored
         self._materialize_inputs(q)
-        df = self.sql(q.sql, q.bound_params(params))
+        df = self.sql(q.sql, bound)
         if q.columns and list(df.columns) != [c.name for c in q.columns]:
             raise NsysqlError(f"{q.path}: columns {df.columns} differ from its header")  # a bug, not user error
+        if self._tmpdir is None:
+            answers.store(self.cache_path, q, bound, df)
         return df
 
     def _materialize_inputs(self, q: catalog.Query) -> None:
@@ -132,6 +145,12 @@ class Export:
             except duckdb.Error as exc:
                 raise NsysqlError(f"{inner.id}: {str(exc).splitlines()[0]}") from None
             self._materialized.add(name)
+
+    def sanity(self) -> list[str]:
+        """Warnings about rows no profiler writes (end before start, duplicated rows, a missing or duplicated
+        StringIds), one line each naming the raw table and the count; empty for a sound export."""
+        from .sanity import check
+        return check(self)
 
     def info(self) -> dict[str, str]:
         rows = self.con.execute("SELECT key, value FROM export_info UNION ALL SELECT key, value FROM nsysql_meta").fetchall()
@@ -266,17 +285,17 @@ def unpack_xz(path: Path, directory: Path) -> Path:
     import lzma
     import shutil
 
-    if not path.is_file():
-        raise NsysqlError(f"{path}: no such file; give the .sqlite export (nsys export --type sqlite REPORT.nsys-rep)")
-    target = directory / f"{path.name[:-3].removesuffix('.sqlite')}-{cache_key(path, 'xz')}.sqlite"
+    inputs.regular_file(path)
+    target = directory / f"{inputs.safe_name(path.name[:-3].removesuffix('.sqlite'))}-{cache_key(path, 'xz')}.sqlite"
     if not target.exists():
-        fd, tmp = tempfile.mkstemp(prefix=".unpacking-", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".unpacking-{hygiene.owner_tag()}-", dir=directory)
         try:
             with lzma.open(path) as src, os.fdopen(fd, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
             os.replace(tmp, target)
-        except lzma.LZMAError:
-            raise NsysqlError(f"{path} is not a valid .xz file; decompress it yourself (xz -dk {path})") from None
+        except (lzma.LZMAError, EOFError):  # EOFError: a truncated .xz (an interrupted copy)
+            raise NsysqlError(f"{path} is not a valid .xz file (damaged or truncated?); decompress it yourself "
+                              f"(xz -dk {path})") from None
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)

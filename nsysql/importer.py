@@ -1,19 +1,17 @@
 """Turn a raw nsys SQLite export into the normalized DuckDB tables the queries use.
 
-The export is attached read-only through a symlink in a private temporary directory, so
-the user's path never appears in SQL text and nothing is written beside the export.
+The export is attached read-only through a link in a private directory (nsysql/readonly.py), so
+the user's path never appears in SQL text and nothing is written beside the export, WAL mode included.
 """
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from pathlib import Path
 
 import duckdb
 
-from . import catalog
+from . import catalog, inputs, readonly
 from .engine import connect, quote_literal
 from .errors import NsysqlError
 
@@ -30,10 +28,7 @@ _SHIM_RANGE = re.compile(r"v(\d+)_(\d+)_to_v(\d+)_(\d+)")
 
 
 def check_sqlite_file(path: Path) -> None:
-    if not path.exists():
-        raise NsysqlError(f"{path}: no such file; give the .sqlite export (nsys export --type sqlite REPORT.nsys-rep)")
-    if path.is_dir():
-        raise NsysqlError(f"{path} is a directory; give the .sqlite export file")
+    inputs.regular_file(path)  # first: opening a FIFO would block forever
     if path.suffix == ".nsys-rep":
         raise NsysqlError(f"{path} is an nsys report, not an export; run: nsys export --type sqlite {path}")
     try:
@@ -79,9 +74,7 @@ def _ordered(view_set: str) -> list[catalog.Query]:
 def normalize(export: Path, target: Path) -> dict:
     """Build `target` (a DuckDB file) from `export`. Returns facts about the export."""
     check_sqlite_file(export)
-    with tempfile.TemporaryDirectory(prefix="nsysql-") as tmp:
-        link = Path(tmp) / "export.sqlite"
-        os.symlink(export.resolve(), link)
+    with readonly.sqlite_path(export, scratch=target.parent) as link:
         con = connect(target, with_sqlite=True)
         try:
             try:
@@ -101,7 +94,8 @@ def normalize(export: Path, target: Path) -> dict:
                 try:
                     con.execute(shim.sql)
                 except duckdb.Error as exc:
-                    raise NsysqlError(f"{export}: could not apply {shim.id} ({str(exc).splitlines()[0]}); "
+                    raise NsysqlError(damage(export, exc) or
+                                      f"{export}: could not apply {shim.id} ({str(exc).splitlines()[0]}); "
                                       f"export schema {schema} may be unsupported") from None
             shimmed = {_provided(shim) for shim in shims}
             for name, stub in _stub_statements().items():
@@ -115,23 +109,36 @@ def normalize(export: Path, target: Path) -> dict:
                 try:
                     con.execute(q.sql)
                 except duckdb.Error as exc:
-                    raise NsysqlError(f"{export}: could not normalize {q.name} "
+                    raise NsysqlError(damage(export, exc) or f"{export}: could not normalize {q.name} "
                                       f"({str(exc).splitlines()[0]}); export schema {schema} may be unsupported") from None
             # the raw tables as the views saw them: a shimmed 3.x table counts as present
             con.execute("CREATE TABLE nsysql_tables AS SELECT unnest($t::VARCHAR[]) AS raw_table ORDER BY 1",
                         {"t": sorted(tables | shimmed)})
             con.execute("CREATE TABLE nsysql_meta (key VARCHAR, value VARCHAR)")
             con.executemany("INSERT INTO nsysql_meta VALUES (?, ?)", [
-                ("export_path", str(export.resolve())), ("export_schema", schema), ("view_set", view_set),
+                ("export_path", inputs.text(export.resolve())), ("export_schema", schema), ("view_set", view_set),
                 ("views_version", views_version(view_set)),
                 ("shims", ", ".join(shim.id for shim in shims) or "none"),
             ])
             con.execute("DROP SCHEMA raw CASCADE")
             con.execute("DETACH nsys")
             con.execute("CHECKPOINT")
+        except duckdb.Error as exc:  # a damaged file or a full disk, met outside the steps wrapped above
+            raise NsysqlError(damage(export, exc) or f"{export}: cannot read it ({str(exc).splitlines()[0]})") from None
         finally:
             con.close()
     return {"schema": schema, "view_set": view_set, "tables": tables}
+
+
+def damage(export: Path, exc: Exception) -> str | None:
+    """The one line for errors that are not about the export's schema: a damaged SQLite file, a full disk."""
+    text = str(exc).splitlines()[0]
+    if any(s in text for s in ("malformed", "file is not a database", "disk I/O error")):
+        return (f"{export}: the SQLite file is damaged ({text}); export it again from the .nsys-rep "
+                "(nsys export --type sqlite)")
+    if "No space left" in text or "Disk full" in text or "disk is full" in text:
+        return f"cannot write the cache: {text}; free some space, or choose another --cache-dir or NSYSQL_CACHE_DIR"
+    return None
 
 
 def _schema_version(con, tables: set[str]) -> str:

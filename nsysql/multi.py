@@ -3,12 +3,14 @@ export, and run one analysis over all of them into a single frame with `export` 
 from __future__ import annotations
 
 import glob
+import os
 import re
 from pathlib import Path
 from typing import Callable
 
 import polars as pl
 
+from . import inputs
 from .errors import NsysqlError
 
 # rank in a file name: rank3, rank_3, rank-03, or r3 (r/rank not glued to a letter or digit before it)
@@ -16,20 +18,22 @@ _RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank|r)[_-]?(\d+)(?:[^0-9]|$)", re.IGNORE
 
 
 def expand(paths: list[Path]) -> list[Path]:
-    """Paths in the order given, with glob patterns (*, ?, [..]) expanded and sorted; duplicates dropped."""
+    """Paths in the order given, with glob patterns (*, ?, [..]) expanded and sorted; duplicates dropped.
+    A path that exists is literal, whatever its characters (`run[1].sqlite` next to `run1.sqlite` is itself);
+    only a path that does not exist is taken as a pattern."""
     out: list[Path] = []
     for p in paths:
         text = str(p)
-        if any(ch in text for ch in "*?["):
+        if not os.path.lexists(p) and any(ch in text for ch in "*?["):
             matches = sorted(glob.glob(text))
             if not matches:
-                raise NsysqlError(f"{text}: no file matches this pattern")
+                raise NsysqlError(f"{inputs.text(p)}: no file matches this pattern")
             out.extend(Path(m) for m in matches)
         else:
             out.append(p)
     seen, unique = set(), []
     for p in out:
-        key = p.resolve()
+        key = inputs.real_path(p)  # never raises, even on a symlink loop
         if key not in seen:
             seen.add(key)
             unique.append(p)

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from .. import signals
 from ..errors import NsysqlError
 from ..formats import Format
 
@@ -36,27 +37,32 @@ DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on erro
 
 @contextmanager
 def user_errors(debug: bool):
-    """Turn nsysql errors into one line on stderr and exit code 1 (tracebacks only with --debug)."""
+    """Turn nsysql errors into one line on stderr and exit code 1 (tracebacks only with --debug). Interrupts,
+    a closed stdout pipe and anything unforeseen go on to the CLI's boundary (OneLineErrors in cli.py)."""
     try:
         yield
+    except (BrokenPipeError, KeyboardInterrupt):
+        raise
     except NsysqlError as exc:
-        if debug or os.environ.get("NSYSQL_DEBUG"):
-            raise
+        if debug or os.environ.get("NSYSQL_DEBUG") or signals.received():
+            raise  # a signal DuckDB turned into an error (wrapped as NsysqlError) is still an interrupt
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(1) from None
     except OSError as exc:  # e.g. -o into a missing or read-only directory
-        if debug or os.environ.get("NSYSQL_DEBUG"):
+        if debug or os.environ.get("NSYSQL_DEBUG") or signals.received():
             raise
         where = f"{exc.filename}: " if exc.filename else ""
         typer.echo(f"Error: {where}{exc.strerror or exc}; check the path and its permissions", err=True)
         raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
 
 
 def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool):
-    from .. import open as open_nsysql
-    return open_nsysql(export, cache_dir=cache_dir, use_cache=not no_cache)
+    """Open an export for a command; rows no profiler writes are named on stderr, one `warning:` line each."""
+    from .. import inputs, open as open_nsysql
+    ex = open_nsysql(export, cache_dir=cache_dir, use_cache=not no_cache)
+    for line in ex.sanity():
+        typer.echo(f"warning: {inputs.text(export.name)}: {line}", err=True)
+    return ex
 
 
 def query_decimals(query_id: str) -> dict[str, int]:
