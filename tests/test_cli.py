@@ -24,10 +24,12 @@ def test_every_command_has_help(cmd):
     assert "Usage" in res.output and len(res.output) > 100
 
 
-def test_reports_lists_nine():
+def test_reports_lists_every_report_once():
+    import nsysql
     res = runner.invoke(app, ["reports"])
     assert res.exit_code == 0
-    assert len(res.output.strip().splitlines()) == 9
+    listed = [line.split()[0] for line in res.output.strip().splitlines()]
+    assert sorted(listed) == sorted(nsysql.reports()) and len(listed) == 19
 
 
 def test_report_csv_to_file_matches_nvidia(export_files, cache_dir, tmp_path):

@@ -18,8 +18,16 @@ CASES = [(ident, csv_dir, name) for ident, _, csv_dir in golden_exports() for na
          if (csv_dir / f"nsys-stats_{name}.csv").exists()]
 
 
-def test_all_reports_are_listed():
-    assert sorted(nsysql.reports()) == sorted(REPORTS)
+def test_every_report_has_nvidia_goldens():
+    """The nine here; the trace and summary reports added for issue 14 in test_golden_traces.py and
+    test_golden_sums.py. Every report must be compared with NVIDIA's CSV on some real export."""
+    from conftest import FIXTURES
+    assert set(REPORTS) <= set(nsysql.reports())
+    for name in nsysql.reports():
+        found = list(FIXTURES.glob(f"*/nsys-stats_{name}.csv*"))
+        if name == "nvtx_startend_sum":  # no start/end ranges in our CUDA fixtures: 2022.4's nvtxsesum CSV
+            found = list(FIXTURES.glob("*/nsys-stats_nvtxsesum.csv"))
+        assert found, f"no NVIDIA CSV for {name}"
 
 
 def test_there_are_golden_exports():

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.kernel v1
+-- nsysql: normalize.nsys3.kernel v2
 -- purpose: CUDA kernels (CUPTI_ACTIVITY_KIND_KERNEL) with names resolved; pid unpacked from globalPid.
 -- requires: raw.CUPTI_ACTIVITY_KIND_KERNEL, raw.StringIds
 -- params: none
@@ -24,6 +24,8 @@
 --   static_smem_bytes | BIGINT | bytes
 --   dynamic_smem_bytes | BIGINT | bytes
 --   graph_node_id | BIGINT | id
+--   launch_type | BIGINT | code (CUPTI launch type: 0 regular, 1 cooperative single-device, 2 cooperative multi-device)
+--   green_context_id | BIGINT | id (NULL when the export predates green contexts)
 CREATE TABLE kernel AS
 SELECT k.rowid AS kernel_id,
        k.start AS start_ns,
@@ -41,8 +43,11 @@ SELECT k.rowid AS kernel_id,
        k.registersPerThread AS registers_per_thread,
        k.staticSharedMemory AS static_smem_bytes,
        k.dynamicSharedMemory AS dynamic_smem_bytes,
-       k.graphNodeId AS graph_node_id
-FROM raw.CUPTI_ACTIVITY_KIND_KERNEL AS k
+       k.graphNodeId AS graph_node_id,
+       k.launchType AS launch_type,
+       k.greenContextId AS green_context_id
+FROM (SELECT * FROM raw.CUPTI_ACTIVITY_KIND_KERNEL  -- greenContextId: NULL in exports without the column
+      UNION ALL BY NAME SELECT CAST(NULL AS BIGINT) AS greenContextId WHERE false) AS k
 LEFT JOIN raw.StringIds AS dn ON dn.id = k.demangledName
 LEFT JOIN raw.StringIds AS sn ON sn.id = k.shortName
 LEFT JOIN raw.StringIds AS mn ON mn.id = k.mangledName

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.memcpy v1
+-- nsysql: normalize.nsys3.memcpy v2
 -- purpose: CUDA memory copies (CUPTI_ACTIVITY_KIND_MEMCPY) with copy and memory kinds as NVIDIA labels them (Host-to-Device, Pageable, Pinned, Device ...).
 -- requires: raw.CUPTI_ACTIVITY_KIND_MEMCPY, raw.ENUM_CUDA_MEMCPY_OPER, raw.ENUM_CUDA_MEM_KIND
 -- params: none
@@ -15,6 +15,8 @@
 --   src_kind | VARCHAR | text
 --   dst_kind | VARCHAR | text
 --   graph_node_id | BIGINT | id
+--   context_id | BIGINT | id
+--   green_context_id | BIGINT | id (NULL when the export predates green contexts)
 CREATE TABLE memcpy AS
 SELECT m.rowid AS memcpy_id,
        m.start AS start_ns,
@@ -27,8 +29,11 @@ SELECT m.rowid AS memcpy_id,
        COALESCE(op.label, 'Unknown') AS copy_kind,
        COALESCE(sk.label, 'Unknown') AS src_kind,
        COALESCE(dk.label, 'Unknown') AS dst_kind,
-       m.graphNodeId AS graph_node_id
-FROM raw.CUPTI_ACTIVITY_KIND_MEMCPY AS m
+       m.graphNodeId AS graph_node_id,
+       m.contextId AS context_id,
+       m.greenContextId AS green_context_id
+FROM (SELECT * FROM raw.CUPTI_ACTIVITY_KIND_MEMCPY  -- greenContextId: NULL in exports without the column
+      UNION ALL BY NAME SELECT CAST(NULL AS BIGINT) AS greenContextId WHERE false) AS m
 LEFT JOIN raw.ENUM_CUDA_MEMCPY_OPER AS op ON op.id = m.copyKind
 LEFT JOIN raw.ENUM_CUDA_MEM_KIND AS sk ON sk.id = m.srcKind
 LEFT JOIN raw.ENUM_CUDA_MEM_KIND AS dk ON dk.id = m.dstKind

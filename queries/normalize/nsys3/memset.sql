@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.memset v1
+-- nsysql: normalize.nsys3.memset v2
 -- purpose: CUDA memsets (CUPTI_ACTIVITY_KIND_MEMSET).
 -- requires: raw.CUPTI_ACTIVITY_KIND_MEMSET, raw.ENUM_CUDA_MEM_KIND
 -- params: none
@@ -14,6 +14,8 @@
 --   value | BIGINT | byte value
 --   mem_kind | VARCHAR | text
 --   graph_node_id | BIGINT | id
+--   context_id | BIGINT | id
+--   green_context_id | BIGINT | id (NULL when the export predates green contexts)
 CREATE TABLE memset AS
 SELECT m.rowid AS memset_id,
        m.start AS start_ns,
@@ -25,7 +27,10 @@ SELECT m.rowid AS memset_id,
        m.bytes,
        m.value,
        COALESCE(mk.label, 'Unknown') AS mem_kind,
-       m.graphNodeId AS graph_node_id
-FROM raw.CUPTI_ACTIVITY_KIND_MEMSET AS m
+       m.graphNodeId AS graph_node_id,
+       m.contextId AS context_id,
+       m.greenContextId AS green_context_id
+FROM (SELECT * FROM raw.CUPTI_ACTIVITY_KIND_MEMSET  -- greenContextId: NULL in exports without the column
+      UNION ALL BY NAME SELECT CAST(NULL AS BIGINT) AS greenContextId WHERE false) AS m
 LEFT JOIN raw.ENUM_CUDA_MEM_KIND AS mk ON mk.id = m.memKind
 ORDER BY memset_id;
