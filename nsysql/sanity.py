@@ -7,6 +7,12 @@ DuckDB over the cached tables (milliseconds on millions of rows).
 """
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
+# what the remembered warnings of a cached export are keyed by: these checks' own code
+CHECKS_KEY = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
 # normalized table -> (raw table, its id column, the columns that make a row unique)
 _TABLES = {
     "kernel": ("CUPTI_ACTIVITY_KIND_KERNEL", "kernel_id", "device_id, stream_id, start_ns, end_ns, correlation_id"),

@@ -93,3 +93,11 @@ def test_every_answer_round_trips_exactly(tmp_path, group):
                 continue
             back = answers.load(ex.cache_path, q, q.bound_params(params))
             assert back is not None and back.equals(df) and back.schema == df.schema, q.id
+
+
+def test_sanity_warnings_are_remembered(tmp_path):
+    with reopen(tmp_path) as ex:
+        first = ex.sanity()
+        assert ex.con.statements, "the checks run once"
+    with reopen(tmp_path) as ex:
+        assert ex.sanity() == first and ex.con.statements == []
