@@ -11,11 +11,6 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-try:  # newer typer vendors click as typer._click; older ones use click itself
-    from typer._click import exceptions as click_errors
-except ImportError:  # pragma: no cover
-    from click import exceptions as click_errors
-
 from . import catalog, signals
 from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, gather,
                               open_export, user_errors)
@@ -43,17 +38,26 @@ class OneLineErrors(TyperGroup):
         with signals.handled():
             try:
                 code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-            except click_errors.NoArgsIsHelpError as exc:
-                typer.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
-                sys.exit(0)
-            except click_errors.UsageError as exc:
-                where = exc.ctx.command_path if exc.ctx else "nsysql"
-                typer.echo(f"Error: {exc.format_message().rstrip('.')}; see `{where} --help`", err=True)
-                sys.exit(1)
-            except click_errors.ClickException as exc:
-                typer.echo(f"Error: {exc.format_message()}", err=True)
-                sys.exit(1)
-            except (Exception, KeyboardInterrupt) as exc:  # raised outside a command (e.g. while parsing)
+            except (Exception, KeyboardInterrupt) as exc:  # usage errors, or raised outside a command
+                kind = _click_kind(exc)
+                ctx = getattr(exc, "ctx", None)
+                if kind == "NoArgsIsHelpError":
+                    typer.echo(ctx.get_help() if ctx else exc.format_message())  # type: ignore[attr-defined]
+                    sys.exit(0)
+                option = getattr(exc, "option_name", None) or ""
+                if kind == "UsageError" and option.startswith("-") and any(c.isspace() for c in option):
+                    # SQL beginning with a `-- comment` (or any value starting with '-') reads as an option
+                    typer.echo(f"Error: {option.split()[0]} … is a value, not an option; put -- before values "
+                               "that start with '-', e.g. nsysql sql EXPORT -- \"-- note ...\"", err=True)
+                    sys.exit(1)
+                if kind == "UsageError":
+                    where = ctx.command_path if ctx else "nsysql"
+                    typer.echo(f"Error: {exc.format_message().rstrip('.')}; see `{where} --help`",  # type: ignore[attr-defined]
+                               err=True)
+                    sys.exit(1)
+                if kind == "ClickException":
+                    typer.echo(f"Error: {exc.format_message()}", err=True)  # type: ignore[attr-defined]
+                    sys.exit(1)
                 sys.exit(self._fail(exc))
         sys.exit(code if isinstance(code, int) else 0)
 
@@ -62,9 +66,11 @@ class OneLineErrors(TyperGroup):
             result = super().invoke(ctx)
             sys.stdout.flush()  # a reader that went away shows up here at the latest
             return result
-        except (typer.Exit, typer.Abort, click_errors.ClickException):
-            raise  # typer's own control flow and usage errors: handled in main
+        except (typer.Exit, typer.Abort):
+            raise  # typer's own control flow
         except (Exception, KeyboardInterrupt) as exc:
+            if _click_kind(exc):
+                raise  # a usage error: one line in main
             raise SystemExit(self._fail(exc)) from None
 
     def _fail(self, exc: BaseException) -> int:
@@ -84,6 +90,16 @@ class OneLineErrors(TyperGroup):
         what = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
         _say(f"Error: {what} ({type(exc).__name__}); rerun with --debug for the traceback")
         return 1
+
+
+def _click_kind(exc: BaseException) -> str | None:
+    """Which of click's usage exceptions `exc` is, found by class name: typer vendors click in some versions and
+    not in others, and its vendored module is private, so the boundary names no module of theirs."""
+    names = [cls.__name__ for cls in type(exc).__mro__]
+    for kind in ("NoArgsIsHelpError", "UsageError", "ClickException"):
+        if kind in names and hasattr(exc, "format_message"):
+            return kind
+    return None
 
 
 def _say(line: str) -> None:

@@ -36,6 +36,7 @@ class Overview:
     top_ops: pl.DataFrame
     top_kernels: pl.DataFrame
     top_api: pl.DataFrame
+    notes: tuple[str, ...] = ()  # what could not be computed from this export, and why
 
     @property
     def has_steps(self) -> bool:
@@ -65,6 +66,7 @@ class Overview:
             "top_ops": _rows(self.top_ops.head(top)),
             "top_kernels": _rows(self.top_kernels.head(top)),
             "top_api": _rows(self.top_api.head(top)),
+            "notes": list(self.notes),
         }
 
 
@@ -75,10 +77,16 @@ def build(export: Export) -> Overview:
     has_gpu = export.has("kernel") or export.has("memcpy") or export.has("memset")
     breakdown = export.run("analysis.step_breakdown")
     gpus = export.run("analysis.overview_gpus") if has_gpu else _empty("analysis.overview_gpus")
-    top_ops = export.run("analysis.top_ops") if export.has("nvtx_range") else _empty("analysis.top_ops")
+    notes = []
+    if has_gpu and not export.has("runtime"):  # nothing ties a GPU op to the range or thread that launched it
+        notes.append("No CUDA API calls in this export (CUPTI_ACTIVITY_KIND_RUNTIME; capture with --trace=cuda): GPU "
+                     "work cannot be tied to the ranges that launched it, so operator GPU times and CUDA API calls "
+                     "are left out.")
+    top_ops = (export.run("analysis.top_ops") if export.has("nvtx_range") and (export.has("runtime") or not has_gpu)
+               else _empty("analysis.top_ops"))
     top_kernels = export.run("analysis.top_kernels") if export.has("kernel") else _empty("analysis.top_kernels")
     top_api = export.run("analysis.top_api") if export.has("runtime") else _empty("analysis.top_api")
-    return Overview(windows, stats, breakdown, gpus, top_ops, top_kernels, top_api)
+    return Overview(windows, stats, breakdown, gpus, top_ops, top_kernels, top_api, tuple(notes))
 
 
 def _empty(query_id: str) -> pl.DataFrame:

@@ -364,7 +364,8 @@ def _findings_lines(findings: pl.DataFrame | None, width: int, top: int) -> list
 
 def render_text(summary: Summary, *, width: int, color: bool = False, top: int = 5, wide: bool = False) -> str:
     ov = summary.overview
-    blocks = [_header_lines(summary, width) + [""] + _scope_lines(ov, width) + _step_time_line(ov, width),
+    notes = [line for note in ov.notes for line in _wrap(note, width)]
+    blocks = [_header_lines(summary, width) + [""] + _scope_lines(ov, width) + _step_time_line(ov, width) + notes,
               _breakdown_lines(ov, width, max(top, 3), color), _gpu_lines(ov, width), _top_tables(ov, width, top, color, wide)]
     for s in summary.details:
         table = to_table(s.frame, s.decimals, s.title, color=color, width=width, columns=s.query,

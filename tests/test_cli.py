@@ -167,3 +167,28 @@ def test_summarize_json_contract(export_files, cache_dir):
         assert {"device_id", "utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct"} <= set(gpu)
     # the headline is the steady state: GPU utilization within the steps, not over the whole capture
     assert doc["overview"]["gpus"][0]["utilization_pct"] > 5 * doc["capture"]["capture_gpu_busy_pct"]
+
+
+def test_sql_starting_with_a_comment(export_files, cache_dir):
+    path = str(export_files["gpt-tiny-forward"])
+    bad = runner.invoke(app, ["sql", path, "-- note\nSELECT 1 AS x", "--cache-dir", str(cache_dir)])
+    assert bad.exit_code == 1 and bad.output.count("\n") == 1 and "put -- before" in bad.output
+    ok = runner.invoke(app, ["sql", path, "--cache-dir", str(cache_dir), "-f", "csv", "--", "-- note\nSELECT 1 AS x"])
+    assert ok.exit_code == 0 and ok.stdout == "x\n1\n"
+
+
+def test_summarize_without_runtime_says_what_it_cannot_do(export_files, tmp_path):
+    """Kernels but no CUDA API table: the steps, breakdown and kernels are still there, the parts that need the
+    launching calls are left out with one sentence saying why (not zeros)."""
+    import shutil
+    import sqlite3
+    path = tmp_path / "noruntime.sqlite"
+    shutil.copyfile(export_files["gpt-tiny-train-fp32"], path)
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME")
+    res = runner.invoke(app, ["summarize", str(path), "-f", "json", "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    ov = json.loads(res.stdout)["overview"]
+    assert ov["top_ops"] == [] and ov["top_api"] == [] and ov["top_kernels"]
+    assert any("CUPTI_ACTIVITY_KIND_RUNTIME" in n for n in ov["notes"])
+    assert ov["steps"] and sum(ov["steps"][0]["breakdown"].values()) == ov["steps"][0]["wall_ns"]
