@@ -40,11 +40,14 @@ def check(ex) -> list[str]:
         except Exception:  # noqa: BLE001 - a check that cannot run must not stop the analysis it guards
             continue
         if backwards:
-            out.append(f"{raw}: {backwards:,} rows end before they start (negative durations)")
+            out.append(f"{raw}: {backwards:,} rows end before they start (negative durations); times summed over "
+                       "this table are not to be trusted")
         if repeated:
-            out.append(f"{raw}: {repeated:,} rows repeated by the join on StringIds (duplicate ids in StringIds?)")
+            out.append(f"{raw}: {repeated:,} rows repeated by the join on StringIds (duplicate ids in StringIds?); "
+                       "counts and times over this table include them twice")
         elif duplicates:
-            out.append(f"{raw}: {duplicates:,} duplicate rows (same stream or thread, times and correlationId)")
+            out.append(f"{raw}: {duplicates:,} duplicate rows (same stream or thread, times and correlationId); "
+                       "counts and times over this table include them twice")
     if "StringIds" not in ex._tables and any(t in ex._tables for t in NAMED):
         out.append("StringIds: missing, so kernel, API and range names are unknown")
     return out
