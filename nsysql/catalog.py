@@ -56,6 +56,19 @@ class Query:
         """The $parameters the SQL uses (comments ignored), sorted."""
         return sorted(set(_PARAM.findall(_strip_comments(self.sql))))
 
+    @property
+    def args(self) -> dict[str, dict[str, object]]:
+        """NVIDIA-style report arguments (`NAME:arg`) from the header's `args:` line, each -> the $params it sets:
+        `-- args: base -> name_form = 'base'; nvtx-name -> nvtx_name = true`."""
+        found: dict[str, dict[str, object]] = {}
+        for item in self.meta.get("args", "").split(";"):
+            arg, sep, setting = item.partition("->")
+            if not sep:
+                continue
+            param, _, value = setting.partition("=")
+            found.setdefault(arg.strip(), {})[param.strip().lstrip("$")] = _literal(value.strip())
+        return found
+
     def bound_params(self, values: dict) -> dict:
         """Only the parameters this SQL names (DuckDB rejects unused ones)."""
         wanted = set(self.param_names)
@@ -63,6 +76,60 @@ class Query:
         if missing:
             raise NsysqlError(f"query {self.id} needs parameter(s) {', '.join(sorted(missing))}")
         return {k: values[k] for k in wanted}
+
+
+def _literal(text: str):
+    if text[:1] in "'\"" and text[-1:] == text[:1] and len(text) >= 2:
+        return text[1:-1]
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def split_report_spec(spec: str) -> tuple[str, list[str]]:
+    """`cuda_gpu_kern_sum:base:nvtx-name` -> ('cuda_gpu_kern_sum', ['base', 'nvtx-name']), as `nsys stats -r`."""
+    name, *args = spec.split(":")
+    return name, [a for a in args if a]
+
+
+def report_query(spec: str) -> Query:
+    """The report a `NAME[:arg...]` spec names; an unknown name is one clear error."""
+    name = split_report_spec(spec)[0]
+    if f"reports.{name}" not in all_queries():
+        raise NsysqlError(f"no report named {name!r}; `nsysql reports` lists them")
+    return get(f"reports.{name}")
+
+
+def report_params(query: Query, args: list[str]) -> dict[str, object]:
+    """The $params that NVIDIA-style report arguments set; an unknown or conflicting argument is one clear error."""
+    known = query.args
+    params: dict[str, object] = {}
+    given: dict[str, str] = {}
+    for arg in args:
+        if arg not in known:
+            valid = ", ".join(f":{a}" for a in known) if known else "none"
+            raise NsysqlError(f"report {query.name} has no argument {arg!r}; valid arguments: {valid}")
+        for param, value in known[arg].items():
+            if param in params and params[param] != value:
+                raise NsysqlError(f"report {query.name}: arguments :{given[param]} and :{arg} exclude each other")
+            params[param], given[param] = value, arg
+    return params
+
+
+def check_report_params(query: Query, params: dict, defaults: dict) -> None:
+    """Keyword $params of a report: each one the SQL takes, and, where report arguments set it, one of the values
+    they set or its default (name_form: 'demangled', 'base' or 'mangled'); otherwise one clear error."""
+    for name, value in params.items():
+        if name not in query.param_names:
+            takes = ", ".join(query.param_names) or "none"
+            raise NsysqlError(f"report {query.name} has no parameter {name!r}; it takes: {takes}")
+        allowed = [defaults.get(name)] + [v for sets in query.args.values() for p, v in sets.items() if p == name]
+        if len(allowed) > 1 and value not in allowed:
+            raise NsysqlError(f"report {query.name}: {name} must be one of {', '.join(map(repr, allowed))}, "
+                              f"not {value!r}")
 
 
 def _strip_comments(sql: str) -> str:

@@ -142,8 +142,19 @@ def list_reports() -> None:
     width = table_width()
     for q in catalog.group("reports"):
         what = q.purpose.split(", identical to")[0].rstrip(".")  # every one is identical to nsys stats -r NAME
+        if q.args:  # NVIDIA's report arguments, e.g. [:nvtx-name] [:base] [:mangled]
+            what += "; args " + arg_usage(q)
         line = f"{q.name:24} v{q.version}  "
         typer.echo(line + middle(what, max(width - len(line), 20)))
+
+
+def arg_usage(q: catalog.Query) -> str:
+    """A report's arguments as NVIDIA's usage writes them: `[:nvtx-name][:base|:mangled]` (those that set the same
+    $param exclude each other)."""
+    groups: dict[tuple, list[str]] = {}
+    for arg, sets in q.args.items():
+        groups.setdefault(tuple(sorted(sets)), []).append(f":{arg}")
+    return "".join(f"[{'|'.join(g)}]" for g in groups.values())
 
 
 # Report tables: the statistics hidden (first ones first) when the terminal is too narrow; --wide shows them.
@@ -177,7 +188,9 @@ def report_layout(name: str) -> tuple[list[str], list[list[str]]]:
 
 @app.command("report")
 def report(
-    name: Annotated[str, typer.Argument(help="Report name; `nsysql reports` lists them.", show_default=False)],
+    name: Annotated[str, typer.Argument(
+        help="Report name, with NVIDIA's report arguments after it as in `nsys stats -r` (cuda_gpu_kern_sum:base, "
+             "cuda_gpu_kern_sum:nvtx-name:mangled); `nsysql reports` lists them.", show_default=False)],
     exports: ExportsArg,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
@@ -186,18 +199,18 @@ def report(
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Run one report; `--format csv` is identical to `nsys stats -r NAME -f csv` (one export).
+    """Run one report; `--format csv` is identical to `nsys stats -r NAME[:arg...] -f csv` (one export).
 
     Table and markdown show the times in ms or µs (the unit under the column name; totals share one unit, the
     per-instance statistics another) and hide the spread statistics when the terminal is narrow (--wide shows
     them); csv, json and parquet keep NVIDIA's nanoseconds and headers."""
     from .render import emit
     with user_errors(debug):
-        if f"reports.{name}" not in catalog.all_queries():
-            raise NsysqlError(f"no report named {name!r}; `nsysql reports` lists them")
+        q = catalog.report_query(name)  # NAME[:arg...], as `nsys stats -r`; a bad name or argument fails before any work
+        catalog.report_params(q, catalog.split_report_spec(name)[1])
         df = gather(exports, lambda ex: ex.report(name), cache_dir, no_cache)
-        optional, groups = report_layout(name)
-        emit(df, fmt, query=f"reports.{name}", output=output, title=name, optional=optional, wide=wide,
+        optional, groups = report_layout(q.name)
+        emit(df, fmt, query=q.id, output=output, title=name, optional=optional, wide=wide,
              unit_groups=groups, text_min=REPORT_TEXT_MIN)
 
 
@@ -263,6 +276,7 @@ COMMAND_MODULES = (
     "gaps",
     "findings",
     "cache",
+    "analyze",
 )
 
 

@@ -26,6 +26,12 @@ SOURCES = {
 }
 
 
+def report_defaults(q: catalog.Query) -> dict:
+    """A report's $params at their header defaults (every report parameter has one)."""
+    from .views import param_defaults
+    return dict(param_defaults(q))
+
+
 class Export:
     """One nsys SQLite export, opened read-only. Use `nsysql.open(path)`."""
 
@@ -165,10 +171,21 @@ class Export:
 
     # -- reports and building blocks -----------------------------------------------------------
     def report(self, name: str, **params) -> pl.DataFrame:
-        """An `nsys stats`-identical report (see `nsysql.reports()`)."""
-        if f"reports.{name}" not in catalog.all_queries():
-            raise NsysqlError(f"no report named {name!r}; `nsysql reports` lists them")
-        return self.run(f"reports.{name}", **params)
+        """An `nsys stats`-identical report (see `nsysql.reports()`). NVIDIA's report arguments go after the name
+        as in `nsys stats -r` (`report("cuda_gpu_kern_sum:base:nvtx-name")`) or as the $params they set
+        (`report("cuda_gpu_kern_sum", name_form="base", nvtx_name=True)`); unset $params take their header defaults."""
+        q = catalog.report_query(name)
+        values = report_defaults(q)
+        values.update(catalog.report_params(q, catalog.split_report_spec(name)[1]))
+        catalog.check_report_params(q, params, values)
+        values.update(params)
+        return self.run(q.id, **values)
+
+    def analyze(self, rule: str, **options) -> pl.DataFrame:
+        """An `nsys analyze`-identical expert rule (see `nsysql rules`); `options` are the rule's own, by
+        NVIDIA's names (gap=500 for gpu_gaps, rows=50, ...), NVIDIA's defaults where left out."""
+        from . import rules
+        return self.run(rules.query(rule).id, **rules.params(rule, options))
 
     def kernels(self) -> pl.DataFrame:
         """Every kernel with its launching API call (correlationId and process), in GPU start order."""

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from nsysql import catalog
 from nsysql.cli import app
 from nsysql.dataset import export_name
+from nsysql.views import param_defaults
 
 from conftest import golden_exports
 from plainwalk import Plain
@@ -106,7 +107,8 @@ def test_kernels_match_the_raw_export(dataset, two):
 def test_reports_run_unchanged_on_duckdb_over_the_dataset(dataset, opened, two, q):
     for name, (ident, _) in zip(("first", "second"), two):
         with duckdb_over(dataset, name) as con:
-            rel = con.execute(q.sql)
+            # the kernel reports' arguments are $params (name_form, nvtx_name): bound at their header defaults
+            rel = con.execute(q.sql, q.bound_params(param_defaults(q)))
             assert [d[0] for d in rel.description] == [c.name for c in q.columns]
             _rows_match(rel.fetchall(), opened[ident].report(q.name).rows())
 

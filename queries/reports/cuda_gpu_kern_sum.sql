@@ -1,7 +1,8 @@
--- nsysql: reports.cuda_gpu_kern_sum v1
+-- nsysql: reports.cuda_gpu_kern_sum v2
 -- purpose: GPU time per kernel name (demangled), identical to `nsys stats -r cuda_gpu_kern_sum` (Nsight Systems 2025.3).
 -- requires: kernel
--- params: none
+-- params: $name_form VARCHAR default 'demangled' (kernel name summed over: 'demangled' with templates, 'base' (`:base`) or 'mangled' (`:mangled`; the demangled name where the export has no mangled one)), $nvtx_name BOOLEAN default false (`:nvtx-name`: prefix the name with the innermost NVTX push/pop range enclosing the launch, `<range>/<name>`)
+-- args: nvtx-name -> nvtx_name = true; base -> name_form = 'base'; mangled -> name_form = 'mangled'
 -- columns:
 --   Time (%) | DOUBLE | pct of all kernel time | 1
 --   Total Time (ns) | BIGINT | ns
@@ -11,16 +12,27 @@
 --   Min (ns) | BIGINT | ns
 --   Max (ns) | BIGINT | ns
 --   StdDev (ns) | DOUBLE | ns (sample standard deviation) | 1
---   Name | VARCHAR | text (demangled kernel name)
-SELECT 100.0 * SUM(end_ns - start_ns) / SUM(SUM(end_ns - start_ns)) OVER () AS "Time (%)",
-       SUM(end_ns - start_ns) AS "Total Time (ns)",
+--   Name | VARCHAR | text (kernel name as $name_form, `<NVTX range>/` before it with $nvtx_name)
+WITH named AS (
+    SELECT k.end_ns - k.start_ns AS dur,
+           CASE WHEN $nvtx_name AND r.text IS NOT NULL THEN r.text || '/' ELSE '' END ||
+           CASE $name_form WHEN 'base' THEN k.short_name
+                           WHEN 'mangled' THEN COALESCE(k.mangled_name, k.kernel_name)
+                           ELSE k.kernel_name END AS name
+    FROM kernel AS k
+    LEFT JOIN runtime AS rt ON $nvtx_name AND rt.correlation_id = k.correlation_id AND rt.pid = k.pid
+    LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = rt.runtime_id
+    LEFT JOIN nvtx_range AS r ON r.range_id = rn.range_id
+)
+SELECT 100.0 * SUM(dur) / SUM(SUM(dur)) OVER () AS "Time (%)",
+       SUM(dur) AS "Total Time (ns)",
        COUNT(*) AS "Instances",
-       AVG(end_ns - start_ns) AS "Avg (ns)",
-       MEDIAN(end_ns - start_ns) AS "Med (ns)",
-       MIN(end_ns - start_ns) AS "Min (ns)",
-       MAX(end_ns - start_ns) AS "Max (ns)",
-       COALESCE(STDDEV_SAMP(end_ns - start_ns), 0.0) AS "StdDev (ns)",
-       kernel_name AS "Name"
-FROM kernel
-GROUP BY kernel_name
+       AVG(dur) AS "Avg (ns)",
+       MEDIAN(dur) AS "Med (ns)",
+       MIN(dur) AS "Min (ns)",
+       MAX(dur) AS "Max (ns)",
+       COALESCE(STDDEV_SAMP(dur), 0.0) AS "StdDev (ns)",
+       name AS "Name"
+FROM named
+GROUP BY name
 ORDER BY "Total Time (ns)" DESC, "Instances", "Name";

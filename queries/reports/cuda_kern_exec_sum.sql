@@ -1,7 +1,8 @@
--- nsysql: reports.cuda_kern_exec_sum v1
+-- nsysql: reports.cuda_kern_exec_sum v2
 -- purpose: Kernel launch and execution times per process, thread, device, API and kernel name, identical to `nsys stats -r cuda_kern_exec_sum` (Nsight Systems 2025.3).
 -- requires: kernel, runtime
--- params: none
+-- params: $name_form VARCHAR default 'demangled' (kernel name grouped by: 'demangled' with templates, 'base' (`:base`) or 'mangled' (`:mangled`; the demangled name where the export has no mangled one)), $nvtx_name BOOLEAN default false (`:nvtx-name`: prefix the name with the innermost NVTX push/pop range enclosing the launch, `<range>/<name>`)
+-- args: nvtx-name -> nvtx_name = true; base -> name_form = 'base'; mangled -> name_form = 'mangled'
 -- notes: For each launch: API time A = call end - call start; queue time Q = kernel start - call end; kernel time K = kernel
 --   duration; total T = (later of kernel end and call end) - call start. Q statistics and QCount cover only launches whose kernel started after the
 --   call returned (Q >= 0); with none, QAvg..QMax are empty and QStdDev is 0.0, as NVIDIA prints them.
@@ -32,14 +33,20 @@
 --   KMax (ns) | BIGINT | ns
 --   KStdDev (ns) | DOUBLE | ns | 1
 --   API Name | VARCHAR | text
---   Kernel Name | VARCHAR | text (demangled)
+--   Kernel Name | VARCHAR | text (kernel name as $name_form, `<NVTX range>/` before it with $nvtx_name)
 WITH launches AS (
-    SELECT rt.pid, rt.tid, k.device_id, rt.api_short_name AS api_name, k.kernel_name,
+    SELECT rt.pid, rt.tid, k.device_id, rt.api_short_name AS api_name,
+           CASE WHEN $nvtx_name AND r.text IS NOT NULL THEN r.text || '/' ELSE '' END ||
+           CASE $name_form WHEN 'base' THEN k.short_name
+                           WHEN 'mangled' THEN COALESCE(k.mangled_name, k.kernel_name)
+                           ELSE k.kernel_name END AS kernel_name,
            GREATEST(k.end_ns, rt.end_ns) - rt.start_ns AS t, rt.end_ns - rt.start_ns AS a,
            CASE WHEN k.start_ns >= rt.end_ns THEN k.start_ns - rt.end_ns END AS q,
            k.end_ns - k.start_ns AS kd
     FROM kernel AS k
     JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
+    LEFT JOIN runtime_nvtx AS rn ON $nvtx_name AND rn.runtime_id = rt.runtime_id
+    LEFT JOIN nvtx_range AS r ON r.range_id = rn.range_id
 )
 SELECT pid AS "PID", tid AS "TID", device_id AS "DevId",
        COUNT(*) AS "Count", COUNT(q) AS "QCount",

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.memcpy v2
+-- nsysql: normalize.nsys3.memcpy v3
 -- purpose: CUDA memory copies (CUPTI_ACTIVITY_KIND_MEMCPY) with copy and memory kinds as NVIDIA labels them (Host-to-Device, Pageable, Pinned, Device ...).
 -- requires: raw.CUPTI_ACTIVITY_KIND_MEMCPY, raw.ENUM_CUDA_MEMCPY_OPER, raw.ENUM_CUDA_MEM_KIND
 -- params: none
@@ -17,6 +17,8 @@
 --   graph_node_id | BIGINT | id
 --   context_id | BIGINT | id
 --   green_context_id | BIGINT | id (NULL when the export predates green contexts)
+--   src_device_id | BIGINT | id (device of the source; NULL when not a device or the export lacks the column)
+--   dst_device_id | BIGINT | id (device of the destination; NULL likewise)
 CREATE TABLE memcpy AS
 SELECT m.rowid AS memcpy_id,
        m.start AS start_ns,
@@ -31,9 +33,12 @@ SELECT m.rowid AS memcpy_id,
        COALESCE(dk.label, 'Unknown') AS dst_kind,
        m.graphNodeId AS graph_node_id,
        m.contextId AS context_id,
-       m.greenContextId AS green_context_id
+       m.greenContextId AS green_context_id,
+       m.srcDeviceId AS src_device_id,
+       m.dstDeviceId AS dst_device_id
 FROM (SELECT * FROM raw.CUPTI_ACTIVITY_KIND_MEMCPY  -- greenContextId: NULL in exports without the column
-      UNION ALL BY NAME SELECT CAST(NULL AS BIGINT) AS greenContextId WHERE false) AS m
+      UNION ALL BY NAME SELECT CAST(NULL AS BIGINT) AS greenContextId, CAST(NULL AS BIGINT) AS srcDeviceId,
+                                CAST(NULL AS BIGINT) AS dstDeviceId WHERE false) AS m
 LEFT JOIN raw.ENUM_CUDA_MEMCPY_OPER AS op ON op.id = m.copyKind
 LEFT JOIN raw.ENUM_CUDA_MEM_KIND AS sk ON sk.id = m.srcKind
 LEFT JOIN raw.ENUM_CUDA_MEM_KIND AS dk ON dk.id = m.dstKind
