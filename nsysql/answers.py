@@ -2,7 +2,7 @@
 repeated command reads it back instead of recomputing over the million-row tables.
 
 An answer is keyed by the query's SQL, the SQL of every analysis it reads (`requires: analysis.X`, at any
-depth) and its parameters; the cached DuckDB file it sits beside is itself keyed by the export's identity and
+depth), its parameters and the code that turns results into frames (nsysql/export.py); the cached DuckDB file it sits beside is itself keyed by the export's identity and
 the normalize SQL. So an answer is reused only for the same export, the same normalized tables, the same
 query text and the same parameters: editing any of them computes afresh.
 """
@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 import polars as pl
@@ -26,8 +27,14 @@ def directory(cache_path: Path) -> Path:
     return cache_path.with_name(cache_path.name + SUFFIX)
 
 
+@lru_cache(maxsize=1)
+def _conversion_key() -> str:
+    """How results become frames is code too (nsysql/export.py): a change there must not serve old answers."""
+    return hashlib.sha256((Path(__file__).parent / "export.py").read_bytes()).hexdigest()
+
+
 def key(query: catalog.Query, params: dict) -> str:
-    text = [query.sql] + [catalog.get(dep).sql for dep in sorted(_inputs(query))]
+    text = [_conversion_key(), query.sql] + [catalog.get(dep).sql for dep in sorted(_inputs(query))]
     text.append(json.dumps(params, sort_keys=True, default=repr))
     return hashlib.sha256("\0".join(text).encode()).hexdigest()[:24]
 

@@ -119,8 +119,17 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+        typer.echo(f"nsysql {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _options(cache_size: Annotated[Optional[str], typer.Option(
+def _options(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, help="Print nsysql's version and exit.")] = False,
+        cache_size: Annotated[Optional[str], typer.Option(
         "--cache-size", help="Keep the cache directory under this size, least recently used exports removed first "
                              "(500M, 10G, unlimited) [default: $NSYSQL_CACHE_SIZE or 10G].",
         show_default=False)] = None) -> None:

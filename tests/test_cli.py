@@ -192,3 +192,9 @@ def test_summarize_without_runtime_says_what_it_cannot_do(export_files, tmp_path
     assert ov["top_ops"] == [] and ov["top_api"] == [] and ov["top_kernels"]
     assert any("CUPTI_ACTIVITY_KIND_RUNTIME" in n for n in ov["notes"])
     assert ov["steps"] and sum(ov["steps"][0]["breakdown"].values()) == ov["steps"][0]["wall_ns"]
+
+
+def test_version():
+    import nsysql
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.stdout == f"nsysql {nsysql.__version__}\n"
