@@ -82,28 +82,3 @@ def store(cache_path: Path, query: catalog.Query, params: dict, frame: pl.DataFr
     except (OSError, pl.exceptions.PolarsError):
         pass
 
-
-def load_lines(cache_path: Path, name: str, version: str) -> list[str] | None:
-    """Text lines kept for the cached export (e.g. its sanity warnings), or None when not kept for `version`."""
-    file = directory(cache_path) / f"{name}-{version}.json"
-    try:
-        lines = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return lines if isinstance(lines, list) and all(isinstance(x, str) for x in lines) else None
-
-
-def store_lines(cache_path: Path, name: str, version: str, lines: list[str]) -> None:
-    file = directory(cache_path) / f"{name}-{version}.json"
-    try:
-        file.parent.mkdir(exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".answer-", suffix=".json", dir=file.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(lines, f)
-            os.replace(tmp, file)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except OSError:
-        pass

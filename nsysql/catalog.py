@@ -66,7 +66,7 @@ class Query:
             if not sep:
                 continue
             param, _, value = setting.partition("=")
-            found.setdefault(arg.strip(), {})[param.strip().lstrip("$")] = _literal(value.strip())
+            found.setdefault(arg.strip(), {})[param.strip().lstrip("$")] = header_literal(value.strip())
         return found
 
     def bound_params(self, values: dict) -> dict:
@@ -78,15 +78,21 @@ class Query:
         return {k: values[k] for k in wanted}
 
 
-def _literal(text: str):
+def header_literal(text: str):
+    """A value written in a SQL header ('x', true, null, 10, 0.5) as Python: str, bool, None, int, float or the
+    text itself. The one reader of header values (params defaults, report arguments)."""
     if text[:1] in "'\"" and text[-1:] == text[:1] and len(text) >= 2:
         return text[1:-1]
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
-    try:
-        return int(text)
-    except ValueError:
-        return text
+    if text.lower() == "null":
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
 
 
 def split_report_spec(spec: str) -> tuple[str, list[str]]:

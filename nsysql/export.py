@@ -155,15 +155,8 @@ class Export:
     def sanity(self) -> list[str]:
         """Warnings about rows no profiler writes (end before start, duplicated rows, a missing or duplicated
         StringIds), one line each naming the raw table and the count; empty for a sound export."""
-        from .sanity import CHECKS_KEY, check
-        if self._tmpdir is None:  # the checks scan every big table: once per cached export, then remembered
-            known = answers.load_lines(self.cache_path, "sanity", CHECKS_KEY)
-            if known is not None:
-                return known
-        lines = check(self)
-        if self._tmpdir is None:
-            answers.store_lines(self.cache_path, "sanity", CHECKS_KEY, lines)
-        return lines
+        from .sanity import check
+        return check(self)
 
     def info(self) -> dict[str, str]:
         rows = self.con.execute("SELECT key, value FROM export_info UNION ALL SELECT key, value FROM nsysql_meta").fetchall()

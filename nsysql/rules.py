@@ -37,8 +37,11 @@ def query(rule: str) -> catalog.Query:
 
 def options(rule: str) -> dict[str, Option]:
     """The rule's options in header order, with NVIDIA's defaults."""
-    return {m["name"]: Option(m["name"], m["type"], int(m["default"]), (m["help"] or "").strip())
-            for m in _OPTION.finditer(query(rule).params)}
+    from .views import param_defaults  # the one reader of header defaults
+    q = query(rule)
+    defaults = param_defaults(q)
+    return {m["name"]: Option(m["name"], m["type"], int(defaults[m["name"]]), (m["help"] or "").strip())
+            for m in _OPTION.finditer(q.params)}
 
 
 def params(rule: str, given: dict) -> dict[str, int]:
@@ -50,4 +53,8 @@ def params(rule: str, given: dict) -> dict[str, int]:
                           f"{', '.join(known) or 'none'}")
     values = {name: o.default for name, o in known.items()}
     values.update({k: int(v) for k, v in given.items() if v is not None})
+    for name, value in values.items():  # thresholds, counts and sizes; rows takes -1 for "all", as NVIDIA's
+        lowest = -1 if name == "rows" else 0
+        if value < lowest:
+            raise NsysqlError(f"rule {rule}: --{name} must be {lowest} or more, not {value}")
     return values

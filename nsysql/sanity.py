@@ -7,47 +7,30 @@ DuckDB over the cached tables (milliseconds on millions of rows).
 """
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
-# what the remembered warnings of a cached export are keyed by: these checks' own code
-CHECKS_KEY = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-
-# normalized table -> (raw table, its id column, the columns that make a row unique)
-_TABLES = {
-    "kernel": ("CUPTI_ACTIVITY_KIND_KERNEL", "kernel_id", "device_id, stream_id, start_ns, end_ns, correlation_id"),
-    "runtime": ("CUPTI_ACTIVITY_KIND_RUNTIME", "runtime_id", "global_tid, start_ns, end_ns, correlation_id"),
-    "memcpy": ("CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy_id", "device_id, stream_id, start_ns, end_ns, correlation_id"),
-    "memset": ("CUPTI_ACTIVITY_KIND_MEMSET", "memset_id", "device_id, stream_id, start_ns, end_ns, correlation_id"),
-    "sync": ("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", None, None),
-    "nvtx_range": ("NVTX_EVENTS", "range_id", None),
-    "osrt": ("OSRT_API", None, None),
-}
 NAMED = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS")
 
 
 def check(ex) -> list[str]:
-    """Warnings about `ex` (an open nsysql.Export), one line each; empty for every export nsys writes."""
+    """Warnings about `ex` (an open nsysql.Export), one line each; empty for every export nsys writes. The counts
+    are queries/analysis/sanity.sql (kept with the export's answers, so they are read once)."""
+    from .errors import NsysqlError
+    from .export import SOURCES
     out = []
-    for table, (raw, id_col, unique) in _TABLES.items():
-        if not ex.has(table):
-            continue
-        parts = ["COUNT(*) FILTER (WHERE end_ns < start_ns)"]
-        parts.append(f"COUNT(*) - COUNT(DISTINCT {id_col})" if id_col else "0")
-        parts.append(f"COUNT(*) - COUNT(DISTINCT ({unique}))" if unique else "0")
-        try:
-            backwards, repeated, duplicates = ex.con.execute(f"SELECT {', '.join(parts)} FROM {table}").fetchone()
-        except Exception:  # noqa: BLE001 - a check that cannot run must not stop the analysis it guards
-            continue
-        if backwards:
-            out.append(f"{raw}: {backwards:,} rows end before they start (negative durations); times summed over "
-                       "this table are not to be trusted")
-        if repeated:
-            out.append(f"{raw}: {repeated:,} rows repeated by the join on StringIds (duplicate ids in StringIds?); "
-                       "counts and times over this table include them twice")
-        elif duplicates:
-            out.append(f"{raw}: {duplicates:,} duplicate rows (same stream or thread, times and correlationId); "
-                       "counts and times over this table include them twice")
+    try:
+        counts = ex.run("analysis.sanity").iter_rows(named=True)
+    except NsysqlError:  # a check that cannot run must not stop the analysis it guards
+        counts = iter(())
+    for row in counts:
+        raw = SOURCES.get(row["table_name"], (row["table_name"],))[0]
+        if row["negative"]:
+            out.append(f"{raw}: {row['negative']:,} rows end before they start (negative durations); times summed "
+                       "over this table are not to be trusted")
+        if row["repeated"]:
+            out.append(f"{raw}: {row['repeated']:,} rows repeated by the join on StringIds (duplicate ids in "
+                       "StringIds?); counts and times over this table include them twice")
+        elif row["duplicates"]:
+            out.append(f"{raw}: {row['duplicates']:,} duplicate rows (same stream or thread, times and "
+                       "correlationId); counts and times over this table include them twice")
     if "StringIds" not in ex._tables and any(t in ex._tables for t in NAMED):
         out.append("StringIds: missing, so kernel, API and range names are unknown")
     return out

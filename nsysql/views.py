@@ -160,14 +160,7 @@ def header_default(params_line: str, name: str):
     m = re.search(pattern, params_line or "")
     if not m:
         return _NO_DEFAULT
-    text = m.group("v") or m.group("w")
-    if text[:1] in "'\"" and text[-1:] == text[:1] and len(text) >= 2:
-        return text[1:-1]
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    if text.lower() == "null":
-        return None
-    return typed_value(text)
+    return catalog.header_literal(m.group("v") or m.group("w"))
 
 
 def typed_value(text: str) -> int | float | str:

@@ -151,3 +151,12 @@ def test_cli_analyze_empty_and_bad_input(export_files, cache_dir):
     assert res.exit_code == 1 and "no option gap" in res.output
     res = runner.invoke(app, ["analyze", "no_such_rule", path, "--cache-dir", str(cache_dir)])
     assert res.exit_code == 1 and "nsysql rules" in res.output
+
+
+def test_negative_option_is_one_line_error(export_files, cache_dir):
+    from typer.testing import CliRunner
+
+    from nsysql.cli import app
+    res = CliRunner().invoke(app, ["analyze", "gpu_gaps", str(export_files["gpt-tiny-forward"]), "--gap", "-5",
+                                   "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 1 and res.output == "Error: rule gpu_gaps: --gap must be 0 or more, not -5\n"
