@@ -6,6 +6,7 @@ automatic install/load switched off (docs/decisions.md).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import duckdb
@@ -36,10 +37,26 @@ def sqlite_scanner_path() -> Path:
     return wanted
 
 
+MEMORY_ENV = "NSYSQL_MEMORY_LIMIT"
+# DuckDB's own default is 80 % of RAM, which lets hash joins of a big export grow to several GB; under this cap
+# it spills to its temp directory (inside the cache directory) instead, at no measured cost (docs/performance.md).
+DEFAULT_MEMORY_LIMIT = "1500MB"
+
+
+def memory_limit() -> str:
+    return os.environ.get(MEMORY_ENV, "").strip() or DEFAULT_MEMORY_LIMIT
+
+
 def connect(database: str | Path = ":memory:", *, read_only: bool = False,
             with_sqlite: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open DuckDB with extension auto-download disabled."""
-    con = duckdb.connect(str(database), read_only=read_only, config=dict(OFFLINE_CONFIG))
+    """Open DuckDB with extension auto-download disabled and nsysql's memory limit."""
+    try:
+        con = duckdb.connect(str(database), read_only=read_only,
+                             config=dict(OFFLINE_CONFIG, memory_limit=memory_limit()))
+    except duckdb.InvalidInputException as exc:
+        if memory_limit() in str(exc) or "memory" in str(exc).lower():
+            raise NsysqlError(f"{MEMORY_ENV}={memory_limit()!r} is not a size DuckDB reads; use e.g. 1500MB or 8GB") from None
+        raise
     if with_sqlite:
         con.execute(f"LOAD {quote_literal(str(sqlite_scanner_path()))}")
     return con

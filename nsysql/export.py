@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from . import answers, catalog, hygiene, importer, inputs
+from . import answers, catalog, hygiene, importer, inputs, progress
 from .cache import cache_file, cache_key, default_cache_dir
 from .engine import connect, quote_ident
 from .errors import MissingDataError, NsysqlError
@@ -113,10 +113,9 @@ class Export:
     def sql(self, sql: str, params: dict | None = None) -> pl.DataFrame:
         """Run SQL against the normalized tables and return a Polars frame."""
         try:
-            rel = self.con.execute(sql, params or {})
+            return _to_polars(self.con.sql(sql, params=params or {}))
         except duckdb.Error as exc:
             raise NsysqlError(str(exc).splitlines()[0]) from None
-        return _to_polars(rel)
 
     def run(self, query_id: str, **params) -> pl.DataFrame:
         q = catalog.get(query_id)
@@ -125,8 +124,9 @@ class Export:
         stored = answers.load(self.cache_path, q, bound) if self._tmpdir is None else None
         if stored is not None:  # computed by an earlier command on this export (nsysql/answers.py)
             return stored
-        self._materialize_inputs(q)
-        df = self.sql(q.sql, bound)
+        with progress.shown("computing"), progress.stage(q.id):
+            self._materialize_inputs(q)
+            df = self.sql(q.sql, bound)
         if q.columns and list(df.columns) != [c.name for c in q.columns]:
             raise NsysqlError(f"{q.path}: columns {df.columns} differ from its header")  # a bug, not user error
         if self._tmpdir is None:
@@ -319,11 +319,16 @@ def unpack_xz(path: Path, directory: Path) -> Path:
     return target
 
 
-def _to_polars(rel) -> pl.DataFrame:
-    cols = [d[0] for d in rel.description]
-    rows = rel.fetchall()
-    if not rows:
-        return pl.DataFrame({c: [] for c in cols})
-    return pl.DataFrame(rows, schema=cols, orient="row", infer_schema_length=None)
+def _to_polars(rel: duckdb.DuckDBPyRelation | None) -> pl.DataFrame:
+    """The result as a frame through the Arrow C stream (no Python object per value: 1.7M kernel rows in 4 s
+    instead of 16 s), with DuckDB-only types made plain: ENUM text as String, HUGEINT sums as Int64."""
+    if rel is None:  # a statement without a result
+        return pl.DataFrame()
+    df = pl.DataFrame(rel)
+    plain = {name: pl.String for name, dtype in df.schema.items() if isinstance(dtype, (pl.Categorical, pl.Enum))}
+    # DuckDB hands HUGEINT (what SUM of BIGINT returns) to Arrow as DECIMAL(38, 0)
+    plain.update({name: pl.Int64 for name, dtype in df.schema.items()
+                  if dtype == pl.Int128 or (isinstance(dtype, pl.Decimal) and dtype.scale == 0)})
+    return df.cast(plain) if plain else df
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import duckdb
 
-from . import catalog, inputs, readonly
+from . import catalog, inputs, progress, readonly
+from .build_graph import build_graph, build_workers
 from .engine import connect, quote_literal
 from .errors import NsysqlError
 
@@ -105,12 +106,12 @@ def normalize(export: Path, target: Path) -> dict:
                     con.execute(f"CREATE VIEW raw.{name} AS SELECT rowid AS rowid, * FROM nsys.{name}")
                 else:
                     con.execute(stub)
-            for q in _ordered(view_set):
-                try:
-                    con.execute(q.sql)
-                except duckdb.Error as exc:
-                    raise NsysqlError(damage(export, exc) or f"{export}: could not normalize {q.name} "
-                                      f"({str(exc).splitlines()[0]}); export schema {schema} may be unsupported") from None
+            def failed(q: catalog.Query, exc: duckdb.Error) -> NsysqlError:
+                return NsysqlError(damage(export, exc) or f"{export}: could not normalize {q.name} "
+                                   f"({str(exc).splitlines()[0]}); export schema {schema} may be unsupported")
+
+            with progress.shown("building the cache"):
+                build_graph(con, _ordered(view_set), workers=build_workers(), failed=failed)
             # the raw tables as the views saw them: a shimmed 3.x table counts as present
             con.execute("CREATE TABLE nsysql_tables AS SELECT unnest($t::VARCHAR[]) AS raw_table ORDER BY 1",
                         {"t": sorted(tables | shimmed)})

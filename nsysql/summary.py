@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from . import catalog
+from . import catalog, progress
 from .export import Export
 from .overview import BREAKDOWN, BREAKDOWN_KEYS, Overview
 from .render import Format, cell_text, middle, time_origin, to_markdown, to_table
@@ -39,6 +39,11 @@ class Summary:
 
 
 def build_summary(export: Export, *, top: int = 5, full: bool = False) -> Summary:
+    with progress.shown("summarizing"):
+        return _build_summary(export, top=top, full=full)
+
+
+def _build_summary(export: Export, *, top: int, full: bool) -> Summary:
     capture = export.run("analysis.capture_facts").row(0, named=True)
     totals = export.run("analysis.export_totals").row(0, named=True)
     capture.update(gpu_busy_ns=totals["gpu_busy_ns"], gpu_span_ns=totals["gpu_span_ns"])

@@ -21,6 +21,10 @@ class Counting:
         self.statements.append(sql)
         return self.con.execute(sql, *args, **kwargs)
 
+    def sql(self, sql, *args, **kwargs):  # queries that return frames go through con.sql (the Arrow stream)
+        self.statements.append(sql)
+        return self.con.sql(sql, *args, **kwargs)
+
     def __getattr__(self, name):
         return getattr(self.con, name)
 

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.kernel v2
+-- nsysql: normalize.nsys3.kernel v3
 -- purpose: CUDA kernels (CUPTI_ACTIVITY_KIND_KERNEL) with names resolved; pid unpacked from globalPid.
 -- requires: raw.CUPTI_ACTIVITY_KIND_KERNEL, raw.StringIds
 -- params: none
@@ -50,5 +50,4 @@ FROM (SELECT * FROM raw.CUPTI_ACTIVITY_KIND_KERNEL  -- greenContextId: NULL in e
       UNION ALL BY NAME SELECT CAST(NULL AS BIGINT) AS greenContextId WHERE false) AS k
 LEFT JOIN raw.StringIds AS dn ON dn.id = k.demangledName
 LEFT JOIN raw.StringIds AS sn ON sn.id = k.shortName
-LEFT JOIN raw.StringIds AS mn ON mn.id = k.mangledName
-ORDER BY kernel_id;
+LEFT JOIN raw.StringIds AS mn ON mn.id = k.mangledName;  -- no ORDER BY: readers order what they show (a sort of every row saved)

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.nvtx_ancestor v1
+-- nsysql: normalize.nsys3.nvtx_ancestor v2
 -- purpose: Every (range, enclosing range) pair on a thread, the range itself included at distance 0; turns "innermost range" into "all ranges on the stack".
 -- requires: nvtx_range
 -- params: none
@@ -14,5 +14,4 @@ WITH RECURSIVE up(range_id, ancestor_id, distance) AS (
     FROM up AS u JOIN nvtx_range AS r ON r.range_id = u.ancestor_id
     WHERE r.parent_id IS NOT NULL
 )
-SELECT range_id, ancestor_id, distance FROM up
-ORDER BY range_id, distance;
+SELECT range_id, ancestor_id, distance FROM up;  -- no ORDER BY: readers order what they show (a sort of every row saved)

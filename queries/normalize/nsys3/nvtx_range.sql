@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.nvtx_range v1
+-- nsysql: normalize.nsys3.nvtx_range v2
 -- purpose: NVTX push/pop and start/end ranges with NVIDIA's naming (`<domain>:<text>`), depth and parent on their thread (full paths: analysis.ranges).
 -- requires: raw.NVTX_EVENTS, raw.StringIds
 -- params: none
@@ -90,5 +90,4 @@ SELECT t.range_id, t.start_ns, t.end_ns, t.end_ns - t.start_ns AS duration_ns, t
        (contains(t.text, ', op_id = ') OR contains(t.text, ', seq = ')
         OR starts_with(t.text, 'autograd::engine::evaluate_function: ')
         OR starts_with(t.text, 'Optimizer.step#') OR starts_with(t.text, 'Optimizer.zero_grad#')) AS is_op_marker
-FROM tree AS t
-ORDER BY t.range_id;
+FROM tree AS t;  -- no ORDER BY: readers order what they show (a sort of every row saved)

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.osrt v1
+-- nsysql: normalize.nsys3.osrt v2
 -- purpose: OS runtime library calls (OSRT_API: poll, read, ioctl, pthread_* ...); the zero-length OSRT start/finish markers (event classes 31, 32) are not calls and are left out, as nsys stats does.
 -- requires: raw.OSRT_API, raw.StringIds
 -- params: none
@@ -20,5 +20,4 @@ SELECT o.start AS start_ns,
        o.nestingLevel AS nesting_level
 FROM raw.OSRT_API AS o
 LEFT JOIN raw.StringIds AS s ON s.id = o.nameId
-WHERE o.eventClass NOT IN (31, 32)
-ORDER BY start_ns;
+WHERE o.eventClass NOT IN (31, 32);  -- no ORDER BY: readers order what they show (a sort of every row saved)

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.runtime v1
+-- nsysql: normalize.nsys3.runtime v2
 -- purpose: CUDA runtime and driver API calls (CUPTI_ACTIVITY_KIND_RUNTIME) with names resolved and pid/tid unpacked.
 -- requires: raw.CUPTI_ACTIVITY_KIND_RUNTIME, raw.StringIds
 -- params: none
@@ -22,8 +22,9 @@ SELECT r.rowid AS runtime_id,
        r.globalTid & 16777215 AS tid,
        r.correlationId AS correlation_id,
        s.value AS api_name,
-       regexp_replace(s.value, '_v[0-9]{4}$', '') AS api_short_name,
+       s.short_value AS api_short_name,
        r.returnValue AS return_value
 FROM raw.CUPTI_ACTIVITY_KIND_RUNTIME AS r
-LEFT JOIN raw.StringIds AS s ON s.id = r.nameId
-ORDER BY runtime_id;
+LEFT JOIN (  -- the suffix dropped once per name, not once per call
+    SELECT id, value, regexp_replace(value, '_v[0-9]{4}$', '') AS short_value FROM raw.StringIds
+) AS s ON s.id = r.nameId;  -- no ORDER BY: readers order what they show (a sort of every row saved)

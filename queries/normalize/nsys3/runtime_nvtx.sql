@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.runtime_nvtx v1
+-- nsysql: normalize.nsys3.runtime_nvtx v2
 -- purpose: For each CUDA API call, the innermost NVTX range on the calling thread that encloses the whole call (range start <= call start and range end >= call end), as nsys's projection reports match them.
 -- requires: runtime, nvtx_range
 -- params: none
@@ -41,5 +41,4 @@ ASOF JOIN range_starts AS s
   ON s.global_tid = c.global_tid AND s.depth = c.open_ranges - 1 AND s.seq < c.seq
 JOIN runtime AS rt ON rt.runtime_id = c.runtime_id
 JOIN nvtx_range AS r ON r.range_id = s.range_id
-WHERE r.end_ns >= rt.end_ns
-ORDER BY c.runtime_id;
+WHERE r.end_ns >= rt.end_ns;  -- no ORDER BY: readers order what they show (a sort of every row saved)

@@ -1,0 +1,105 @@
+"""Time each command of issue 12's table on one replicated export: wall, CPU and peak RSS per call.
+
+    python bench/bench_commands.py EXPORT.sqlite [--workdir DIR] [--repeat 2]
+
+EXPORT is a replicated export (bench/replicate.py; bench/bench_summarize.py leaves one as DIR/x220.sqlite).
+Each measurement is a fresh `nsysql` child process, output to /dev/null (or a file for -f parquet):
+- `summarize, first open`: empty cache directory (normalize + every section).
+- `first open, 9 reports`: empty cache directory, then the nine NVIDIA reports one call each (csv),
+  timed together as issue 12 counts them.
+- every other row: on the normalized cache, twice: `cached` with the stored answers removed (the first time
+  that command runs on the cache) and `repeated` (the same command again, reading its stored answer).
+The rows print as a Markdown table for docs/performance.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+NINE = ["cuda_api_sum", "cuda_gpu_kern_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_mem_time_sum", "cuda_kern_exec_sum",
+        "nvtx_gpu_proj_sum", "nvtx_kern_sum", "nvtx_sum", "osrt_sum"]
+# (label, arguments); {export} is the export, {out} a scratch file
+CACHED = [
+    ("summarize", ["summarize", "{export}"]),
+    ("gaps (default)", ["gaps", "{export}"]),
+    ("kernels -f parquet", ["kernels", "{export}", "-f", "parquet", "-o", "{out}"]),
+    ("steps", ["steps", "{export}"]),
+    ("overhead", ["overhead", "{export}"]),
+    ("report nvtx_gpu_proj_sum", ["report", "nvtx_gpu_proj_sum", "{export}"]),
+    ("layers", ["layers", "{export}"]),
+    ("memcpy", ["memcpy", "{export}"]),
+]
+
+
+def measured(cmds: list[list[str]], env: dict) -> tuple[float, float, int]:
+    """Run the commands one after another in a wrapper process; wall s, CPU s and the largest child peak RSS."""
+    script = ("import json, resource, subprocess, sys, time\n"
+              "cmds = json.loads(sys.argv[1]); t = time.perf_counter()\n"
+              "for c in cmds:\n"
+              "    r = subprocess.run(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)\n"
+              "    if r.returncode: sys.exit(' '.join(c) + ': ' + r.stderr)\n"
+              "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+              "print(time.perf_counter() - t, u.ru_utime + u.ru_stime, u.ru_maxrss)\n")
+    import json
+    out = subprocess.run([sys.executable, "-c", script, json.dumps(cmds)], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"benchmark command failed: {out.stderr}")
+    wall, cpu, rss_kb = out.stdout.split()
+    return float(wall), float(cpu), int(rss_kb) // 1024
+
+
+def drop_answers(cache_dir: Path) -> None:
+    for answers in cache_dir.glob("*.answers"):
+        shutil.rmtree(answers)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("export", type=Path)
+    p.add_argument("--workdir", type=Path, default=None)
+    p.add_argument("--nsysql", default=str(Path(sys.executable).with_name("nsysql")))
+    p.add_argument("--only", action="append", default=[], help="run only rows whose label starts with this")
+    a = p.parse_args()
+    work = a.workdir or Path(tempfile.mkdtemp(prefix="nsysql-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    cache = work / "cache-commands"
+    out = work / "out.parquet"
+    env = dict(os.environ, NSYSQL_CACHE_DIR=str(cache), COLUMNS="100")
+    export = str(a.export)
+
+    def command(args: list[str]) -> list[str]:
+        return [a.nsysql] + [x.replace("{export}", export).replace("{out}", str(out)) for x in args]
+
+    def wanted(label: str) -> bool:
+        return not a.only or any(label.startswith(o) for o in a.only)
+
+    print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d')}")
+    print("| command | state | wall s | CPU s | peak RSS MiB |")
+    print("|---|---|---:|---:|---:|")
+    if wanted("first open, 9 reports"):
+        shutil.rmtree(cache, ignore_errors=True)
+        wall, cpu, rss = measured([command(["report", r, "{export}", "-f", "csv"]) for r in NINE], env)
+        print(f"| the nine NVIDIA reports, 9 calls | first open | {wall:.2f} | {cpu:.1f} | {rss:,} |", flush=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    wall, cpu, rss = measured([command(["summarize", "{export}"])], env)
+    print(f"| summarize | first open | {wall:.2f} | {cpu:.1f} | {rss:,} |", flush=True)
+    for label, args in CACHED:
+        if not wanted(label):
+            continue
+        drop_answers(cache)
+        wall, cpu, rss = measured([command(args)], env)
+        print(f"| {label} | cached | {wall:.2f} | {cpu:.1f} | {rss:,} |", flush=True)
+        wall, cpu, rss = measured([command(args)], env)
+        print(f"| {label} | repeated | {wall:.2f} | {cpu:.1f} | {rss:,} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

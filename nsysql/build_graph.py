@@ -1,0 +1,89 @@
+"""Run the normalize statements as a graph: each as soon as the tables it reads exist, several at a time.
+
+DuckDB's SQLite scanner reads an attached table on one thread, so a build that runs one statement at a time
+leaves the other cores idle while the big raw tables are read. Here up to `workers` statements run at once,
+each on its own cursor of the one DuckDB database; those that start the longest chains of dependent
+statements go first (docs/performance.md has the measurements).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+import duckdb
+
+from . import catalog, progress
+from .engine import quote_ident
+
+WORKERS_ENV = "NSYSQL_BUILD_WORKERS"
+
+
+def build_workers() -> int:
+    """Statements run at once: NSYSQL_BUILD_WORKERS, else one per core up to 4 (more only adds contention)."""
+    wanted = os.environ.get(WORKERS_ENV, "").strip()
+    if wanted.isdigit() and int(wanted) > 0:
+        return int(wanted)
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def chain_lengths(needs: dict[str, set[str]]) -> dict[str, int]:
+    """For each statement, the number of statements on the longest chain that waits for it (itself included)."""
+    waiting: dict[str, set[str]] = {name: set() for name in needs}
+    for name, inputs in needs.items():
+        for needed in inputs:
+            waiting[needed].add(name)
+    lengths: dict[str, int] = {}
+
+    def length(name: str) -> int:
+        if name not in lengths:
+            lengths[name] = 1 + max((length(w) for w in waiting[name]), default=0)
+        return lengths[name]
+
+    for name in needs:
+        length(name)
+    return lengths
+
+
+def build_graph(con: duckdb.DuckDBPyConnection, queries: Sequence[catalog.Query], *, workers: int,
+                failed: Callable[[catalog.Query, duckdb.Error], Exception]) -> None:
+    """Execute every query (each creates the table named after it). `failed` turns a DuckDB error into the
+    exception to raise; the statements still running are interrupted first."""
+    by_name = {q.name: q for q in queries}
+    needs = {q.name: {r for r in q.requires if r in by_name} for q in queries}
+    rank = chain_lengths(needs)
+    pending = sorted(by_name, key=lambda n: (-rank[n], n))
+    done: set[str] = set()
+    running: dict[Future, duckdb.DuckDBPyConnection] = {}
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nsysql-build") as pool:
+        try:
+            while pending or running:
+                for name in [n for n in pending if needs[n] <= done][: workers - len(running)]:
+                    pending.remove(name)
+                    cursor = con.cursor()
+                    running[pool.submit(_execute, cursor, by_name[name], failed)] = cursor
+                if not running:  # a cycle would leave statements that can never start
+                    raise ValueError(f"normalize statements wait on each other: {', '.join(pending)}")
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    running.pop(future).close()
+                    done.add(future.result())
+        except BaseException:  # an error or Ctrl-C: stop the others before the half-built file is removed
+            for cursor in running.values():
+                cursor.interrupt()
+            wait(running)
+            for cursor in running.values():
+                cursor.close()
+            raise
+
+
+def _execute(cursor: duckdb.DuckDBPyConnection, q: catalog.Query,
+             failed: Callable[[catalog.Query, duckdb.Error], Exception]) -> str:
+    with progress.stage(q.name) as stage:
+        try:
+            cursor.execute(q.sql)
+            if stage is not None and "CREATE VIEW" not in q.sql:  # counting a view would run it
+                stage.rows = cursor.execute(f"SELECT count(*) FROM {quote_ident(q.name)}").fetchone()[0]
+        except duckdb.Error as exc:
+            raise failed(q, exc) from None
+    return q.name
