@@ -16,6 +16,9 @@ from .errors import NsysqlError
 OFFLINE_CONFIG = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
+    # DuckDB runs an ASOF join as a nested loop when it expects at most 64 probe rows; its estimate for a CTE can
+    # be that low while the real probe has 100k rows (quadratic: minutes at 1.7M kernels), so always sort-merge
+    "asof_loop_join_threshold": 0,
 }
 
 

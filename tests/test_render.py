@@ -122,6 +122,29 @@ def test_machine_formats_stay_exact():
     assert '"wall_ns": 30744458' in to_json(STEPS, {})
 
 
+def test_csv_is_what_the_csv_module_writes(monkeypatch):
+    """The column-wise CSV writer against Python's csv module over the same cells (an independent writer):
+    quoting of commas, quotes and newlines, nulls, booleans, floats with and without header decimals, lists,
+    and more rows than one chunk."""
+    import csv
+    import io
+
+    from nsysql import render
+    monkeypatch.setattr(render, "CSV_CHUNK_ROWS", 2)
+    df = pl.DataFrame({"id": [1, None, 3, 4, 5], "text": ['x,y', 'q"z', None, "line\nbreak", ""],
+                       "flag": [True, None, False, True, None], "pct": [12.25, None, 0.05, float("nan"), 1e-5],
+                       "ratio": [0.1, 2.0, None, 1 / 3, 1e20], "dims": [[1, 2], None, [], [3], [4, 5, 6]],
+                       "names": [["a,b"], ["x"], None, [], ['"q"']]})
+    decimals = {"pct": 1}
+    expected = io.StringIO()
+    writer = csv.writer(expected, lineterminator="\n")
+    writer.writerow(df.columns)
+    writer.writerows([[render.cell_text(v, decimals.get(c)) for c, v in zip(df.columns, row)] for row in df.iter_rows()])
+    assert to_csv(df, decimals) == expected.getvalue()
+    single = pl.DataFrame({"only": ["", "a"]})  # a lone empty field is quoted so the line is not blank
+    assert to_csv(single, {}) == 'only\n""\na\n'
+
+
 # -- fitting ---------------------------------------------------------------------------------------------
 def test_no_number_is_ever_split():
     df = pl.DataFrame({"name": ["x" * 200], "cpu_ns": [55_690_571], "count": [12_345_678]})

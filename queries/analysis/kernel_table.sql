@@ -1,4 +1,4 @@
--- nsysql: analysis.kernel_table v1
+-- nsysql: analysis.kernel_table v2
 -- purpose: One row per GPU op (kernel, memcpy, memset) in GPU start order, charged to its direction, layer, PyTorch op and input shapes: the PyProf kernel table from a plain nsys export (how each is found: normalize.nsys3.gpu_op_attribution).
 -- requires: gpu_op, gpu_op_label, kernel, runtime
 -- params: none
@@ -18,7 +18,10 @@
 --   pid | BIGINT | id (launching process)
 --   tid | BIGINT | id (launching thread; NULL when the export has no launching call)
 --   seq | BIGINT | id (autograd sequence number, when there is one)
-SELECT ROW_NUMBER() OVER (ORDER BY o.start_ns, o.op_kind, o.op_id) AS idx,
+WITH numbered AS (  -- the position in GPU start order, numbered on the narrow table before the joins widen it
+    SELECT *, ROW_NUMBER() OVER (ORDER BY start_ns, op_kind, op_id) AS idx FROM gpu_op
+)
+SELECT o.idx,
        a.direction, a.layer, a.op, a.params,
        o.op_name AS kernel,
        o.start_ns, o.end_ns - o.start_ns AS duration_ns,
@@ -26,8 +29,8 @@ SELECT ROW_NUMBER() OVER (ORDER BY o.start_ns, o.op_kind, o.op_id) AS idx,
        CASE WHEN o.op_kind = 'kernel' THEN format('({}, {}, {})', k.block_x, k.block_y, k.block_z) END AS block,
        o.stream_id AS stream, o.device_id AS device,
        COALESCE(r.pid, o.pid) AS pid, r.tid, a.seq
-FROM gpu_op AS o
+FROM numbered AS o
 JOIN gpu_op_label AS a USING (op_kind, op_id)
 LEFT JOIN kernel AS k ON k.kernel_id = CASE WHEN o.op_kind = 'kernel' THEN o.op_id END  -- an equi-join: with `AND o.op_kind = ...` DuckDB chose a nested loop
 LEFT JOIN runtime AS r ON r.runtime_id = o.runtime_id
-ORDER BY idx;
+ORDER BY o.idx;

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.gpu_op v2
+-- nsysql: normalize.nsys3.gpu_op v1
 -- purpose: All GPU work in one table (kernels, memcpys, memsets) with the CUDA API call that launched it, matched on correlationId AND process (correlation ids repeat across processes).
 -- requires: kernel, memcpy, memset, runtime
 -- params: none
@@ -30,4 +30,5 @@ WITH ops AS (
 )
 SELECT o.*, r.runtime_id
 FROM ops AS o
-LEFT JOIN runtime AS r ON r.correlation_id = o.correlation_id AND r.pid = o.pid;  -- no ORDER BY: readers order what they show (a sort of every row saved)
+LEFT JOIN runtime AS r ON r.correlation_id = o.correlation_id AND r.pid = o.pid
+ORDER BY o.start_ns, o.op_kind, o.op_id;
