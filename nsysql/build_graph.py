@@ -20,11 +20,13 @@ WORKERS_ENV = "NSYSQL_BUILD_WORKERS"
 
 
 def build_workers() -> int:
-    """Statements run at once: NSYSQL_BUILD_WORKERS, else one per core up to 4 (more only adds contention)."""
+    """Statements run at once: NSYSQL_BUILD_WORKERS, else one per two cores, 1 to 4. On two cores a second
+    statement won only ~1 s of a 16 s build and, under the 1.5 GB memory limit, cost 3-5 s in spilling
+    (docs/performance.md); with more cores each statement still gets two threads."""
     wanted = os.environ.get(WORKERS_ENV, "").strip()
     if wanted.isdigit() and int(wanted) > 0:
         return int(wanted)
-    return max(1, min(4, os.cpu_count() or 1))
+    return max(1, min(4, (os.cpu_count() or 1) // 2))
 
 
 def chain_lengths(needs: dict[str, set[str]]) -> dict[str, int]:
@@ -34,10 +36,15 @@ def chain_lengths(needs: dict[str, set[str]]) -> dict[str, int]:
         for needed in inputs:
             waiting[needed].add(name)
     lengths: dict[str, int] = {}
+    visiting: set[str] = set()
 
     def length(name: str) -> int:
+        if name in visiting:  # a cycle: build_graph reports it when nothing can start
+            return 0
         if name not in lengths:
+            visiting.add(name)
             lengths[name] = 1 + max((length(w) for w in waiting[name]), default=0)
+            visiting.discard(name)
         return lengths[name]
 
     for name in needs:

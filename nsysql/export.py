@@ -10,7 +10,7 @@ import polars as pl
 
 from . import answers, catalog, hygiene, importer, inputs, progress
 from .cache import cache_file, cache_key, default_cache_dir
-from .engine import connect, quote_ident
+from .engine import connect, error_line, quote_ident
 from .errors import MissingDataError, NsysqlError
 
 # normalized table -> (raw nsys table it comes from, nsys flag that produces it)
@@ -74,7 +74,12 @@ class Export:
         os.unlink(tmp_name)  # DuckDB must create the file itself
         tmp = Path(tmp_name)
         try:
-            importer.normalize(self.source, tmp)
+            try:
+                importer.normalize(self.source, tmp)
+            except NsysqlError as exc:  # name the file the user gave, not the copy an .xz was unpacked to
+                if self.source == self.path:
+                    raise
+                raise type(exc)(str(exc).replace(str(self.source), str(self.path))) from None
             os.replace(tmp, self.cache_path)  # atomic: readers never see a half-built cache
         finally:
             for leftover in (tmp, Path(str(tmp) + ".wal")):
@@ -115,7 +120,7 @@ class Export:
         try:
             return _to_polars(self.con.sql(sql, params=params or {}))
         except duckdb.Error as exc:
-            raise NsysqlError(str(exc).splitlines()[0]) from None
+            raise NsysqlError(error_line(exc)) from None
 
     def run(self, query_id: str, **params) -> pl.DataFrame:
         q = catalog.get(query_id)

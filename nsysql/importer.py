@@ -13,7 +13,7 @@ import duckdb
 
 from . import catalog, inputs, progress, readonly
 from .build_graph import build_graph, build_workers
-from .engine import connect, quote_literal
+from .engine import connect, error_line, quote_literal
 from .errors import NsysqlError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -76,7 +76,8 @@ def normalize(export: Path, target: Path) -> dict:
     """Build `target` (a DuckDB file) from `export`. Returns facts about the export."""
     check_sqlite_file(export)
     with readonly.sqlite_path(export, scratch=target.parent) as link:
-        con = connect(target, with_sqlite=True)
+        workers = build_workers()
+        con = connect(target, with_sqlite=True, share=workers)
         try:
             try:
                 tables = {r[0] for r in con.execute(
@@ -107,11 +108,14 @@ def normalize(export: Path, target: Path) -> dict:
                 else:
                     con.execute(stub)
             def failed(q: catalog.Query, exc: duckdb.Error) -> NsysqlError:
+                if isinstance(exc, duckdb.OutOfMemoryException):
+                    return NsysqlError(f"{export}: could not normalize {q.name}: {error_line(exc)}")
                 return NsysqlError(damage(export, exc) or f"{export}: could not normalize {q.name} "
                                    f"({str(exc).splitlines()[0]}); export schema {schema} may be unsupported")
 
-            with progress.shown("building the cache"):
-                build_graph(con, _ordered(view_set), workers=build_workers(), failed=failed)
+            statements = _ordered(view_set)
+            with progress.shown("building the cache", total=len(statements)):
+                build_graph(con, statements, workers=workers, failed=failed)
             # the raw tables as the views saw them: a shimmed 3.x table counts as present
             con.execute("CREATE TABLE nsysql_tables AS SELECT unnest($t::VARCHAR[]) AS raw_table ORDER BY 1",
                         {"t": sorted(tables | shimmed)})

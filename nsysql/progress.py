@@ -26,8 +26,9 @@ def _compact(n: int) -> str:
 class Progress:
     """`begin(stage)` / `end(stage, rows)` from any thread; a ticker thread draws the line."""
 
-    def __init__(self, title: str, stream=None, enabled: bool | None = None):
+    def __init__(self, title: str, stream=None, enabled: bool | None = None, total: int | None = None):
         self.title = title
+        self.total = total  # stages expected, when known: "done 7/21"
         self.stream = stream or sys.stderr
         if enabled is None:
             enabled = _is_terminal(self.stream) and not os.environ.get("NSYSQL_NO_PROGRESS")
@@ -64,7 +65,8 @@ class Progress:
         if running:
             text += f" · {running}"
         if done:
-            text += f" · done {len(self.finished)}: {', '.join(done)}"
+            count = f"{len(self.finished)}/{self.total}" if self.total else str(len(self.finished))
+            text += f" · done {count}: {', '.join(done)}"
         return text[: max(width - 1, 10)]
 
     def _tick(self) -> None:
@@ -90,18 +92,14 @@ _active: Progress | None = None
 
 
 @contextmanager
-def shown(title: str):
+def shown(title: str, total: int | None = None):
     """A Progress for the duration of a block, erased at its end (also on errors and Ctrl-C); `stage` calls
-    inside the block report to it. A nested block shares the outer line."""
+    inside the block report to it. A nested block shares the outer line and title."""
     global _active
-    if _active is not None:  # inside another block: one line, its title names the inner work meanwhile
-        outer_title, _active.title = _active.title, title
-        try:
-            yield _active
-        finally:
-            _active.title = outer_title
+    if _active is not None:  # inside another block (a query of `summarizing`): one line, the outer title
+        yield _active
         return
-    progress = _active = Progress(title)
+    progress = _active = Progress(title, total=total)
     try:
         yield progress
     finally:

@@ -1,0 +1,99 @@
+"""The normalize statements run as a graph (nsysql/build_graph.py): several at once build the same tables as one
+at a time, a failing statement stops the others and names itself, and the order follows the longest chains."""
+from __future__ import annotations
+
+import threading
+import time
+
+import duckdb
+import pytest
+
+from conftest import FIXTURES
+from nsysql import build_graph, catalog, importer
+from nsysql.engine import connect
+
+EXPORT = FIXTURES / "gpt-tiny-train-w18s3" / "export.sqlite.xz"
+
+
+def table_digests(path) -> dict[str, tuple]:
+    """Row count and an order-independent hash of every row of every table."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        tables = [r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()]
+        return {t: con.execute(f'SELECT COUNT(*), SUM(hash(COLUMNS(*))) FROM "{t}"').fetchone() for t in tables}
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def plain_export(tmp_path_factory):
+    import lzma
+    import shutil
+    out = tmp_path_factory.mktemp("graph") / "export.sqlite"
+    with lzma.open(EXPORT) as src, out.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return out
+
+
+def test_several_statements_at_once_build_the_same_tables(plain_export, tmp_path, monkeypatch):
+    built = {}
+    for workers in (1, 3):
+        monkeypatch.setenv(build_graph.WORKERS_ENV, str(workers))
+        target = tmp_path / f"w{workers}.duckdb"
+        importer.normalize(plain_export, target)
+        built[workers] = table_digests(target)
+    assert len(built[1]) > 15 and built[1]["kernel"][0] > 0
+    assert built[3] == built[1]
+
+
+def test_longest_chain_first():
+    needs = {"raw_a": set(), "raw_b": set(), "mid": {"raw_a"}, "top": {"mid", "raw_b"}, "lone": set()}
+    lengths = build_graph.chain_lengths(needs)
+    assert lengths == {"raw_a": 3, "mid": 2, "top": 1, "raw_b": 2, "lone": 1}
+    queries = [q for q in catalog.group("normalize.nsys3") if q.name != "raw_stubs"]
+    real = build_graph.chain_lengths({q.name: {r for r in q.requires if r in {x.name for x in queries}}
+                                      for q in queries})
+    assert real["nvtx_range"] > real["osrt"] and real["kernel"] > real["gpu_busy"]
+
+
+def fake_query(name: str, sql: str, requires=()) -> catalog.Query:
+    return catalog.Query(f"normalize.test.{name}", 1, "", tuple(requires), "none", (), sql, name)
+
+
+def test_a_failing_statement_interrupts_the_others_and_is_named():
+    con = connect()
+    slow = fake_query("slow", "CREATE TABLE slow AS SELECT SUM(a.range * b.range) AS x "
+                              "FROM range(200000) AS a, range(200000) AS b")  # minutes unless interrupted
+    bad = fake_query("bad", "CREATE TABLE bad AS SELECT * FROM no_such_table")
+    never = fake_query("never", "CREATE TABLE never AS SELECT 1", requires=("bad",))
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="bad failed"):
+        build_graph.build_graph(con, [slow, bad, never], workers=2,
+                                failed=lambda q, exc: RuntimeError(f"{q.name} failed: {exc}"))
+    assert time.monotonic() - started < 30, "the slow statement was interrupted"
+    assert con.execute("SELECT COUNT(*) FROM duckdb_tables() WHERE table_name IN ('slow', 'never')").fetchone()[0] == 0
+    assert threading.active_count() < 5  # no worker thread left behind
+    con.close()
+
+
+def test_a_cycle_is_an_error_not_a_hang():
+    con = connect()
+    a = fake_query("a", "CREATE TABLE a AS SELECT 1", requires=("b",))
+    b = fake_query("b", "CREATE TABLE b AS SELECT 1", requires=("a",))
+    with pytest.raises(ValueError, match="wait on each other"):
+        build_graph.build_graph(con, [a, b], workers=2, failed=lambda q, exc: RuntimeError(str(exc)))
+    con.close()
+
+
+def test_memory_limit_is_one_share_per_statement(monkeypatch):
+    from nsysql import engine
+    monkeypatch.delenv(engine.MEMORY_ENV, raising=False)
+    con = engine.connect(share=2)
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    con.close()
+    assert limit == "2.7 GiB", limit  # 3000 MB, as DuckDB prints it
+    monkeypatch.setenv(engine.MEMORY_ENV, "700MB")
+    con = engine.connect(share=2)
+    assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == "667.5 MiB"
+    con.close()
