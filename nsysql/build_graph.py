@@ -76,11 +76,12 @@ def build_graph(con: duckdb.DuckDBPyConnection, queries: Sequence[catalog.Query]
                     running.pop(future).close()
                     done.add(future.result())
         except BaseException:  # an error or Ctrl-C: stop the others before the half-built file is removed
-            for cursor in running.values():
-                cursor.interrupt()
-            wait(running)
-            for cursor in running.values():
-                cursor.close()
+            while running:  # again and again: an interrupt that comes before its statement starts is lost
+                for cursor in running.values():
+                    cursor.interrupt()
+                finished, _ = wait(running, timeout=0.1)
+                for future in finished:
+                    running.pop(future).close()
             raise
 
 
