@@ -73,6 +73,7 @@ def main() -> None:
           "| warm peak RSS MiB | answered s | answered peak RSS MiB |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     results = {}
+    stages: dict[int, Path] = {}
     for n in a.copies:
         export = work / f"x{n}.sqlite"
         if not export.exists():
@@ -82,7 +83,10 @@ def main() -> None:
         cache = work / f"cache{n}"
         shutil.rmtree(cache, ignore_errors=True)
         cmd = [a.nsysql, "summarize", str(export), "--format", "json", "--cache-dir", str(cache)]
-        cold, cold_rss = measured(cmd, env)
+        stage_log = work / f"stages{n}.tsv"
+        stage_log.unlink(missing_ok=True)
+        cold, cold_rss = measured(cmd, dict(env, NSYSQL_STAGE_LOG=str(stage_log)))  # nsysql/progress.py
+        stages[n] = stage_log
         for stored in cache.glob("*.answers"):
             shutil.rmtree(stored)
         warm, warm_rss = measured(cmd, env)
@@ -93,6 +97,22 @@ def main() -> None:
     if len(results) >= 2:
         lo, hi = min(results), max(results)
         print(f"\ncold time ratio {hi}x/{lo}x = {results[hi] / results[lo]:.1f} (linear would be {hi / lo:.0f})")
+    for n, log in stages.items():
+        print_stages(n, log)
+
+
+def print_stages(copies: int, log: Path, top: int = 12) -> None:
+    """The cold run's slowest stages: normalize statements and summarize queries (NSYSQL_STAGE_LOG)."""
+    rows = [line.split("\t") for line in log.read_text().splitlines()] if log.exists() else []
+    by_phase: dict[str, float] = {}
+    for title, _, seconds, _ in rows:
+        by_phase[title] = by_phase.get(title, 0.0) + float(seconds)
+    print(f"\ncold run at {copies} copies, seconds per phase (sum of its stages): "
+          + ", ".join(f"{t} {s:.2f}" for t, s in by_phase.items()))
+    print("| phase | stage | s | rows |\n|---|---|---:|---:|")
+    for title, stage, seconds, rows_done in sorted(rows, key=lambda r: -float(r[2]))[:top]:
+        print(f"| {title} | {stage} | {float(seconds):.2f} | {int(rows_done):,} |" if rows_done
+              else f"| {title} | {stage} | {float(seconds):.2f} | |")
 
 
 if __name__ == "__main__":
