@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from . import catalog, signals
+from . import catalog, inputs, signals
 from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, gather,
                               open_export, user_errors)
 from .errors import NsysqlError
@@ -50,13 +50,18 @@ class OneLineErrors(TyperGroup):
                     typer.echo(f"Error: {option.split()[0]} … is a value, not an option; put -- before values "
                                "that start with '-', e.g. nsysql sql EXPORT -- \"-- note ...\"", err=True)
                     sys.exit(1)
+                named = [w for w in words if option and w.startswith(option) and os.path.lexists(w)]
+                if kind == "UsageError" and named:  # a file whose name starts with '-' reads as an option too
+                    _say(f"Error: {inputs.text(named[0])} is a file, but reads as an option; write "
+                         f"./{inputs.text(named[0])}, or put -- before it")
+                    sys.exit(1)
                 if kind == "UsageError":
                     where = ctx.command_path if ctx else "nsysql"
-                    typer.echo(f"Error: {exc.format_message().rstrip('.')}; see `{where} --help`",  # type: ignore[attr-defined]
-                               err=True)
+                    _say(f"Error: {exc.format_message().rstrip('.')}; "  # type: ignore[attr-defined]
+                         f"see `{where} --help`")
                     sys.exit(1)
                 if kind == "ClickException":
-                    typer.echo(f"Error: {exc.format_message()}", err=True)  # type: ignore[attr-defined]
+                    _say(f"Error: {exc.format_message()}")  # type: ignore[attr-defined]
                     sys.exit(1)
                 sys.exit(self._fail(exc))
         sys.exit(code if isinstance(code, int) else 0)
@@ -104,7 +109,7 @@ def _click_kind(exc: BaseException) -> str | None:
 
 def _say(line: str) -> None:
     try:
-        typer.echo(line, err=True)
+        typer.echo(inputs.printable(line), err=True)  # one line, whatever a file name holds
     except OSError:  # stderr closed too: the exit status must say it
         pass
 

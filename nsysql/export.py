@@ -313,6 +313,11 @@ def unpack_xz(path: Path, directory: Path) -> Path:
         fd, tmp = tempfile.mkstemp(prefix=f".unpacking-{hygiene.owner_tag()}-", dir=directory)
         try:
             with lzma.open(path) as src, os.fdopen(fd, "wb") as dst:
+                head = src.read(len(importer.SQLITE_MAGIC))
+                if head != importer.SQLITE_MAGIC:  # named as the user's .xz, and nothing kept in the cache
+                    raise NsysqlError(f"{path} unpacks to something that is not a SQLite file; compress the "
+                                      ".sqlite export itself (nsys export --type sqlite REPORT.nsys-rep, then xz)")
+                dst.write(head)
                 shutil.copyfileobj(src, dst, 1 << 20)
             os.replace(tmp, target)
         except (lzma.LZMAError, EOFError):  # EOFError: a truncated .xz (an interrupted copy)

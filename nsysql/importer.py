@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import catalog, inputs, progress, readonly
+from . import catalog, inputs, progress, readonly, sqlite_check
 from .build_graph import build_graph, build_workers
 from .engine import connect, error_line, quote_literal
 from .errors import NsysqlError
@@ -39,6 +39,13 @@ def check_sqlite_file(path: Path) -> None:
         raise NsysqlError(f"{path}: cannot read ({exc.strerror})") from None
     if head != SQLITE_MAGIC:
         raise NsysqlError(f"{path} is not a SQLite file; export one with: nsys export --type sqlite REPORT.nsys-rep")
+
+
+# StringIds read once, one row per id (its first row) with how many rows and strings the id had: duplicate ids (an
+# edited or merged export) would otherwise repeat every row that looks a name up (kernels x8 with three name joins,
+# and attribution joins over them that never end). normalize.nsys3.string_ids_repeated keeps the counts for a warning.
+RAW_TABLES = {"StringIds": "CREATE TABLE raw.StringIds AS SELECT min(rowid) AS rowid, id, arg_min(value, rowid) "
+                           "AS value, count(*) AS copies, count(DISTINCT value) AS names FROM nsys.StringIds GROUP BY id"}
 
 
 def _stub_statements() -> dict[str, str]:
@@ -76,6 +83,7 @@ def normalize(export: Path, target: Path) -> dict:
     """Build `target` (a DuckDB file) from `export`. Returns facts about the export."""
     check_sqlite_file(export)
     with readonly.sqlite_path(export, scratch=target.parent) as link:
+        checked = sqlite_check.run(link)  # SQLite's own check of the tables read; kept as table sqlite_check
         workers = build_workers()
         con = connect(target, with_sqlite=True, share=workers)
         try:
@@ -83,7 +91,8 @@ def normalize(export: Path, target: Path) -> dict:
                 tables = {r[0] for r in con.execute(
                     "SELECT name FROM sqlite_scan($p, 'sqlite_master') WHERE type = 'table'", {"p": str(link)}).fetchall()}
             except duckdb.Error as exc:
-                raise NsysqlError(f"{export}: cannot read it as SQLite ({str(exc).splitlines()[0]})") from None
+                raise NsysqlError(damage(export, exc, checked) or
+                                  f"{export}: cannot read it as SQLite ({str(exc).splitlines()[0]})") from None
             if not tables & NSYS_MARKERS:
                 raise NsysqlError(f"{export} is a SQLite file but not an Nsight Systems export "
                                   "(no StringIds, NVTX_EVENTS or CUPTI tables); export one with: nsys export --type sqlite REPORT.nsys-rep")
@@ -91,12 +100,13 @@ def normalize(export: Path, target: Path) -> dict:
             schema = _schema_version(con, tables)
             view_set = _view_set(schema, tables, export)
             con.execute("CREATE SCHEMA raw")
+            sqlite_check.stage(con, checked)
             shims = applicable_shims(schema, tables)
             for shim in shims:  # raw.<3.x table> views over an older export's tables, before the stubs
                 try:
                     con.execute(shim.sql)
                 except duckdb.Error as exc:
-                    raise NsysqlError(damage(export, exc) or
+                    raise NsysqlError(damage(export, exc, checked) or
                                       f"{export}: could not apply {shim.id} ({str(exc).splitlines()[0]}); "
                                       f"export schema {schema} may be unsupported") from None
             shimmed = {_provided(shim) for shim in shims}
@@ -104,13 +114,14 @@ def normalize(export: Path, target: Path) -> dict:
                 if name in shimmed:
                     continue
                 if name in tables:
-                    con.execute(f"CREATE VIEW raw.{name} AS SELECT rowid AS rowid, * FROM nsys.{name}")
+                    con.execute(RAW_TABLES.get(name) or
+                                f"CREATE VIEW raw.{name} AS SELECT rowid AS rowid, * FROM nsys.{name}")
                 else:
                     con.execute(stub)
             def failed(q: catalog.Query, exc: duckdb.Error) -> NsysqlError:
                 if isinstance(exc, duckdb.OutOfMemoryException):
                     return NsysqlError(f"{export}: could not normalize {q.name}: {error_line(exc)}")
-                return NsysqlError(damage(export, exc) or f"{export}: could not normalize {q.name} "
+                return NsysqlError(damage(export, exc, checked) or f"{export}: could not normalize {q.name} "
                                    f"({str(exc).splitlines()[0]}); export schema {schema} may be unsupported")
 
             statements = _ordered(view_set)
@@ -129,20 +140,32 @@ def normalize(export: Path, target: Path) -> dict:
             con.execute("DETACH nsys")
             con.execute("CHECKPOINT")
         except duckdb.Error as exc:  # a damaged file or a full disk, met outside the steps wrapped above
-            raise NsysqlError(damage(export, exc) or f"{export}: cannot read it ({str(exc).splitlines()[0]})") from None
+            raise NsysqlError(damage(export, exc, checked) or f"{export}: cannot read it ({str(exc).splitlines()[0]})") from None
         finally:
             con.close()
     return {"schema": schema, "view_set": view_set, "tables": tables}
 
 
-def damage(export: Path, exc: Exception) -> str | None:
-    """The one line for errors that are not about the export's schema: a damaged SQLite file, a full disk."""
+def damage(export: Path, exc: Exception, checked: list | None = None) -> str | None:
+    """The one line for errors that are not about the export's schema: a full disk, a damaged SQLite file (naming
+    the tables SQLite's own check found damaged, `checked`: nsysql.sqlite_check.run)."""
     text = str(exc).splitlines()[0]
+    if "No space left" in text or "Disk full" in text or "disk is full" in text:
+        return f"cannot write the cache: {text}; free some space, or choose another --cache-dir or NSYSQL_CACHE_DIR"
+    hurt = sqlite_check.failure(export, checked or [])
+    if hurt:
+        return hurt
     if any(s in text for s in ("malformed", "file is not a database", "disk I/O error")):
         return (f"{export}: the SQLite file is damaged ({text}); export it again from the .nsys-rep "
                 "(nsys export --type sqlite)")
-    if "No space left" in text or "Disk full" in text or "disk is full" in text:
-        return f"cannot write the cache: {text}; free some space, or choose another --cache-dir or NSYSQL_CACHE_DIR"
+    if "Mismatch Type Error" in text:  # e.g. text in an integer column: nsys writes none, an edit or damage does
+        return (f"{export}: a value of the wrong type ({text.split(': ', 1)[-1]}); the export was edited or damaged: "
+                "export it again from the .nsys-rep (nsys export --type sqlite)")
+    journal = Path(f"{export.resolve()}-journal")
+    if "readonly database" in text and journal.exists():  # SQLite would replay it, which a read-only open cannot
+        return (f"{export}: a write to it never finished ({journal.name} lies beside it), and nsysql opens exports "
+                f"read-only; let SQLite finish it (sqlite3 {export} 'PRAGMA quick_check'), or remove {journal.name} "
+                "if nothing is writing the file")
     return None
 
 

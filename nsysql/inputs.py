@@ -26,6 +26,13 @@ def text(path: str | os.PathLike) -> str:
     return os.fsencode(path).decode("utf-8", "replace")
 
 
+def printable(line: str) -> str:
+    """`line` kept on one line for a terminal: control characters (a newline or escape in a file name) shown as
+    Python writes them (`\\n`, `\\x1b`); bytes of a non-UTF-8 name (surrogate escapes) are left for the stream."""
+    return "".join(c if c.isprintable() or "\ud800" <= c <= "\udfff" else c.encode("unicode_escape").decode("ascii")
+                   for c in line)
+
+
 def regular_file(path: Path) -> os.stat_result:
     """The export's stat, or one NsysqlError line saying why it cannot be read as a file."""
     try:

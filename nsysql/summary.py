@@ -11,6 +11,7 @@ import polars as pl
 
 from . import catalog, progress
 from .export import Export
+from .inputs import printable
 from .overview import BREAKDOWN, BREAKDOWN_KEYS, Overview
 from .render import Format, cell_text, middle, time_origin, to_markdown, to_table
 
@@ -227,7 +228,7 @@ def _wrap(text: str, width: int, indent: str = "") -> list[str]:
 
 def _header_lines(summary: Summary, width: int) -> list[str]:
     c, ov = summary.capture, summary.overview
-    lines = [f"nsysql summary: {middle(str(summary.export.path), max(width - 16, 10))}"]
+    lines = [f"nsysql summary: {middle(printable(str(summary.export.path)), max(width - 16, 10))}"]
     gpus = [f"GPU {g['device_id']}: {g['gpu_name']}, {g['sm_count']} SMs, {g['memory_bytes'] / 1e9:.0f} GB"
             for g in ov.gpus.iter_rows(named=True)] or ([f"GPUs: {c['gpus']}"] if c.get("gpus") else ["no GPU activity"])
     lines += _wrap("; ".join(gpus), width)

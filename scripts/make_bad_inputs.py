@@ -193,7 +193,7 @@ CASES: list[tuple[str, Callable[[Path, Path], Path], str, str]] = [
     # -- impossible data -------------------------------------------------------------------------------------
     # summarize then fails on an empty (null-typed) column: one line, but not yet a helpful one
     ("stringids-missing", lambda g, d: _edit(g, d, "DROP TABLE StringIds"), "warn-either", "StringIds"),
-    ("stringids-duplicated", lambda g, d: _dup_stringids(g, d), "warn", K),
+    ("stringids-duplicated", lambda g, d: _dup_stringids(g, d), "warn", "rows repeat an id"),
     ("kernel-end-before-start", lambda g, d: _edit(g, d, f'UPDATE {K} SET "end" = start - 1000 WHERE rowid % 3 = 0'),
      "warn", K),
     ("runtime-duplicate-rows", lambda g, d: _edit(g, d, f"INSERT INTO {R} SELECT * FROM {R}"), "warn", R),

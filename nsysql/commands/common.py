@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import signals
+from .. import inputs, signals
 from ..errors import NsysqlError
 from ..formats import Format
 
@@ -46,22 +46,23 @@ def user_errors(debug: bool):
     except NsysqlError as exc:
         if debug or os.environ.get("NSYSQL_DEBUG") or signals.received():
             raise  # a signal DuckDB turned into an error (wrapped as NsysqlError) is still an interrupt
-        typer.echo(f"Error: {exc}", err=True)
+        typer.echo(inputs.printable(f"Error: {exc}"), err=True)  # one line, whatever a file name holds
         raise typer.Exit(1) from None
     except OSError as exc:  # e.g. -o into a missing or read-only directory
         if debug or os.environ.get("NSYSQL_DEBUG") or signals.received():
             raise
         where = f"{exc.filename}: " if exc.filename else ""
-        typer.echo(f"Error: {where}{exc.strerror or exc}; check the path and its permissions", err=True)
+        line = f"Error: {where}{exc.strerror or exc}; check the path and its permissions"
+        typer.echo(inputs.printable(line), err=True)
         raise typer.Exit(1) from None
 
 
 def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool):
     """Open an export for a command; rows no profiler writes are named on stderr, one `warning:` line each."""
-    from .. import inputs, open as open_nsysql
+    from .. import open as open_nsysql
     ex = open_nsysql(export, cache_dir=cache_dir, use_cache=not no_cache)
     for line in ex.sanity():
-        typer.echo(f"warning: {inputs.text(export.name)}: {line}", err=True)
+        typer.echo(inputs.printable(f"warning: {inputs.text(export.name)}: {line}"), err=True)
     return ex
 
 

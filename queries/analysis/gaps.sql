@@ -1,4 +1,4 @@
--- nsysql: analysis.gaps v1
+-- nsysql: analysis.gaps v2
 -- purpose: GPU idle gaps per device (no kernel, copy or set running), longest first, each with the op before and after it, the thread that launched the op ending it, and what that thread was inside during the gap: its innermost user NVTX range, longest CUDA API call and longest OS runtime call.
 -- requires: kernel|memcpy|memset
 -- params: $min_gap_ns BIGINT default 100000 (shortest gap reported, ns), $with_calls BOOLEAN default true (false: the cuda_call, cuda_call_ns, cuda_calls_started, os_call and os_call_ns columns are NULL, and the costly read of every call of the threads is skipped)
@@ -84,10 +84,11 @@ call_sweep AS (  -- per thread, call source and device: the calls and the thread
     FROM pair AS p CROSS JOIN (VALUES (0), (1)) AS s(source)
 ),
 call_swept AS (
-    -- at a gap row: the call reaching furthest among those started so far, as (end << 64 | call id) so that one
-    -- running maximum gives both (ends are >= 0; equal ends: the higher id); at a call row: the end of the last
-    -- gap started before it (gaps of one device never overlap, so their ends grow with their starts)
-    SELECT *, MAX((end_ns::HUGEINT << 64) | call_id) OVER w AS reach, MAX(gap_end_ns) OVER w AS last_gap_end_ns
+    -- at a gap row: the call reaching furthest among those started so far, as (end * 2^64 | call id) so that one
+    -- running maximum gives both (equal ends: the higher id; a product, not a shift: DuckDB refuses to shift the
+    -- negative times of an edited export); at a call row: the end of the last gap started before it (gaps of one
+    -- device never overlap, so their ends grow with their starts)
+    SELECT *, MAX((end_ns::HUGEINT * 18446744073709551616) | call_id) OVER w AS reach, MAX(gap_end_ns) OVER w AS last_gap_end_ns
     FROM call_sweep
     WINDOW w AS (PARTITION BY global_tid, source, device_id ORDER BY ts, kind
                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)

@@ -1,16 +1,19 @@
--- nsysql: analysis.sanity v1
--- purpose: Rows no profiler writes, per normalized table: events that end before they start, rows repeated by a join on a StringIds table with duplicate ids, duplicate rows; all counts 0 for every export nsys writes.
+-- nsysql: analysis.sanity v2
+-- purpose: Rows no profiler writes, per normalized table: events that end before they start, rows repeated by a join, duplicate rows; and StringIds ids on more than one row; all counts 0 for every export nsys writes.
 -- requires: none
 -- params: none
--- notes: negative = end_ns < start_ns. repeated = rows sharing their table's row id (the normalize join on
---   StringIds multiplied them). duplicates = rows equal on their identity (same device and stream, or thread,
---   times and correlationId) but not repeated by the join. A table the export lacks reads as its empty stand-in
---   (0 rows). nsysql.sanity turns non-zero counts into warning lines.
+-- notes: negative = end_ns < start_ns. repeated = rows sharing their table's row id (a damaged page read twice,
+--   or a join of the normalize SQL that multiplied them). duplicates = rows equal on their identity (same device
+--   and stream, or thread, times and correlationId) but not repeated. A table the export lacks reads as its empty
+--   stand-in (0 rows). The string_ids_repeated row counts the StringIds ids the export repeats (that normalized
+--   table; the normalized tables read each id once, so a repeated id repeats no row): repeated = ids whose rows
+--   hold different strings, duplicates = rows beyond the first of each id. nsysql.sanity turns non-zero counts
+--   into warning lines.
 -- columns:
 --   table_name | VARCHAR | text (normalized table; nsysql.export.SOURCES names its raw nsys table)
 --   negative | BIGINT | count (rows ending before they start)
---   repeated | BIGINT | count (rows repeated by the join on StringIds)
---   duplicates | BIGINT | count (identical rows)
+--   repeated | BIGINT | count (rows repeated by a join; string_ids_repeated: ids with different strings)
+--   duplicates | BIGINT | count (identical rows; string_ids_repeated: rows repeating an id)
 SELECT 'kernel' AS table_name, COUNT(*) FILTER (WHERE end_ns < start_ns) AS negative,
        COUNT(*) - COUNT(DISTINCT kernel_id) AS repeated,
        COUNT(*) - COUNT(DISTINCT (device_id, stream_id, start_ns, end_ns, correlation_id)) AS duplicates
@@ -33,4 +36,7 @@ UNION ALL
 SELECT 'nvtx_range', COUNT(*) FILTER (WHERE end_ns < start_ns), COUNT(*) - COUNT(DISTINCT range_id), 0 FROM nvtx_range
 UNION ALL
 SELECT 'osrt', COUNT(*) FILTER (WHERE end_ns < start_ns), 0, 0 FROM osrt
+UNION ALL
+SELECT 'string_ids_repeated', 0, COUNT(*) FILTER (WHERE names > 1), CAST(COALESCE(SUM(copies - 1), 0) AS BIGINT)
+FROM string_ids_repeated
 ORDER BY table_name;

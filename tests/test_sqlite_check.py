@@ -1,0 +1,110 @@
+"""SQLite's own integrity check (nsysql/sqlite_check.py): once per cache build, over the tables nsysql reads. A
+damaged table whose rows still read becomes one warning line, remembered with the cache; one that cannot be read
+becomes one error line naming it."""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import signal
+import sqlite3
+import struct
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+import nsysql
+from conftest import REPO
+from nsysql import sqlite_check
+from nsysql.cli import app
+
+spec = importlib.util.spec_from_file_location("make_outside_corpus", REPO / "scripts" / "make_outside_corpus.py")
+corpus = importlib.util.module_from_spec(spec)
+sys.modules.setdefault("make_outside_corpus", corpus)
+spec.loader.exec_module(corpus)  # its page-level helpers: children(), patch(), page_size()
+
+RUNTIME, KERNEL = "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL"
+
+
+@pytest.fixture
+def good(export_files, tmp_path):
+    path = tmp_path / "export.sqlite"
+    shutil.copyfile(export_files["gpt-tiny-forward"], path)
+    return path
+
+
+def run(path, cache, *sql):
+    res = CliRunner().invoke(app, ["sql", str(path), *(sql or ["SELECT 1 AS x"]), "-f", "csv", "--cache-dir", str(cache)])
+    notes = [l for l in res.stderr.splitlines() if l.startswith("warning:")]
+    errors = [l for l in res.stderr.splitlines() if l not in notes]
+    return res, notes, errors
+
+
+def test_sound_export_every_table_read_is_checked_and_clean(good, tmp_path):
+    con = sqlite3.connect(good)
+    held = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    con.close()
+    with nsysql.open(good, cache_dir=tmp_path / "cache") as ex:
+        found = ex.sql("SELECT raw_table, problems FROM sqlite_check")
+        assert set(found["raw_table"]) == held & sqlite_check.read_tables()
+        assert {KERNEL, RUNTIME, "StringIds"} <= set(found["raw_table"]) and "OSRT_CALLCHAINS" not in found["raw_table"]
+        assert found["problems"].sum() == 0 and ex.sanity() == []
+
+
+def test_page_read_twice_is_one_warning_remembered_with_the_cache(good, tmp_path, monkeypatch):
+    with sqlite3.connect(good) as con:
+        rows = con.execute(f"SELECT count(*) FROM {RUNTIME}").fetchone()[0]
+    _, kids = corpus.children(good, RUNTIME)
+    corpus.patch(good, kids[1][0], struct.pack(">I", kids[0][1]))  # a page listed twice: a plain read repeats it
+    res, notes, errors = run(good, tmp_path / "cache", "SELECT count(*) AS n FROM runtime")
+    assert res.exit_code == 0 and not errors, res.stderr
+    assert int(res.stdout.split()[1]) > rows  # what the check guards against: more rows than the table holds
+    hit = [l for l in notes if f"{RUNTIME}: SQLite's integrity check finds" in l]
+    assert len(hit) == 1 and "not to be trusted" in hit[0], notes
+
+    def no_second_check(link):
+        raise AssertionError("checked again on a cache hit")
+
+    monkeypatch.setattr(sqlite_check, "run", no_second_check)
+    again, notes_again, _ = run(good, tmp_path / "cache")
+    assert again.exit_code == 0 and hit[0] in notes_again
+
+
+def test_unreadable_page_is_one_error_naming_the_table(good, tmp_path):
+    _, kids = corpus.children(good, KERNEL)
+    size = corpus.page_size(good)
+    corpus.patch(good, (kids[0][1] - 1) * size, bytes(size))
+    res, notes, errors = run(good, tmp_path / "cache")
+    assert res.exit_code == 1 and len(errors) == 1, res.stderr
+    assert errors[0].startswith("Error: ") and "damaged" in errors[0] and KERNEL in errors[0], errors
+    assert "Traceback" not in res.output
+
+
+def test_problem_count_says_when_sqlite_stopped_counting():
+    assert sqlite_check.describe(1, "Page 9: free space corruption") == "1 problem (first: Page 9: free space corruption)"
+    assert sqlite_check.describe(100, "x").startswith("100 or more problems")
+    assert sqlite_check.failure("e.sqlite", [("A", 0, None)]) is None
+
+
+def test_ctrl_c_stops_a_running_check_at_once():
+    """A PRAGMA is one step no Python signal handler interrupts: the check runs in a thread and is interrupted."""
+    class Stop(BaseException):
+        pass
+
+    def stop(signum, frame):
+        raise Stop
+
+    con = sqlite3.connect(":memory:", check_same_thread=False)
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 2000000000) SELECT count(*) FROM c"
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    started = time.monotonic()
+    try:
+        with pytest.raises(Stop):
+            sqlite_check._interruptible(con, lambda: con.execute(endless).fetchall())
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        con.close()
+    assert time.monotonic() - started < 5
