@@ -1,8 +1,8 @@
 """NVTX range helpers used by every model and by the workload driver.
 
 `push`/`pop` go to ``torch.cuda.nvtx`` when CUDA is available and are no-ops otherwise.
-Everything else here calls them through this module's globals, so a test can replace
-`push`, `pop` and `op_ranges` (``monkeypatch.setattr(capture.nvtx, "push", ...)``) and
+Everything else here calls them through this module's globals (`module_ranges` too), so a test can
+replace `push`, `pop` and `op_ranges` (``monkeypatch.setattr(capture.nvtx, "push", ...)``) and
 record the exact names and nesting a workload emits.
 """
 from __future__ import annotations
@@ -66,6 +66,26 @@ def op_ranges(enabled: bool) -> ContextManager[object]:
         if torch.cuda.is_available():
             return torch.autograd.profiler.emit_nvtx(record_shapes=True)
     return contextlib.nullcontext()
+
+
+class _ThroughPushPop:
+    """nsysql.annotate's NVTX backend: this module's `push`/`pop`, so a test's recorder sees module ranges too."""
+
+    def range_push(self, name: str) -> None:
+        push(name)
+
+    def range_pop(self) -> None:
+        pop()
+
+
+def module_ranges(model: object, enabled: bool) -> ContextManager[object]:
+    """``nsysql.annotate(model)``: a range per layer named by module path, forward and backward
+    (`model/layers.3/attn`, `model/layers.3/attn [backward]`); a no-op context when not `enabled`."""
+    if not enabled:
+        return contextlib.nullcontext()
+    from nsysql.annotate import annotate
+
+    return annotate(model, nvtx=_ThroughPushPop())
 
 
 def synchronize(device: object) -> None:

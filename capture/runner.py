@@ -69,7 +69,8 @@ class CapturePlan:
         return [self.profile, self.export] + ([self.stats] if self.stats else [])
 
 
-def workload_argv(model: str, *, op_ranges: bool = True, **options: object) -> list[str]:
+def workload_argv(model: str, *, op_ranges: bool | None = None, annotate: bool | None = None,
+                  **options: object) -> list[str]:
     """``MODEL``'s workload options as ``python -m capture MODEL`` arguments (None = default)."""
     if model not in MODEL_NAMES:
         raise CaptureError(f"unknown model {model!r}: choose one of {', '.join(MODEL_NAMES)}")
@@ -93,8 +94,9 @@ def workload_argv(model: str, *, op_ranges: bool = True, **options: object) -> l
             argv.append(flag if value else "--no-" + flag[2:])
         else:
             argv += [flag, str(value)]
-    if not op_ranges:
-        argv.append("--no-op-ranges")
+    for flag, value in (("op-ranges", op_ranges), ("annotate", annotate)):  # every model's
+        if value is not None:
+            argv.append(f"--{flag}" if value else f"--no-{flag}")
     return argv
 
 

@@ -4,7 +4,7 @@ Range layout (as in seed 003)::
 
     model_init                  building the model and optimizer (weight init kernels)
     warmup                      the --warmup steps; only the model's own ranges inside
-    profiled_step               one per --steps, under emit_nvtx when --op-ranges
+    profiled_step               one per --steps, under emit_nvtx with --op-ranges
       dataloader                with --dataloader: fetching the step's batch
       forward_pass
       <loss range>              loss_computation (gpt, bert, cnn) or Loss (ncf, dlrm); not in
@@ -15,6 +15,11 @@ Range layout (as in seed 003)::
       log_loss                  with --log-every N, every Nth step: loss.item()
       checkpoint                with --checkpoint-every K, every Kth step: torch.save
     result                      reading the loss back, after the steps
+
+With --annotate (the default) nsysql.annotate adds a range per layer named by module path around
+its forward (`model/layers.3/attn`, inside the model's own ranges) and its backward
+(`model/layers.3/attn [backward]`, on the thread running the backward), in warm-up and profiled
+steps alike. Under --op-ranges only the forward ones: emit_nvtx's ranges would swallow the others.
 
 Steps are counted from 1 over warm-up and profiled steps together (--log-every,
 --checkpoint-every). With --sync (the default) each phase of a profiled step ends with
@@ -82,9 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
                          help=f"warm-up steps, inside `warmup` (default: {DEFAULT_WARMUP})")
         sub.add_argument("--steps", type=_positive, default=DEFAULT_STEPS,
                          help=f"profiled steps, each in `profiled_step` (default: {DEFAULT_STEPS})")
-        sub.add_argument("--op-ranges", action=argparse.BooleanOptionalAction, default=True,
+        sub.add_argument("--op-ranges", action=argparse.BooleanOptionalAction, default=False,
                          help="run the profiled steps under "
-                              "torch.autograd.profiler.emit_nvtx(record_shapes=True) (default: on)")
+                              "torch.autograd.profiler.emit_nvtx(record_shapes=True): op markers, "
+                              "slow on the CPU side (default: off)")
+        sub.add_argument("--annotate", action=argparse.BooleanOptionalAction, default=True,
+                         help="a range per layer named by module path, forward and backward "
+                              "(nsysql.annotate) (default: on)")
         sub.add_argument("--device", choices=("cuda", "cpu"), default=None,
                          help="default: cuda when available, else cpu")
         sub.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -198,7 +207,8 @@ def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[s
     for key, value in module.describe(args).items():
         echo(f"  {key}: {value}")
     echo(f"  mode: {args.mode}  dtype: {args.dtype}  warmup: {args.warmup}  steps: {args.steps}"
-         f"  op_ranges: {'on' if args.op_ranges else 'off'}  optimizer: {module.OPTIMIZER}")
+         f"  op_ranges: {'on' if args.op_ranges else 'off'}  annotate: {'on' if args.annotate else 'off'}"
+         f"  optimizer: {module.OPTIMIZER}")
     echo(_describe_loop(args))
     echo("")
     echo("Initializing model...")
@@ -214,7 +224,8 @@ def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[s
             echo(f"Process group of one: {comm.init(device)}")
         nvtx.synchronize(device)
     try:
-        return _loop(args, module, device, model, optimizer, comm, echo)
+        with nvtx.module_ranges(model, args.annotate):
+            return _loop(args, module, device, model, optimizer, comm, echo)
     finally:
         if comm is not None:
             comm.shutdown()

@@ -1,8 +1,9 @@
 """nsysql: exact, fast answers about where GPU time went in an Nsight Systems export.
 
 The heavy imports (DuckDB, Polars) happen on first use, so `nsysql capture` runs where only
-torch and nsys are installed.
+torch and nsys are installed, and `nsysql.annotate` where only torch is (it imports torch when called).
 """
+from .annotate import annotate
 from .errors import MissingDataError, NsysqlError
 
 __version__ = "0.1.0"
@@ -27,4 +28,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Export", "open", "reports", "NsysqlError", "MissingDataError", "__version__"]
+__all__ = ["Export", "annotate", "open", "reports", "NsysqlError", "MissingDataError", "__version__"]

@@ -35,25 +35,27 @@ mkdir -p "$OUT" "$WORK/stats" "$WORK/big" "$WORK/analyze"
 
 # name | workload options (python -m capture MODEL ...) [| VAR=value ... for the capture]
 FIXTURES=(
-  "gpt_tiny_train_fp32|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1"
-  "gpt_tiny_train_bf16|gpt --size tiny --mode train --dtype bf16 --batch 4 --seq 128 --warmup 1 --steps 1"
-  "gpt_tiny_forward|gpt --size tiny --mode forward --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1"
-  "bert_2layer_train|bert --layers 2 --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1"
-  "ncf_train|ncf --mode train --dtype fp32 --users 2000 --items 1000 --batch 8192 --warmup 1 --steps 1"
-  "dlrm_train|dlrm --mode train --dtype fp32 --rows 1000 --rows-step 10 --batch 2048 --warmup 1 --steps 1"
-  "gpt_tiny_train_noops|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1 --no-op-ranges"
-  "gpt_tiny_train_w18s3|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 18 --steps 3"
+  "gpt_tiny_train_fp32|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1 --op-ranges --no-annotate"
+  "gpt_tiny_train_bf16|gpt --size tiny --mode train --dtype bf16 --batch 4 --seq 128 --warmup 1 --steps 1 --op-ranges --no-annotate"
+  "gpt_tiny_forward|gpt --size tiny --mode forward --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1 --op-ranges --no-annotate"
+  "bert_2layer_train|bert --layers 2 --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1 --op-ranges --no-annotate"
+  "ncf_train|ncf --mode train --dtype fp32 --users 2000 --items 1000 --batch 8192 --warmup 1 --steps 1 --op-ranges --no-annotate"
+  "dlrm_train|dlrm --mode train --dtype fp32 --rows 1000 --rows-step 10 --batch 2048 --warmup 1 --steps 1 --op-ranges --no-annotate"
+  "gpt_tiny_train_noops|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 1 --no-op-ranges --no-annotate"
+  "gpt_tiny_train_w18s3|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 18 --steps 3 --op-ranges --no-annotate"
+  # the default capture since issue 16: nsysql.annotate's module ranges, no op markers
+  "gpt_tiny_train_annotated|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 3"
   # ResNet-18 (CIFAR) fed by a DataLoader: the unhealthy loop (CPU augmentation in the step's
   # thread, pageable copies, a synchronize per phase and a loss.item() per step, fp32 without
   # TF32, a checkpoint every 4 steps) and its healthy counterpart (8 workers, pinned memory,
   # non_blocking copies, nothing synchronizing, bf16 autocast, channels-last, a batch large
   # enough that the GPU is the bottleneck); the same healthy loop at batch 512 is CPU-bound
   # (the GPU waits for the launches of about 25 ms of CPU work per step)
-  "cnn_dataloader_train|cnn --mode train --dtype fp32 --no-tf32 --batch 32 --source-size 512 --dataloader --workers 0 --no-pin-memory --sync --log-every 1 --checkpoint-every 4 --warmup 2 --steps 8 --no-op-ranges"
-  "cnn_pinned_train|cnn --mode train --dtype bf16 --channels-last --batch 4096 --dataloader --workers 8 --pin-memory --no-sync --warmup 3 --steps 8 --no-op-ranges"
-  "cnn_pinned_launch_bound|cnn --mode train --dtype bf16 --channels-last --batch 512 --dataloader --workers 4 --pin-memory --no-sync --warmup 3 --steps 8 --no-op-ranges"
+  "cnn_dataloader_train|cnn --mode train --dtype fp32 --no-tf32 --batch 32 --source-size 512 --dataloader --workers 0 --no-pin-memory --sync --log-every 1 --checkpoint-every 4 --warmup 2 --steps 8 --no-op-ranges --no-annotate"
+  "cnn_pinned_train|cnn --mode train --dtype bf16 --channels-last --batch 4096 --dataloader --workers 8 --pin-memory --no-sync --warmup 3 --steps 8 --no-op-ranges --no-annotate"
+  "cnn_pinned_launch_bound|cnn --mode train --dtype bf16 --channels-last --batch 512 --dataloader --workers 4 --pin-memory --no-sync --warmup 3 --steps 8 --no-op-ranges --no-annotate"
   # gradients averaged through NCCL in a world of one (NCCL's one-rank reduce kernel)
-  "cnn_nccl_1gpu|cnn --mode train --dtype bf16 --channels-last --batch 128 --allreduce --warmup 2 --steps 3 --no-op-ranges"
+  "cnn_nccl_1gpu|cnn --mode train --dtype bf16 --channels-last --batch 128 --allreduce --warmup 2 --steps 3 --no-op-ranges --no-annotate"
 )
 if [ -n "${EXTRA_FIXTURES:-}" ]; then
   IFS=';' read -r -a _extra <<< "$EXTRA_FIXTURES"
@@ -159,7 +161,7 @@ capture_big() {
     return 0
   fi
   local out="$WORK/big/gpt_2.7B_ctx512_$mode"
-  local options="gpt --size 2.7B --mode $mode --dtype fp32 --batch 4 --seq 512 --warmup 1 --steps 1 --no-op-ranges"
+  local options="gpt --size 2.7B --mode $mode --dtype fp32 --batch 4 --seq 512 --warmup 1 --steps 1 --no-op-ranges --no-annotate"
   echo "nsysql equivalent: nsysql capture $options -o gpt_2.7B_ctx512_$mode --stats (here only 2 reports)"
   echo "\$ timeout $limit $PY -m capture.runner $options -o $out --stats --reports nvtx_sum,cuda_gpu_kern_sum"
   # shellcheck disable=SC2086

@@ -8,7 +8,7 @@
 # report below besides the nine the fixtures already have (`-f csv`, report arguments such as
 # cuda_gpu_kern_sum:base included) and `nsys analyze` with every rule, fixtures in parallel, and write
 # $OUT/goldens.tar.xz holding <name>/nsys-stats_<report>.csv, <name>/nsys-analyze_<rule>.csv (the file names
-# nsys gives them) and the logs.
+# nsys gives them) and the logs. ONLY="name ..." does only those fixture folders.
 set -uo pipefail
 : "${OUT:?set OUT to the folder to write into}"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,6 +34,7 @@ one_fixture() {  # all reports in one `nsys stats` call, all rules in one `nsys 
 }
 for dir in "$REPO"/fixtures/*/; do
   [ -f "$dir/NOT_GOLDEN" ] && continue
+  [ -n "${ONLY:-}" ] && case " $ONLY " in *" $(basename "$dir") "*) ;; *) continue ;; esac
   [ -f "$dir/export.sqlite.xz" ] || continue
   one_fixture "$dir" &
 done

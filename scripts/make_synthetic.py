@@ -956,6 +956,70 @@ def ambiguous_waiting_threads() -> SyntheticExport:
     return b
 
 
+def annotated_backward() -> SyntheticExport:
+    """nsysql.annotate's ranges, no op markers but one node with a seq link (pid 100).
+
+        tid 100 "python3":
+          warmup [0, 900]
+            model/layers.0/mlp [100, 800]                          (an older forward of the same module)
+          profiled_step [1000, 10000]
+            forward_pass [1100, 3000]
+              layer_0 [1150, 2900]                                 (the model's own range)
+                model/layers.0 [1200, 2800]
+                  attention_sublayer [1250, 1500]
+                    model/layers.0/attn [1300, 1450]
+                      corr 1 launch [1350, 1360] -> attn_fwd [1400, 1500]
+                  model/layers.0/mlp [1600, 2700]
+                    aten::mm, seq = 9, op_id = 1, sizes = [[4, 8], [8, 8]] [1650, 1800]
+                      corr 2 launch [1700, 1750] -> mlp_fwd [1800, 2200]
+            backward_pass [3000, 8000]
+            optimizer_step [8000, 9500]
+              corr 9 launch [8100, 8150] -> adam [8200, 8300]
+        tid 101 "pt_autograd_0":
+          corr 3 launch [3100, 3150] -> loss_bwd [3200, 3300]       (outside annotated ranges: borrows)
+          model/layers.0 [backward] [3400, 6000]
+            model/layers.0/mlp [backward] [3500, 4000]
+              corr 4 launch [3600, 3650] -> mlp_bwd [3700, 3900]
+            model/layers.0/attn [backward] [4100, 5000]
+              corr 5 launch [4200, 4250] -> attn_bwd [4300, 4700]
+              autograd::engine::evaluate_function: MmBackward0 [4800, 4990]
+                MmBackward0, seq = 9, op_id = 2 [4810, 4980]
+                  corr 6 launch [4850, 4860] -> mm_bwd [4900, 4950]  (seq link to mlp's forward op wins)
+            corr 7 launch [5100, 5150] -> block_bwd [5200, 5300]
+          model/embed [backward] [6100, 6500]                       (no forward range of that name)
+            corr 8 launch [6200, 6250] -> embed_bwd [6300, 6400]
+    """
+    b = SyntheticExport().thread(P, MAIN, "python3").thread(P, AUTOGRAD, "pt_autograd_0", process_name="python3")
+    b.range("warmup", 0, 900, tid=MAIN, pid=P)
+    b.range("model/layers.0/mlp", 100, 800, tid=MAIN, pid=P)
+    b.range("profiled_step", 1000, 10000, tid=MAIN, pid=P)
+    b.range("forward_pass", 1100, 3000, tid=MAIN, pid=P)
+    b.range("layer_0", 1150, 2900, tid=MAIN, pid=P)
+    b.range("model/layers.0", 1200, 2800, tid=MAIN, pid=P)
+    b.range("attention_sublayer", 1250, 1500, tid=MAIN, pid=P)
+    b.range("model/layers.0/attn", 1300, 1450, tid=MAIN, pid=P)
+    b.launch(start=1350, end=1360, tid=MAIN, pid=P, correlation_id=1, kernel=("attn_fwd", 1400, 1500, 7, 0))
+    b.range("model/layers.0/mlp", 1600, 2700, tid=MAIN, pid=P)
+    b.range("aten::mm, seq = 9, op_id = 1, sizes = [[4, 8], [8, 8]]", 1650, 1800, tid=MAIN, pid=P)
+    b.launch(start=1700, end=1750, tid=MAIN, pid=P, correlation_id=2, kernel=("mlp_fwd", 1800, 2200, 7, 0))
+    b.range("backward_pass", 3000, 8000, tid=MAIN, pid=P)
+    b.range("optimizer_step", 8000, 9500, tid=MAIN, pid=P)
+    b.launch(start=8100, end=8150, tid=MAIN, pid=P, correlation_id=9, kernel=("adam", 8200, 8300, 7, 0))
+    b.launch(start=3100, end=3150, tid=AUTOGRAD, pid=P, correlation_id=3, kernel=("loss_bwd", 3200, 3300, 7, 0))
+    b.range("model/layers.0 [backward]", 3400, 6000, tid=AUTOGRAD, pid=P)
+    b.range("model/layers.0/mlp [backward]", 3500, 4000, tid=AUTOGRAD, pid=P)
+    b.launch(start=3600, end=3650, tid=AUTOGRAD, pid=P, correlation_id=4, kernel=("mlp_bwd", 3700, 3900, 7, 0))
+    b.range("model/layers.0/attn [backward]", 4100, 5000, tid=AUTOGRAD, pid=P)
+    b.launch(start=4200, end=4250, tid=AUTOGRAD, pid=P, correlation_id=5, kernel=("attn_bwd", 4300, 4700, 7, 0))
+    b.range("autograd::engine::evaluate_function: MmBackward0", 4800, 4990, tid=AUTOGRAD, pid=P)
+    b.range("MmBackward0, seq = 9, op_id = 2", 4810, 4980, tid=AUTOGRAD, pid=P)
+    b.launch(start=4850, end=4860, tid=AUTOGRAD, pid=P, correlation_id=6, kernel=("mm_bwd", 4900, 4950, 7, 0))
+    b.launch(start=5100, end=5150, tid=AUTOGRAD, pid=P, correlation_id=7, kernel=("block_bwd", 5200, 5300, 7, 0))
+    b.range("model/embed [backward]", 6100, 6500, tid=AUTOGRAD, pid=P)
+    b.launch(start=6200, end=6250, tid=AUTOGRAD, pid=P, correlation_id=8, kernel=("embed_bwd", 6300, 6400, 7, 0))
+    return b
+
+
 def launch_overhead_copies_gaps() -> SyntheticExport:
     """Launch overhead, copies and GPU idle gaps with numbers worked out by hand (tests/test_overhead.py,
     test_memcpy.py, test_gaps.py). pid 100; tid 100 python3, 101 pt_autograd_0, 102 loader.

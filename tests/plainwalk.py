@@ -76,6 +76,23 @@ LIBRARY_DOMAINS = {"CCCL", "NCCL", "cuBLAS", "cuBLASLt", "cuDNN", "cuFFT", "cuSP
 STEP_NAME = re.compile(r"(profiled_step|((train|training|eval|inference)_)?(step|iteration|iter)([ _#-]?[0-9]+)?"
                        r"|ProfilerStep#[0-9]+)", re.IGNORECASE)
 EVAL = "autograd::engine::evaluate_function: "
+BACKWARD = " [backward]"  # nsysql.annotate's backward range of a module: `model/layers.3/attn [backward]`
+
+
+def layer_path(texts):
+    """The layer path of a chain of user range texts, outermost first: a top-level step range left out, a
+    trailing ` [backward]` dropped, and a module path inside its parent's (or an enclosing module path's) range
+    adding only its last part (`.../attention_sublayer/attn`, not `model/layers.3/attn` again)."""
+    names = [t.removesuffix(BACKWARD) for t in texts]
+    if len(names) > 1 and STEP_NAME.fullmatch(names[0]):
+        names = names[1:]
+    segments, parent, anchor = [], None, None
+    for name in names:
+        prefix = next((p for p in (parent, anchor) if p is not None and name.startswith(p + "/")), None)
+        segments.append(name[len(prefix) + 1:] if prefix else name)
+        anchor = name if prefix or "/" in name else anchor
+        parent = name
+    return "/".join(segments) if segments else None
 
 
 def is_op_marker(text: str) -> bool:
@@ -140,6 +157,10 @@ class PlainAttribution:
         self.by_thread = defaultdict(list)
         for r in self.ranges:
             self.by_thread[r["gtid"]].append(r)
+        for r in self.ranges:  # an annotated backward range, or a range inside one
+            r["annotated"] = any(x["user"] and x["text"].endswith(BACKWARD)
+                                 for x in self.stack(r["gtid"], r["start"], r["end"])) \
+                if any(x["text"].endswith(BACKWARD) for x in self.by_thread[r["gtid"]]) else False
 
     def stack(self, gtid, start, end):
         """Ranges of thread `gtid` enclosing [start, end], outermost first."""
@@ -147,10 +168,7 @@ class PlainAttribution:
         return sorted(rs, key=lambda r: (r["start"], -r["end"], r["id"]))
 
     def path(self, user_stack):
-        texts = [r["text"] for r in user_stack]
-        if len(texts) > 1 and STEP_NAME.fullmatch(texts[0]):
-            texts = texts[1:]
-        return "/".join(texts) if texts else None
+        return layer_path([r["text"] for r in user_stack])
 
     def user_path_of(self, r):
         return self.path([x for x in self.stack(r["gtid"], r["start"], r["end"]) if x["user"]])
@@ -174,14 +192,24 @@ class PlainAttribution:
                 best = r
         return best
 
+    def in_backward(self, r):
+        return any(x["text"].startswith(EVAL) or (x["user"] and "backward" in x["text"].lower())
+                   for x in self.stack(r["gtid"], r["start"], r["end"]))
+
+    def forward_range(self, pid, module, before):
+        """The latest user range named `module` in the process starting at or before `before`, not in backward."""
+        found = [r for r in self.ranges if r["pid"] == pid and r["user"] and r["text"] == module
+                 and r["start"] <= before and not self.in_backward(r)]
+        return max(found, key=lambda r: r["start"]) if found else None
+
     def borrowed(self, pid, gtid, start, end):
-        if any(r["user"] for r in self.by_thread.get(gtid, [])):
+        if any(r["user"] and not r["annotated"] for r in self.by_thread.get(gtid, [])):
             return None
         found = []
         for other, rs in self.by_thread.items():
             if other == gtid or (other >> 24) & 0xFFFFFF != pid:
                 continue
-            st = [r for r in self.stack(other, start, end) if r["user"]]
+            st = [r for r in self.stack(other, start, end) if r["user"] and not r["annotated"]]
             if st:
                 found.append(st)
         return found[0] if len(found) == 1 else None
@@ -217,6 +245,10 @@ class PlainAttribution:
                 op = markers[-1]["text"].split(", ")[0]
                 params = sizes_of(markers[-1]["text"])
                 seq = seq_of(markers[-1]["text"])
+            annotated = [r for r in users if r["text"].endswith(BACKWARD)]
+            if layer is None and annotated:
+                fwd = self.forward_range(pid, annotated[-1]["text"].removesuffix(BACKWARD), annotated[-1]["start"])
+                layer = self.user_path_of(fwd if fwd is not None else annotated[-1])
             if layer is None and users:
                 layer = self.path(users)
             if layer is None and lent:
@@ -402,15 +434,16 @@ class PlainTimeline:
 
     def overhead_by_range(self):
         """(pid, tid, path) -> row; launches count in every user range enclosing their call."""
-        groups, instances = defaultdict(list), defaultdict(dict)
+        groups, instances, depth = defaultdict(list), defaultdict(dict), {}
         for o in self.launches():
             c = o["call"]
             key_thread = (c["pid"], c["tid"])
             stack = self.user_stack(c["gtid"], c["start"], c["end"])
             if not stack:
                 groups[key_thread + ("(outside user ranges)",)].append(o)
-            for r in stack:
+            for above, r in enumerate(stack):  # user ranges above it (not '/' in the path: module paths have them)
                 key = key_thread + (self.path_of(c["gtid"], r),)
+                depth[key] = above
                 groups[key].append(o)
                 instances[key].setdefault(r["id"], (r, []))[1].append(o)
         out = {}
@@ -424,8 +457,7 @@ class PlainTimeline:
                         {o["device"] for o in inside}, r["start"], r["end"])
                     span += max(o["call"]["end"] for o in inside) - min(o["call"]["start"] for o in inside)
                 row.update(instances=len(instances[key]), cpu_ns=cpu, gpu_idle_ns=idle, launch_span_ns=span,
-                           launch_bound=len(group) >= 2 and 2 * idle > cpu and 2 * span >= cpu,
-                           depth=len(key[2].split("/")) - 1)
+                           launch_bound=len(group) >= 2 and 2 * idle > cpu and 2 * span >= cpu, depth=depth[key])
             else:
                 row.update(instances=None, cpu_ns=None, gpu_idle_ns=None, launch_span_ns=None, launch_bound=None,
                            depth=None)

@@ -16,7 +16,8 @@ import statistics
 from bisect import bisect_right
 from collections import defaultdict
 
-from plainwalk import EVAL, LIBRARY_DOMAINS, STEP_NAME, is_op_marker, merge, short_api, union_length
+from plainwalk import (BACKWARD, EVAL, LIBRARY_DOMAINS, STEP_NAME, is_op_marker, layer_path, merge, short_api,
+                       union_length)
 
 WARMUP = re.compile(r"warm[ _-]?up", re.IGNORECASE)  # warmup, warm-up, warm_up, warm up
 DATA_NAMES = ("data", "dataloader", "data_loader", "data loading", "data_loading", "load_data", "load_batch",
@@ -429,16 +430,27 @@ def plain_top_ranges(px: PlainExport, windows):
     has_child = set(user_parent.values())
     by_id = {r["id"]: r for r in users}
 
-    def path(r):
-        chain = [r]
-        while chain[-1]["id"] in user_parent:
-            chain.append(by_id[user_parent[chain[-1]["id"]]])
-        texts = [x["text"] for x in reversed(chain)]
-        if len(texts) > 1 and STEP_NAME.fullmatch(texts[0]):
-            texts = texts[1:]
-        return "/".join(texts)
+    def chain(r):
+        out = [r]
+        while out[-1]["id"] in user_parent:
+            out.append(by_id[user_parent[out[-1]["id"]]])
+        return out[::-1]
 
-    threads_with_users = {(r["pid"], r["tid"]) for r in users}
+    def path(r):
+        return layer_path([x["text"] for x in chain(r)])
+
+    def in_backward(r):
+        return any("backward" in x["text"].lower() for x in chain(r))
+
+    def forward_of(annotated):
+        """nsysql.annotate: the latest forward range of the module, in the process, before its backward range."""
+        module = annotated["text"].removesuffix(BACKWARD)
+        found = [r for r in users if r["pid"] == annotated["pid"] and r["text"] == module
+                 and r["start"] <= annotated["start"] and not in_backward(r)]
+        return max(found, key=lambda r: r["start"]) if found else annotated
+
+    annotated_scope = {r["id"] for r in users if any(x["text"].endswith(BACKWARD) for x in chain(r))}
+    threads_with_users = {(r["pid"], r["tid"]) for r in users if r["id"] not in annotated_scope}
     stacks = enclosing_at_calls(by_thread, px.calls)
     layer_ns = defaultdict(int)  # user range id -> GPU time
     for o in px.ops:
@@ -446,13 +458,17 @@ def plain_top_ranges(px: PlainExport, windows):
         if c is None:
             continue
         own = stacks.get(c["id"])
-        if own:
+        backward_ranges = [r for r in own or [] if r["text"].endswith(BACKWARD)]
+        if backward_ranges:
+            layer_ns[forward_of(backward_ranges[-1])["id"]] += o["end"] - o["start"]
+        elif own:
             layer_ns[own[-1]["id"]] += o["end"] - o["start"]
         elif (c["pid"], c["tid"]) not in threads_with_users:
             found = set()
             for (pid, tid), rs in by_thread.items():
                 if pid != c["pid"] or tid == c["tid"]:
                     continue
+                rs = [r for r in rs if r["id"] not in annotated_scope]
                 open_ = [r for r in rs if r["start"] <= c["start"] < r["end"]]
                 if open_ and open_[-1]["end"] >= c["end"]:
                     found.add(open_[-1]["id"])

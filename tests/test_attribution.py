@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 from plainwalk import PlainAttribution
 
 TRAIN = ["gpt-tiny-train-fp32", "gpt-tiny-train-bf16", "gpt-tiny-train-noops", "bert-2layer-train", "ncf-train",
-         "dlrm-train"]
+         "dlrm-train", "gpt-tiny-train-annotated"]
 
 
 def _rows(ex):
@@ -20,7 +20,7 @@ def _rows(ex):
 
 @pytest.mark.parametrize("name", ["gpt-tiny-train-fp32", "gpt-tiny-train-bf16", "gpt-tiny-forward",
                                   "gpt-tiny-train-noops", "bert-2layer-train", "ncf-train", "dlrm-train",
-                                  "shared-small-train"])
+                                  "gpt-tiny-train-annotated", "shared-small-train"])
 def test_kernel_table_matches_plain_walk(opened, export_files, name):
     if name not in opened:
         pytest.skip(f"{name} is not here")
@@ -112,3 +112,19 @@ def test_table_output_keeps_bracketed_names():
     from nsysql.render import to_table
     text = to_table(pl.DataFrame({"kernel": ["[CUDA memcpy Host-to-Device]", "[gemm]"]}), {}, width=100)
     assert "[CUDA memcpy Host-to-Device]" in text and "[gemm]" in text
+
+
+def test_annotated_capture_charges_backward_to_layers_without_op_markers(opened):
+    """Issue 16's GPU check: nsysql.annotate's capture, no emit_nvtx: every backward kernel of a transformer
+    layer lands on that layer's forward path, through the annotated link, never the seq link."""
+    ex = opened["gpt-tiny-train-annotated"]
+    cov = ex.attribution_coverage()
+    assert cov["by_seq_ns"] == 0 and cov["known_layer_ns"] == cov["kernel_ns"]
+    assert cov["by_annotated_ns"] > 0.5 * cov["bprop_ns"]
+    rolled = ex.layers(depth=4)  # forward_pass/layer_N/model/layers.N
+    for n in (0, 1):
+        row = rolled.filter(rolled["layer"] == f"forward_pass/layer_{n}/model/layers.{n}").row(0, named=True)
+        assert 1.5 < row["bprop_ratio"] < 2.5  # the seed's "backward ~ 2x forward"
+    df = ex.kernel_table()
+    backward_pass = df.filter((df["direction"] == "bprop") & (df["layer"] == "backward_pass"))
+    assert backward_pass["duration_ns"].sum() < 0.05 * cov["bprop_ns"]  # only the loss's own backward

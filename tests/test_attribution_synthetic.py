@@ -69,3 +69,28 @@ def test_two_processes_equal_correlation_ids(tmp_path):
 
 def test_nested_ranges(tmp_path):
     table("nested_ranges", tmp_path)  # the plain walk and nsysql agree on every op
+
+
+def test_annotated_backward_takes_its_forward_layer(tmp_path):
+    """nsysql.annotate's `... [backward]` ranges: the forward range's layer, never over a seq link."""
+    rows, layers = table("annotated_backward", tmp_path)
+    attn = "forward_pass/layer_0/model/layers.0/attention_sublayer/attn"  # the module path once
+    mlp = "forward_pass/layer_0/model/layers.0/mlp"
+    assert pick(rows["attn_fwd"])[:2] == ("fprop", attn)
+    assert pick(rows["mlp_fwd"])[:2] == ("fprop", mlp)
+    assert pick(rows["mlp_bwd"])[:2] == ("bprop", mlp)  # this step's forward, not warmup's
+    assert pick(rows["attn_bwd"])[:2] == ("bprop", attn)
+    assert pick(rows["mm_bwd"]) == ("bprop", mlp, "MmBackward0", "[[4, 8], [8, 8]]", 9)
+    assert pick(rows["block_bwd"])[:2] == ("bprop", "forward_pass/layer_0/model/layers.0")
+    assert pick(rows["embed_bwd"])[:2] == ("bprop", "model/embed")  # no forward range: the module path
+    assert pick(rows["loss_bwd"])[:2] == ("bprop", "backward_pass")  # outside them: borrowed as before
+    by_layer = {r["layer"]: r for r in layers.iter_rows(named=True)}
+    assert (by_layer[mlp]["fprop_ns"], by_layer[mlp]["bprop_ns"]) == (400, 200 + 50)
+    with nsysql.open(tmp_path / "annotated_backward.sqlite", cache_dir=tmp_path / "cache") as ex:
+        links = dict(ex.sql("SELECT o.op_name, CAST(a.link AS VARCHAR) FROM gpu_op_attribution AS a "
+                            "JOIN gpu_op AS o USING (op_kind, op_id)").iter_rows())
+        cov = ex.attribution_coverage()
+    assert {k: links[k] for k in ("mlp_bwd", "attn_bwd", "block_bwd", "embed_bwd", "mm_bwd", "loss_bwd")} == {
+        "mlp_bwd": "annotated", "attn_bwd": "annotated", "block_bwd": "annotated", "embed_bwd": "annotated",
+        "mm_bwd": "seq", "loss_bwd": "borrowed"}
+    assert cov["by_annotated_ns"] == 200 + 400 + 100 + 100

@@ -21,7 +21,7 @@ if shutil.which("nsys") is None:
 
 def test_tiny_gpt_capture_has_kernels_and_ranges(tmp_path: Path) -> None:
     workload = runner.workload_argv("gpt", size="tiny", mode="train", batch=2, seq=32,
-                                    warmup=1, steps=1)
+                                    warmup=1, steps=1, op_ranges=True)
     plan = runner.run_capture("gpt", workload, tmp_path / "run", stats=True,
                               reports=["nvtx_sum", "cuda_gpu_kern_sum"], echo=print)
     with sqlite3.connect(f"file:{plan.sqlite}?mode=ro", uri=True) as db:
@@ -37,3 +37,29 @@ def test_tiny_gpt_capture_has_kernels_and_ranges(tmp_path: Path) -> None:
     with plan.stats_files[0].open(newline="") as f:
         ranges = [row["Range"] for row in csv.DictReader(f)]
     assert any(r.endswith("profiled_step") for r in ranges)
+
+
+def test_annotated_capture_puts_backward_kernels_in_module_ranges(tmp_path: Path) -> None:
+    """The default capture (nsysql.annotate, no op markers): backward ranges on the autograd thread, closed,
+    around most of that thread's kernel time."""
+    workload = runner.workload_argv("gpt", size="tiny", mode="train", batch=2, seq=32, warmup=1, steps=1)
+    plan = runner.run_capture("gpt", workload, tmp_path / "run", echo=print)
+    with sqlite3.connect(f"file:{plan.sqlite}?mode=ro", uri=True) as db:
+        ranges = db.execute(
+            "SELECT coalesce(e.text, s.value), e.globalTid, e.start, e.\"end\" FROM NVTX_EVENTS AS e "
+            "LEFT JOIN StringIds AS s ON s.id = e.textId WHERE e.eventType = 59").fetchall()
+        launches = db.execute(
+            "SELECT r.globalTid, r.start, r.\"end\", k.\"end\" - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
+            "JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r ON r.correlationId = k.correlationId").fetchall()
+    assert all(end is not None for _, _, _, end in ranges), "a range was left open"
+    names = {name for name, *_ in ranges}
+    assert {"model/layers.0/attn", "model/layers.0/attn [backward]"} <= names
+    assert not any(name.startswith("aten::") for name in names)  # no op markers by default
+    backward = [(tid, start, end) for name, tid, start, end in ranges if name.endswith(" [backward]")]
+    forward_threads = {tid for name, tid, *_ in ranges if name == "model/layers.0/attn"}
+    autograd = {tid for tid, *_ in backward}
+    assert autograd and not autograd & forward_threads  # PyTorch's autograd thread
+    on_autograd = [(tid, s, e, d) for tid, s, e, d in launches if tid in autograd]
+    inside = sum(d for tid, s, e, d in on_autograd
+                 if any(t == tid and bs <= s and e <= be for t, bs, be in backward))
+    assert inside > 0.5 * sum(d for *_, d in on_autograd)

@@ -118,7 +118,7 @@ LOSS_RANGE = {"gpt": "loss_computation", "bert": "loss_computation", "ncf": "Los
               "dlrm": "Loss", "cnn": "loss_computation"}
 
 
-def expected_tree(model: str, mode: str, warmup: int, steps: int, op_ranges: bool = True) -> list:
+def expected_tree(model: str, mode: str, warmup: int, steps: int, op_ranges: bool = False) -> list:
     phases = [("forward_pass", FORWARD[model])]
     if mode in ("backward", "train"):
         phases += [leaf(LOSS_RANGE[model]), leaf("backward_pass")]
@@ -131,7 +131,8 @@ def expected_tree(model: str, mode: str, warmup: int, steps: int, op_ranges: boo
 
 
 def run_tiny(model: str, *extra: str) -> dict:
-    args = workload.parse_args([model, *TINY[model], "--device", "cpu", *extra])
+    """The model's own ranges only (--no-annotate) unless `extra` says --annotate."""
+    args = workload.parse_args([model, *TINY[model], "--device", "cpu", "--no-annotate", *extra])
     return workload.run(args, echo=lambda line: None)
 
 
@@ -148,7 +149,7 @@ def test_ranges_and_nesting(recorder: Recorder, model: str, mode: str) -> None:
 
 
 def test_gpt_tiny_train_tree_spelled_out(recorder: Recorder) -> None:
-    run_tiny("gpt", "--mode", "train", "--warmup", "0", "--steps", "1")
+    run_tiny("gpt", "--mode", "train", "--warmup", "0", "--steps", "1", "--op-ranges")
     [init, (emit, [(step, phases)]), result] = recorder.root
     assert (init, result) == (leaf("model_init"), leaf("result"))
     assert (emit, step) == (EMIT_NVTX, "profiled_step")
@@ -165,6 +166,28 @@ def test_gpt_tiny_train_tree_spelled_out(recorder: Recorder) -> None:
 def test_warmup_and_steps_counts_and_no_op_ranges(recorder: Recorder) -> None:
     run_tiny("ncf", "--mode", "train", "--warmup", "2", "--steps", "3", "--no-op-ranges")
     assert recorder.root == expected_tree("ncf", "train", warmup=2, steps=3, op_ranges=False)
+
+
+def test_annotate_names_each_layer_forward_and_backward(recorder: Recorder) -> None:
+    """--annotate: module ranges inside the model's own ranges; on CPU the backward runs on the calling
+    thread, inside backward_pass, last layer first."""
+    run_tiny("gpt", "--annotate", "--mode", "train", "--warmup", "1", "--steps", "1")
+    assert recorder.stack == [recorder.root], "unbalanced push/pop"
+    tree = dict(recorder.root)
+    phases = dict(dict(tree["profiled_step"]))
+    forward = dict(phases["forward_pass"])
+    assert forward["token_embeddings"] == [leaf("model/token_embeddings")]
+    [(block, parts)] = forward["layer_1"]
+    assert block == "model/layers.1"
+    assert [name for name, _ in parts] == ["attention_sublayer", "ffn_sublayer"]
+    assert [name for name, _ in dict(parts)["attention_sublayer"]] == ["model/layers.1/ln1", "model/layers.1/attn"]
+    backward = phases["backward_pass"]
+    assert [name for name, _ in backward] == [
+        "model/lm_head [backward]", "model/ln_final [backward]", "model/layers.1 [backward]",
+        "model/layers.0 [backward]", "model/token_embeddings [backward]"]
+    assert [name for name, _ in dict(backward)["model/layers.0 [backward]"]] == [
+        f"model/layers.0/{m} [backward]" for m in ("ffn", "ln2", "attn", "ln1")]
+    assert "model/layers.0" in [name for name, _ in dict(tree["warmup"])["layer_0"]]
 
 
 def test_bf16_autocast_runs_with_same_ranges(recorder: Recorder) -> None:
@@ -229,8 +252,8 @@ def test_model_defaults_are_the_seed_sizes() -> None:
             bert.max_positions, bert.type_vocab, bert.batch, bert.seq) == (
         2, 1024, 16, 4096, 30522, 512, 2, 4, 128)
     gpt = workload.parse_args(["gpt"])
-    assert (gpt.vocab, gpt.seq, gpt.batch, gpt.warmup, gpt.steps, gpt.op_ranges) == (
-        10000, 512, 4, 3, 1, True)
+    assert (gpt.vocab, gpt.seq, gpt.batch, gpt.warmup, gpt.steps, gpt.op_ranges, gpt.annotate) == (
+        10000, 512, 4, 3, 1, False, True)
 
 
 def test_dlrm_interaction_width() -> None:

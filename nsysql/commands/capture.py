@@ -53,9 +53,16 @@ def capture(
         None, "--warmup", min=0, help="Warm-up steps, inside the `warmup` range (default: 3)."),
     steps: Optional[int] = typer.Option(
         None, "--steps", min=1, help="Profiled steps, each inside `profiled_step` (default: 1)."),
-    op_ranges: bool = typer.Option(
-        True, "--op-ranges/--no-op-ranges",
-        help="Run the profiled steps under torch.autograd.profiler.emit_nvtx(record_shapes=True)."),
+    op_ranges: Optional[bool] = typer.Option(
+        None, "--op-ranges/--no-op-ranges",
+        help="Run the profiled steps under torch.autograd.profiler.emit_nvtx(record_shapes=True): "
+             "per-op markers with shapes and the autograd seq link, at a large CPU cost "
+             "(default: off)."),
+    annotate: Optional[bool] = typer.Option(
+        None, "--annotate/--no-annotate",
+        help="A range per layer named by module path around its forward and its backward "
+             "(nsysql.annotate; docs/annotate.md), so backward kernels have their layer without op "
+             "markers (default: on)."),
     # --- model options -------------------------------------------------------------------
     size: Optional[Size] = typer.Option(
         None, "--size", rich_help_panel=MODEL_PANEL, help="gpt: model size (default: small)."),
@@ -161,7 +168,7 @@ def capture(
     try:
         workload = runner.workload_argv(
             model.value, size=size.value if size else None, mode=mode.value, dtype=dtype.value,
-            batch=batch, seq=seq, warmup=warmup, steps=steps, op_ranges=op_ranges,
+            batch=batch, seq=seq, warmup=warmup, steps=steps, op_ranges=op_ranges, annotate=annotate,
             layers=layers, users=users, items=items, rows=rows, rows_step=rows_step,
             image_size=image_size, source_size=source_size, pool=pool, width=width,
             stages=stages, blocks=blocks, classes=classes, channels_last=channels_last,

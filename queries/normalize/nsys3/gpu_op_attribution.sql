@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.gpu_op_attribution v2
+-- nsysql: normalize.nsys3.gpu_op_attribution v3
 -- purpose: Every GPU op (kernel, memcpy, memset) charged to a direction (fprop, bprop, optim, other), a layer (user NVTX path), the PyTorch op or autograd node that launched it, its recorded input shapes and autograd sequence number.
 -- requires: gpu_op, runtime, runtime_nvtx, nvtx_range, nvtx_context, user_range, thread
 -- params: none
@@ -10,14 +10,19 @@
 --      op marker with the same seq in the same process (outside any backward evaluation; the latest one
 --      starting before the node, since ops that create no node show the next number) gives the layer
 --      and input shapes: a backward GEMM of layer_3/ffn_sublayer says so.
---   3. Otherwise the layer is the call's own innermost user range.
---   4. A call on a thread that never has a user range of its own (PyTorch's autograd thread when op
---      markers are off) borrows the innermost user range open across the whole call on the one other
---      thread of its process that has one open (the thread waiting in backward()); with none, or with
+--   3. A call inside a module's backward range of nsysql.annotate (`model/layers.3/attn [backward]`, see
+--      docs/annotate.md; the innermost one) takes the layer of the same module's forward range: the latest
+--      user range named `model/layers.3/attn` in the same process starting before it, outside any backward
+--      range; without one, the backward range's own path (the module path).
+--   4. Otherwise the layer is the call's own innermost user range.
+--   5. A call outside every user range on a thread whose only user ranges are annotated backward ranges
+--      and what they enclose (PyTorch's autograd thread when op markers are off) borrows the innermost
+--      user range open across the whole call on the one other thread of its process that has one open
+--      (the thread waiting in backward()), annotated backward ranges not counted; with none, or with
 --      several such threads, nothing is borrowed.
---   5. Otherwise the layer is '?': unknown, never guessed.
+--   6. Otherwise the layer is '?': unknown, never guessed.
 --   Direction: optim inside an optimizer range or marker; bprop inside a backward evaluation or a user
---   range named like backward, or on a thread named pt_autograd_*; fprop for any other call inside a
+--   range named like backward (an annotated `... [backward]` range is one), or on a thread named pt_autograd_*; fprop for any other call inside a
 --   range (own or borrowed); other when there is no range at all or no launching call in the export.
 --   CUDA graph replays: every replayed kernel carries the graph launch's correlationId, so it takes
 --   the ranges enclosing cudaGraphLaunch.
@@ -37,12 +42,12 @@
 --   eval_range_id | BIGINT | id (autograd::engine::evaluate_function marker around the launch: a backward node)
 --   shapes_range_id | BIGINT | id (op marker whose recorded sizes are the input shapes: the forward op for bprop)
 --   seq | BIGINT | id (autograd sequence number)
---   link | ENUM | how the layer was found: seq, own, borrowed or none
+--   link | ENUM | how the layer was found: seq, annotated, own, borrowed or none
 CREATE TABLE gpu_op_attribution AS
 WITH
 launch AS MATERIALIZED (  -- every GPU op with its launching call and that call's innermost range context
     SELECT o.op_kind, o.op_id, o.runtime_id, rt.pid, rt.global_tid, rt.start_ns, rt.end_ns, rn.range_id,
-           cx.user_range_id, cx.op_range_id, cx.eval_range_id,
+           cx.user_range_id, cx.op_range_id, cx.eval_range_id, cx.annotated_range_id,
            COALESCE(cx.in_optim, false) AS in_optim, COALESCE(cx.in_backward, false) AS in_backward
     FROM gpu_op AS o
     LEFT JOIN runtime AS rt USING (runtime_id)
@@ -70,19 +75,38 @@ linked AS (
     ASOF LEFT JOIN (SELECT pid, seq, start_ns, user_range_id, range_id FROM marker WHERE eval_range_id IS NULL) AS f
       ON f.pid = n.pid AND f.seq = n.seq AND f.start_ns <= n.start_ns
 ),
--- rule 4: calls on threads without user ranges borrow the waiting thread's innermost open user range
+-- rule 3: an annotated backward range takes the layer of its module's latest forward range
+annotated_backward AS MATERIALIZED (
+    SELECT range_id, pid, start_ns, left(text, length(text) - 11) AS module  -- ' [backward]' cut
+    FROM nvtx_range WHERE range_id IN (SELECT annotated_range_id FROM launch)
+),
+annotated AS (
+    SELECT a.range_id AS annotated_range_id, f.range_id AS fwd_range_id
+    FROM annotated_backward AS a
+    ASOF LEFT JOIN (
+        SELECT r.range_id, r.pid, r.start_ns, r.text AS module
+        FROM nvtx_range AS r JOIN nvtx_context AS cx USING (range_id)
+        WHERE cx.is_user AND NOT cx.in_backward  -- not a forward recomputed in backward (checkpointing)
+          AND r.text IN (SELECT module FROM annotated_backward)
+    ) AS f ON f.pid = a.pid AND f.module = a.module AND f.start_ns <= a.start_ns
+),
+-- user ranges that count as a thread's own: not annotated backward ranges nor what they enclose
+own_user_range AS (
+    SELECT * FROM user_range WHERE NOT in_annotated
+),
+-- rule 5: calls on threads without user ranges of their own borrow the waiting thread's innermost open one
 lone AS MATERIALIZED (
     SELECT runtime_id, pid, start_ns, end_ns FROM launch  -- a graph launch repeats its call: see borrowed
-    WHERE user_range_id IS NULL AND global_tid NOT IN (SELECT DISTINCT global_tid FROM user_range)
+    WHERE user_range_id IS NULL AND global_tid NOT IN (SELECT DISTINCT global_tid FROM own_user_range)
 ),
 user_event AS (
     -- per thread, the innermost open user range after each start/end (ends sort before starts at equal times)
     SELECT u.global_tid, u.pid, u.start_ns * 4 + 1 AS key, u.user_depth AS depth, u.range_id AS innermost
-    FROM user_range AS u JOIN nvtx_range AS r USING (range_id)
+    FROM own_user_range AS u JOIN nvtx_range AS r USING (range_id)
     WHERE r.end_global_tid IS NULL AND u.pid IN (SELECT DISTINCT pid FROM lone)
     UNION ALL
     SELECT u.global_tid, u.pid, u.end_ns * 4, -u.user_depth, u.user_parent_id
-    FROM user_range AS u JOIN nvtx_range AS r USING (range_id)
+    FROM own_user_range AS u JOIN nvtx_range AS r USING (range_id)
     WHERE r.end_global_tid IS NULL AND u.pid IN (SELECT DISTINCT pid FROM lone)
 ),
 segment AS (
@@ -118,16 +142,19 @@ SELECT c.op_kind, c.op_id,
             WHEN b.in_backward THEN 'bprop'
             WHEN b.range_id IS NOT NULL THEN 'fprop'
             ELSE 'other' END AS ENUM('fprop', 'bprop', 'optim', 'other')) AS direction,
-       COALESCE(l.fwd_user_range_id, c.user_range_id, b.range_id) AS layer_range_id,
+       COALESCE(l.fwd_user_range_id, an.fwd_range_id, c.annotated_range_id, c.user_range_id, b.range_id)
+         AS layer_range_id,
        c.op_range_id, c.eval_range_id,
        CASE WHEN c.eval_range_id IS NOT NULL THEN l.fwd_marker_id ELSE c.op_range_id END AS shapes_range_id,
        CASE WHEN c.eval_range_id IS NOT NULL THEN l.seq ELSE om.seq END AS seq,
        CAST(CASE WHEN l.fwd_user_range_id IS NOT NULL THEN 'seq'
+                 WHEN c.annotated_range_id IS NOT NULL THEN 'annotated'
                  WHEN c.user_range_id IS NOT NULL THEN 'own'
                  WHEN b.range_id IS NOT NULL THEN 'borrowed' ELSE 'none' END
-            AS ENUM('seq', 'own', 'borrowed', 'none')) AS link
+            AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none')) AS link
 FROM launch AS c
 LEFT JOIN thread AS th ON th.global_tid = c.global_tid
 LEFT JOIN linked AS l USING (eval_range_id)
+LEFT JOIN annotated AS an USING (annotated_range_id)
 LEFT JOIN borrowed_context AS b USING (runtime_id)
 LEFT JOIN marker AS om ON om.range_id = c.op_range_id;  -- no ORDER BY: readers order (saves a 1.7M-row sort)

@@ -1,5 +1,5 @@
--- nsysql: normalize.nsys3.nvtx_context v2
--- purpose: For every NVTX range, what encloses it on its thread (itself included): the innermost user range, the innermost PyTorch op marker, the innermost autograd backward evaluation, and whether an optimizer or backward range is open. Kernel attribution reads it through the launching call's innermost range.
+-- nsysql: normalize.nsys3.nvtx_context v3
+-- purpose: For every NVTX range, what encloses it on its thread (itself included): the innermost user range, the innermost PyTorch op marker, the innermost autograd backward evaluation, the innermost `... [backward]` range of nsysql.annotate, and whether an optimizer or backward range is open. Kernel attribution reads it through the launching call's innermost range.
 -- requires: nvtx_range
 -- params: none
 -- notes: Propagated top-down over the nesting tree, one recursive step per depth level. Each step joins
@@ -13,6 +13,8 @@
 --   Optimizer: a user range whose text contains `optim` (optimizer_step, optimizer.step, ...) or an
 --   `Optimizer.step#...` / `Optimizer.zero_grad#...` marker. Backward: an
 --   `autograd::engine::evaluate_function: ...` marker, or a user range whose text contains `backward`.
+--   Annotated backward range: a user range whose text ends with ` [backward]` (nsysql.annotate names a
+--   module's backward `model/layers.3/attn [backward]`, see docs/annotate.md).
 --   Ranges that end on another thread have no nesting (see nvtx_range) and get only their own attributes.
 -- columns:
 --   range_id | BIGINT | id
@@ -20,6 +22,7 @@
 --   user_range_id | BIGINT | id (innermost user range, itself if it is one)
 --   op_range_id | BIGINT | id (innermost op marker other than the evaluate_function wrapper, itself if it is one)
 --   eval_range_id | BIGINT | id (innermost `autograd::engine::evaluate_function: ...` marker)
+--   annotated_range_id | BIGINT | id (innermost user range named `... [backward]`, itself if it is one)
 --   in_optim | BOOLEAN | flag
 --   in_backward | BOOLEAN | flag
 CREATE TABLE nvtx_context AS
@@ -29,22 +32,26 @@ kinds AS NOT MATERIALIZED (  -- inlined, so that each level's depth filter reach
            is_op_marker AND NOT is_eval AS is_op, is_eval,
            (is_user AND contains(lower(text), 'optim'))
              OR starts_with(text, 'Optimizer.step#') OR starts_with(text, 'Optimizer.zero_grad#') AS optim,
-           (is_user AND contains(lower(text), 'backward')) OR is_eval AS backward
+           (is_user AND contains(lower(text), 'backward')) OR is_eval AS backward,
+           is_user AND ends_with(text, ' [backward]') AS is_annotated
     FROM (SELECT *, starts_with(text, 'autograd::engine::evaluate_function: ') AS is_eval,
                  NOT is_op_marker AND domain NOT IN ('CCCL', 'NCCL', 'cuBLAS', 'cuBLASLt', 'cuDNN', 'cuFFT', 'cuSPARSE',
                                                      'cuSOLVER', 'NVSHMEM', 'TensorRT', 'CUTLASS') AS is_user
           FROM nvtx_range)
 ),
-ctx(range_id, depth, is_user, user_range_id, op_range_id, eval_range_id, in_optim, in_backward) AS (
+ctx(range_id, depth, is_user, user_range_id, op_range_id, eval_range_id, annotated_range_id, in_optim,
+    in_backward) AS (
     SELECT range_id, depth, is_user, CASE WHEN is_user THEN range_id END, CASE WHEN is_op THEN range_id END,
-           CASE WHEN is_eval THEN range_id END, optim, backward
+           CASE WHEN is_eval THEN range_id END, CASE WHEN is_annotated THEN range_id END, optim, backward
     FROM kinds WHERE parent_id IS NULL
     UNION ALL
     SELECT c.range_id, c.depth, c.is_user,
            CASE WHEN c.is_user THEN c.range_id ELSE p.user_range_id END,
            CASE WHEN c.is_op THEN c.range_id ELSE p.op_range_id END,
            CASE WHEN c.is_eval THEN c.range_id ELSE p.eval_range_id END,
+           CASE WHEN c.is_annotated THEN c.range_id ELSE p.annotated_range_id END,
            c.optim OR p.in_optim, c.backward OR p.in_backward
     FROM kinds AS c JOIN ctx AS p ON c.parent_id = p.range_id AND c.depth = p.depth + 1
 )
-SELECT range_id, is_user, user_range_id, op_range_id, eval_range_id, in_optim, in_backward FROM ctx;
+SELECT range_id, is_user, user_range_id, op_range_id, eval_range_id, annotated_range_id, in_optim, in_backward
+FROM ctx;
