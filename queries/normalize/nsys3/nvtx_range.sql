@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.nvtx_range v2
+-- nsysql: normalize.nsys3.nvtx_range v3
 -- purpose: NVTX push/pop and start/end ranges with NVIDIA's naming (`<domain>:<text>`), depth and parent on their thread (full paths: analysis.ranges).
 -- requires: raw.NVTX_EVENTS, raw.StringIds
 -- params: none
@@ -26,14 +26,14 @@
 --   is_op_marker | BOOLEAN | flag (a range PyTorch's emit_nvtx adds per op: `aten::mm, seq = 3, op_id = 7, sizes = ...`, `AddmmBackward0, seq = 3, ...`, `autograd::engine::evaluate_function: ...`, `Optimizer.step#...`)
 CREATE TABLE nvtx_range AS
 WITH
-evt AS (
+evt AS MATERIALIZED (
     SELECT n.rowid AS range_id, n.start, n."end", n.eventType, n.globalTid, n.endGlobalTid,
            n.domainId, COALESCE(s.value, n.text) AS body
     FROM raw.NVTX_EVENTS AS n
     LEFT JOIN raw.StringIds AS s ON s.id = n.textId
     WHERE n.eventType IN (59, 60, 70, 71, 75)
 ),
-domains AS (
+domains AS MATERIALIZED (
     -- a domain is created once per process; its name resolves ranges of any thread of that process
     SELECT domainId, (globalTid >> 24) & 16777215 AS pid, arg_min(body, start) AS domain
     FROM evt WHERE eventType = 75
@@ -42,17 +42,10 @@ domains AS (
 bounds AS (
     SELECT MAX(GREATEST(start, COALESCE("end", start))) AS last_ts FROM evt WHERE eventType <> 75
 ),
-ranges AS MATERIALIZED (
-    SELECT e.range_id, e.start AS start_ns, COALESCE(e."end", b.last_ts) AS end_ns,
-           e."end" IS NULL AS is_open, e.globalTid AS global_tid,
-           (e.globalTid >> 24) & 16777215 AS pid, e.globalTid & 16777215 AS tid,
-           e.endGlobalTid AS end_global_tid,
-           COALESCE(d.domain, '') || ':' || COALESCE(e.body, '') AS range_name,
-           COALESCE(e.body, '') AS text, COALESCE(d.domain, '') AS domain,
-           CASE WHEN e.eventType IN (59, 70) THEN 'PushPop' ELSE 'StartEnd' END AS style
-    FROM evt AS e
-    CROSS JOIN bounds AS b
-    LEFT JOIN domains AS d ON d.domainId = e.domainId AND d.pid = (e.globalTid >> 24) & 16777215
+ranges AS MATERIALIZED (  -- integers only: the texts join in at the end, so the sweep never carries them
+    SELECT e.range_id, e.start AS start_ns, COALESCE(e."end", b.last_ts) AS end_ns, e.globalTid AS global_tid,
+           e.endGlobalTid AS end_global_tid
+    FROM evt AS e CROSS JOIN bounds AS b
     WHERE e.eventType <> 75
 ),
 sweep AS (
@@ -80,14 +73,20 @@ parented AS (
     ASOF LEFT JOIN starts AS p
       ON p.global_tid = c.global_tid AND p.depth = c.depth - 1 AND p.seq < c.seq
 ),
-tree AS MATERIALIZED (
-    SELECT r.*, COALESCE(pa.depth, 0) AS depth, pa.parent_id
-    FROM ranges AS r LEFT JOIN parented AS pa USING (range_id)
+named AS (
+    SELECT e.range_id, e."end" IS NULL AS is_open, COALESCE(e.body, '') AS text, COALESCE(d.domain, '') AS domain,
+           CASE WHEN e.eventType IN (59, 70) THEN 'PushPop' ELSE 'StartEnd' END AS style
+    FROM evt AS e
+    LEFT JOIN domains AS d ON d.domainId = e.domainId AND d.pid = (e.globalTid >> 24) & 16777215
+    WHERE e.eventType <> 75
 )
-SELECT t.range_id, t.start_ns, t.end_ns, t.end_ns - t.start_ns AS duration_ns, t.is_open,
-       t.global_tid, t.pid, t.tid, t.end_global_tid, t.range_name, t.text, t.domain, t.style,
-       t.depth, t.parent_id,
-       (contains(t.text, ', op_id = ') OR contains(t.text, ', seq = ')
-        OR starts_with(t.text, 'autograd::engine::evaluate_function: ')
-        OR starts_with(t.text, 'Optimizer.step#') OR starts_with(t.text, 'Optimizer.zero_grad#')) AS is_op_marker
-FROM tree AS t;  -- no ORDER BY: readers order what they show (a sort of every row saved)
+SELECT r.range_id, r.start_ns, r.end_ns, r.end_ns - r.start_ns AS duration_ns, n.is_open,
+       r.global_tid, (r.global_tid >> 24) & 16777215 AS pid, r.global_tid & 16777215 AS tid, r.end_global_tid,
+       n.domain || ':' || n.text AS range_name, n.text, n.domain, n.style,
+       COALESCE(pa.depth, 0) AS depth, pa.parent_id,
+       (contains(n.text, ', op_id = ') OR contains(n.text, ', seq = ')
+        OR starts_with(n.text, 'autograd::engine::evaluate_function: ')
+        OR starts_with(n.text, 'Optimizer.step#') OR starts_with(n.text, 'Optimizer.zero_grad#')) AS is_op_marker
+FROM ranges AS r
+JOIN named AS n USING (range_id)
+LEFT JOIN parented AS pa USING (range_id);  -- no ORDER BY: readers order what they show (a sort of every row saved)
