@@ -1,8 +1,8 @@
 """Answers kept beside an export's cached DuckDB file: a query's result as a small Parquet file, so that a
 repeated command reads it back instead of recomputing over the million-row tables.
 
-An answer is keyed by the query's SQL, the SQL of every analysis it reads (`requires: analysis.X`, at any
-depth), its parameters and the code that turns results into frames (nsysql/export.py); the cached DuckDB file it sits beside is itself keyed by the export's identity and
+An answer is keyed by the query's SQL, the SQL of every analysis and macro it reads (`requires: analysis.X`,
+`macros.X`, at any depth), its parameters and the code that turns results into frames (nsysql/export.py); the cached DuckDB file it sits beside is itself keyed by the export's identity and
 the normalize SQL. So an answer is reused only for the same export, the same normalized tables, the same
 query text and the same parameters: editing any of them computes afresh.
 """
@@ -40,14 +40,16 @@ def key(query: catalog.Query, params: dict) -> str:
 
 
 def _inputs(query: catalog.Query) -> set[str]:
-    """Every analysis the query reads, directly or through another one."""
+    """Every analysis and macro the query reads, directly or through another one."""
+    def read(q: catalog.Query) -> list[str]:
+        return [r for r in q.requires if r.startswith(("analysis.", "macros."))]
     found: set[str] = set()
-    pending = [r for r in query.requires if r.startswith("analysis.")]
+    pending = read(query)
     while pending:
         dep = pending.pop()
         if dep not in found:
             found.add(dep)
-            pending += [r for r in catalog.get(dep).requires if r.startswith("analysis.")]
+            pending += read(catalog.get(dep))
     return found
 
 

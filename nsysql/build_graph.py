@@ -14,6 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 import duckdb
 
 from . import catalog, progress
+from .errors import NsysqlError
 from .engine import quote_ident
 
 WORKERS_ENV = "NSYSQL_BUILD_WORKERS"
@@ -24,9 +25,12 @@ def build_workers() -> int:
     statement won only ~1 s of a 16 s build and, under the 1.5 GB memory limit, cost 3-5 s in spilling
     (docs/performance.md); with more cores each statement still gets two threads."""
     wanted = os.environ.get(WORKERS_ENV, "").strip()
-    if wanted.isdigit() and int(wanted) > 0:
-        return int(wanted)
-    return max(1, min(4, (os.cpu_count() or 1) // 2))
+    if not wanted:
+        return max(1, min(4, (os.cpu_count() or 1) // 2))
+    if not wanted.isdigit() or int(wanted) < 1:
+        raise NsysqlError(f"{WORKERS_ENV}={wanted!r} is not a positive whole number; use e.g. {WORKERS_ENV}=2, "
+                          "or unset it for one statement per two cores")
+    return int(wanted)
 
 
 def chain_lengths(needs: dict[str, set[str]]) -> dict[str, int]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import macros
 from . import views as catalog_views
 from .engine import connect, quote_ident
 from .errors import NsysqlError
@@ -83,6 +84,7 @@ def write_duckdb(ex: Export, out: Path, *, force: bool = False) -> DuckdbWritten
         con = connect(tmp)
         try:
             tables = [name for name, _ in relations(con)]
+            macros.install(con, stored=True)  # the findings' views call them; stored, so the duckdb shell has them
             made = catalog_views.create_views(con, catalog_views.catalog_views(set(tables)), document=True)
             catalog_views.document_tables(con, view_set(con))
             con.execute("COMMENT ON TABLE nsysql_meta IS 'How this database was made: source export, export schema, "

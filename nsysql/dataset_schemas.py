@@ -16,7 +16,7 @@ from typing import Callable
 
 import duckdb
 
-from . import multi
+from . import macros, multi
 from .dataset import check_duckdb_target, write_duckdb
 from .engine import connect, quote_ident, quote_literal
 from .errors import NsysqlError
@@ -109,6 +109,7 @@ def _copy_into_schema(con: duckdb.DuckDBPyConnection, source: Path, schema: str)
             {"db": _SOURCE}).fetchall()]
         for t in tables:
             con.execute(f"CREATE TABLE {quote_ident(t)} AS SELECT * FROM {_SOURCE}.main.{quote_ident(t)}")
+        macros.install(con, stored=True)  # in this schema too: the findings' views call them
         # A view's stored SQL names its tables and views unqualified, so here it binds to this schema's.
         pending = [r[0] for r in con.execute(
             "SELECT sql FROM duckdb_views() WHERE database_name = $db AND NOT internal ORDER BY view_oid",

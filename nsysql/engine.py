@@ -7,11 +7,13 @@ automatic install/load switched off (docs/decisions.md).
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import duckdb
 
 from .errors import NsysqlError
+from .hygiene import owner_tag
 
 OFFLINE_CONFIG = {
     "autoinstall_known_extensions": False,
@@ -58,8 +60,13 @@ def connect(database: str | Path = ":memory:", *, read_only: bool = False,
     """Open DuckDB with extension auto-download disabled and nsysql's memory limit (`share`: how many
     statements will run at once on it, see nsysql/build_graph.py)."""
     limit = memory_limit(share)
+    config = dict(OFFLINE_CONFIG, memory_limit=limit)
+    if str(database) == ":memory:":
+        # DuckDB would spill an in-memory database into ./.tmp, i.e. the user's working directory; use an
+        # owner-tagged directory in TMPDIR instead, which the next run removes if this one is killed (hygiene)
+        config["temp_directory"] = str(Path(tempfile.gettempdir()) / f"nsysql-{owner_tag()}-spill")
     try:
-        con = duckdb.connect(str(database), read_only=read_only, config=dict(OFFLINE_CONFIG, memory_limit=limit))
+        con = duckdb.connect(str(database), read_only=read_only, config=config)
     except duckdb.Error as exc:
         if "memory" in str(exc).lower():
             raise NsysqlError(f"{MEMORY_ENV}={limit!r} is not a size DuckDB reads; use e.g. 1500MB or 8GB") from None

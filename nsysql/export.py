@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from . import answers, catalog, hygiene, importer, inputs, progress
+from . import answers, catalog, hygiene, importer, inputs, macros, progress
 from .cache import cache_file, cache_key, default_cache_dir
 from .engine import connect, error_line, quote_ident
 from .errors import MissingDataError, NsysqlError
@@ -65,6 +65,7 @@ class Export:
             if not self.cache_hit:  # the cache grew: keep it under its cap, least recently used first
                 hygiene.prune(directory, hygiene.cap(), keep={self.cache_path, self.source})
         self.con = connect(self.cache_path, read_only=True)
+        macros.install(self.con)  # queries/macros/: the shared interval routines some queries call
         self._tables = {r[0] for r in self.con.execute("SELECT raw_table FROM nsysql_tables").fetchall()}
         self._materialized: set[str] = set()
 
@@ -74,12 +75,7 @@ class Export:
         os.unlink(tmp_name)  # DuckDB must create the file itself
         tmp = Path(tmp_name)
         try:
-            try:
-                importer.normalize(self.source, tmp)
-            except NsysqlError as exc:  # name the file the user gave, not the copy an .xz was unpacked to
-                if self.source == self.path:
-                    raise
-                raise type(exc)(str(exc).replace(str(self.source), str(self.path))) from None
+            importer.normalize(self.source, tmp, shown_as=self.path)  # messages name the .xz, not its copy
             os.replace(tmp, self.cache_path)  # atomic: readers never see a half-built cache
         finally:
             for leftover in (tmp, Path(str(tmp) + ".wal")):

@@ -79,8 +79,10 @@ def _ordered(view_set: str) -> list[catalog.Query]:
     return [queries[n] for n in done]
 
 
-def normalize(export: Path, target: Path) -> dict:
-    """Build `target` (a DuckDB file) from `export`. Returns facts about the export."""
+def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> dict:
+    """Build `target` (a DuckDB file) from `export`. Returns facts about the export. Messages name `shown_as`
+    when given: the `.xz` the user named, when `export` is the copy it was unpacked to."""
+    shown = shown_as or export
     check_sqlite_file(export)
     with readonly.sqlite_path(export, scratch=target.parent) as link:
         checked = sqlite_check.run(link)  # SQLite's own check of the tables read; kept as table sqlite_check
@@ -91,14 +93,14 @@ def normalize(export: Path, target: Path) -> dict:
                 tables = {r[0] for r in con.execute(
                     "SELECT name FROM sqlite_scan($p, 'sqlite_master') WHERE type = 'table'", {"p": str(link)}).fetchall()}
             except duckdb.Error as exc:
-                raise NsysqlError(damage(export, exc, checked) or
-                                  f"{export}: cannot read it as SQLite ({str(exc).splitlines()[0]})") from None
+                raise NsysqlError(damage(shown, exc, checked) or
+                                  f"{shown}: cannot read it as SQLite ({str(exc).splitlines()[0]})") from None
             if not tables & NSYS_MARKERS:
-                raise NsysqlError(f"{export} is a SQLite file but not an Nsight Systems export "
+                raise NsysqlError(f"{shown} is a SQLite file but not an Nsight Systems export "
                                   "(no StringIds, NVTX_EVENTS or CUPTI tables); export one with: nsys export --type sqlite REPORT.nsys-rep")
             con.execute(f"ATTACH {quote_literal(str(link))} AS nsys (TYPE sqlite, READ_ONLY)")
             schema = _schema_version(con, tables)
-            view_set = _view_set(schema, tables, export)
+            view_set = _view_set(schema, tables, shown)
             con.execute("CREATE SCHEMA raw")
             sqlite_check.stage(con, checked)
             shims = applicable_shims(schema, tables)
@@ -106,8 +108,8 @@ def normalize(export: Path, target: Path) -> dict:
                 try:
                     con.execute(shim.sql)
                 except duckdb.Error as exc:
-                    raise NsysqlError(damage(export, exc, checked) or
-                                      f"{export}: could not apply {shim.id} ({str(exc).splitlines()[0]}); "
+                    raise NsysqlError(damage(shown, exc, checked) or
+                                      f"{shown}: could not apply {shim.id} ({str(exc).splitlines()[0]}); "
                                       f"export schema {schema} may be unsupported") from None
             shimmed = {_provided(shim) for shim in shims}
             for name, stub in _stub_statements().items():
@@ -120,8 +122,8 @@ def normalize(export: Path, target: Path) -> dict:
                     con.execute(stub)
             def failed(q: catalog.Query, exc: duckdb.Error) -> NsysqlError:
                 if isinstance(exc, duckdb.OutOfMemoryException):
-                    return NsysqlError(f"{export}: could not normalize {q.name}: {error_line(exc)}")
-                return NsysqlError(damage(export, exc, checked) or f"{export}: could not normalize {q.name} "
+                    return NsysqlError(f"{shown}: could not normalize {q.name}: {error_line(exc)}")
+                return NsysqlError(damage(shown, exc, checked) or f"{shown}: could not normalize {q.name} "
                                    f"({str(exc).splitlines()[0]}); export schema {schema} may be unsupported")
 
             statements = _ordered(view_set)
@@ -140,7 +142,7 @@ def normalize(export: Path, target: Path) -> dict:
             con.execute("DETACH nsys")
             con.execute("CHECKPOINT")
         except duckdb.Error as exc:  # a damaged file or a full disk, met outside the steps wrapped above
-            raise NsysqlError(damage(export, exc, checked) or f"{export}: cannot read it ({str(exc).splitlines()[0]})") from None
+            raise NsysqlError(damage(shown, exc, checked) or f"{shown}: cannot read it ({str(exc).splitlines()[0]})") from None
         finally:
             con.close()
     return {"schema": schema, "view_set": view_set, "tables": tables}

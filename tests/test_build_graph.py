@@ -97,3 +97,39 @@ def test_memory_limit_is_one_share_per_statement(monkeypatch):
     con = engine.connect(share=2)
     assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == "667.5 MiB"
     con.close()
+
+
+def test_bad_worker_count_is_one_line(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from nsysql.cli import app
+    monkeypatch.setenv(build_graph.WORKERS_ENV, "two")
+    res = CliRunner().invoke(app, ["summarize", str(EXPORT), "--cache-dir", str(tmp_path)])
+    assert res.exit_code == 1 and res.output.count("\n") == 1
+    assert "NSYSQL_BUILD_WORKERS='two' is not a positive whole number" in res.output
+
+
+def test_in_memory_spill_stays_out_of_the_working_directory(tmp_path, monkeypatch):
+    from nsysql import engine
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(engine.MEMORY_ENV, "40MB")  # small enough that this aggregate must spill
+    con = engine.connect()
+    spill = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+    rows = con.execute("SELECT COUNT(*) FROM (SELECT md5(range::VARCHAR) AS h FROM range(2000000) GROUP BY h)").fetchone()
+    con.close()
+    assert rows == (2_000_000,)
+    assert spill.startswith(str(__import__("tempfile").gettempdir())) and "nsysql-" in spill
+    assert list(tmp_path.iterdir()) == []  # DuckDB's default would have made ./.tmp here
+
+
+def test_out_of_memory_names_the_setting_and_the_xz_given(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from nsysql import engine
+    from nsysql.cli import app
+    monkeypatch.setenv(engine.MEMORY_ENV, "30MB")
+    res = CliRunner().invoke(app, ["summarize", str(EXPORT), "--cache-dir", str(tmp_path)])
+    assert res.exit_code == 1 and res.output.count("\n") == 1, res.output
+    assert res.output.startswith(f"Error: {EXPORT}: could not normalize ")  # the .xz, not its unpacked copy
+    assert "Out of Memory" in res.output and "NSYSQL_MEMORY_LIMIT=8GB; now 30MB" in res.output
+    assert not list(tmp_path.glob("*.duckdb"))  # no half-built cache kept

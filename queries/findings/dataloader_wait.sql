@@ -1,6 +1,6 @@
--- nsysql: findings.dataloader_wait v1
+-- nsysql: findings.dataloader_wait v2
 -- purpose: Finding: the step's thread waiting for its next batch (inside a data-loading NVTX range) while the GPU has nothing to do, in the analysed steps.
--- requires: analysis.steady_steps, analysis.step_label, analysis.process_busy, nvtx_range, thread
+-- requires: analysis.steady_steps, analysis.step_label, analysis.process_busy, nvtx_range, thread, macros.busy_inside
 -- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Data-loading range: an NVTX range (user range or PyTorch marker) on the step's own thread whose text
 --   matches, ignoring case, dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|
@@ -46,25 +46,7 @@ merged AS (
 probe AS (
     SELECT ROW_NUMBER() OVER () AS id, step, pid, s, e FROM merged
 ),
-probe_span AS (  -- per process, the probes' time span: the busy intervals the sweep needs
-    SELECT p.pid, MIN(p.s) AS lo, MAX(p.e) AS hi,
-           (SELECT MAX(b.idx) FROM process_busy AS b WHERE b.pid = p.pid AND b.start_ns <= MIN(p.s)) AS first_idx
-    FROM probe AS p GROUP BY p.pid
-),
-probe_busy AS (  -- busy time inside each probe, B(e) - B(s): one sweep over the probes' points and the process's
-    -- busy intervals in (pid, time) order finds the last interval starting at or before each point (analysis.process_busy)
-    SELECT p.id, SUM(CASE WHEN p.side = 1 THEN 1 ELSE -1 END
-                     * COALESCE(b.before_ns + LEAST(p.t, b.end_ns) - b.start_ns, 0)) AS busy_ns
-    FROM (SELECT *, MAX(idx) OVER (ORDER BY pid, t, kind) AS last_idx
-          FROM (SELECT b.pid, b.start_ns AS t, 0 AS kind, b.idx, NULL::BIGINT AS id, NULL::INTEGER AS side
-                FROM process_busy AS b JOIN probe_span AS x ON x.pid = b.pid
-                WHERE b.idx >= COALESCE(x.first_idx, 0) AND b.start_ns <= x.hi
-                UNION ALL SELECT pid, s, 1, NULL, id, 0 FROM probe
-                UNION ALL SELECT pid, e, 1, NULL, id, 1 FROM probe)) AS p
-    LEFT JOIN process_busy AS b ON b.idx = p.last_idx AND b.pid = p.pid
-    WHERE p.kind = 1
-    GROUP BY p.id
-),
+probe_busy AS (SELECT * FROM busy_inside(probe, process_busy)),  -- queries/macros/busy_inside.sql
 merged_idle AS MATERIALIZED (
     SELECT p.step, p.pid, p.e - p.s AS load_ns, (p.e - p.s) - b.busy_ns AS idle_ns
     FROM probe AS p JOIN probe_busy AS b USING (id)

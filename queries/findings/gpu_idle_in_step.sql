@@ -1,6 +1,6 @@
--- nsysql: findings.gpu_idle_in_step v1
+-- nsysql: findings.gpu_idle_in_step v2
 -- purpose: Finding: the GPU idle inside the analysed steady-state steps, with what the step's own thread was doing meanwhile (its ranges, CUDA API calls, OS calls).
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, user_range, runtime, thread
+-- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, user_range, runtime, thread, macros.busy_inside
 -- params: $min_idle_pct DOUBLE default 10 (fires when the GPU idles at least this share of the analysed steps' wall time, %)
 -- notes: Windows: the analysed steps of analysis.steady_steps (warm-up excluded); one finding per process with
 --   analysed steps. Busy = the busy intervals of the process's devices (analysis.process_busy: any kernel, copy or
@@ -86,25 +86,7 @@ probe AS (
           UNION ALL
           SELECT 'os_name', step, pid, api_name, s, e FROM os_call WHERE nesting_level = 0)
 ),
-probe_span AS (  -- per process, the probes' time span: the busy intervals the sweep needs
-    SELECT p.pid, MIN(p.s) AS lo, MAX(p.e) AS hi,
-           (SELECT MAX(b.idx) FROM process_busy AS b WHERE b.pid = p.pid AND b.start_ns <= MIN(p.s)) AS first_idx
-    FROM probe AS p GROUP BY p.pid
-),
-probe_busy AS (  -- busy time inside each probe, B(e) - B(s): one sweep over the probes' points and the process's
-    -- busy intervals in (pid, time) order finds the last interval starting at or before each point (analysis.process_busy)
-    SELECT p.id, SUM(CASE WHEN p.side = 1 THEN 1 ELSE -1 END
-                     * COALESCE(b.before_ns + LEAST(p.t, b.end_ns) - b.start_ns, 0)) AS busy_ns
-    FROM (SELECT *, MAX(idx) OVER (ORDER BY pid, t, kind) AS last_idx
-          FROM (SELECT b.pid, b.start_ns AS t, 0 AS kind, b.idx, NULL::BIGINT AS id, NULL::INTEGER AS side
-                FROM process_busy AS b JOIN probe_span AS x ON x.pid = b.pid
-                WHERE b.idx >= COALESCE(x.first_idx, 0) AND b.start_ns <= x.hi
-                UNION ALL SELECT pid, s, 1, NULL, id, 0 FROM probe
-                UNION ALL SELECT pid, e, 1, NULL, id, 1 FROM probe)) AS p
-    LEFT JOIN process_busy AS b ON b.idx = p.last_idx AND b.pid = p.pid
-    WHERE p.kind = 1
-    GROUP BY p.id
-),
+probe_busy AS (SELECT * FROM busy_inside(probe, process_busy)),  -- queries/macros/busy_inside.sql
 probe_idle AS MATERIALIZED (
     SELECT p.kind, p.step, p.pid, p.name, (p.e - p.s) - b.busy_ns AS idle_ns
     FROM probe AS p JOIN probe_busy AS b USING (id)

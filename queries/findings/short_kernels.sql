@@ -1,6 +1,6 @@
--- nsysql: findings.short_kernels v1
+-- nsysql: findings.short_kernels v2
 -- purpose: Finding: streams running long runs of back-to-back kernels that are each shorter than the CUDA call that launched them, with the GPU idle between them: work to fuse.
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, kernel, runtime
+-- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, kernel, runtime, macros.busy_inside
 -- params: $min_run BIGINT default 8 (fewest consecutive short kernels that make a run), $max_gap_ns BIGINT default 1000000 (longest time between two kernels of a run that counts, ns), $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Kernels with a launching call (correlationId AND process), in the analysed step of their process in which
 --   the call starts. A kernel is short when it ran for less time than its launching call took (end - start of the
@@ -69,25 +69,7 @@ probe AS (  -- the time between consecutive kernels of a run, where short enough
     FROM in_runs
     WHERE prev_end_ns IS NOT NULL AND start_ns > prev_end_ns AND start_ns - prev_end_ns <= $max_gap_ns
 ),
-probe_span AS (  -- per process, the probes' time span: the busy intervals the sweep needs
-    SELECT p.pid, MIN(p.s) AS lo, MAX(p.e) AS hi,
-           (SELECT MAX(b.idx) FROM process_busy AS b WHERE b.pid = p.pid AND b.start_ns <= MIN(p.s)) AS first_idx
-    FROM probe AS p GROUP BY p.pid
-),
-probe_busy AS (  -- busy time inside each probe, B(e) - B(s): one sweep over the probes' points and the process's
-    -- busy intervals in (pid, time) order finds the last interval starting at or before each point (analysis.process_busy)
-    SELECT p.id, SUM(CASE WHEN p.side = 1 THEN 1 ELSE -1 END
-                     * COALESCE(b.before_ns + LEAST(p.t, b.end_ns) - b.start_ns, 0)) AS busy_ns
-    FROM (SELECT *, MAX(idx) OVER (ORDER BY pid, t, kind) AS last_idx
-          FROM (SELECT b.pid, b.start_ns AS t, 0 AS kind, b.idx, NULL::BIGINT AS id, NULL::INTEGER AS side
-                FROM process_busy AS b JOIN probe_span AS x ON x.pid = b.pid
-                WHERE b.idx >= COALESCE(x.first_idx, 0) AND b.start_ns <= x.hi
-                UNION ALL SELECT pid, s, 1, NULL, id, 0 FROM probe
-                UNION ALL SELECT pid, e, 1, NULL, id, 1 FROM probe)) AS p
-    LEFT JOIN process_busy AS b ON b.idx = p.last_idx AND b.pid = p.pid
-    WHERE p.kind = 1
-    GROUP BY p.id
-),
+probe_busy AS (SELECT * FROM busy_inside(probe, process_busy)),  -- queries/macros/busy_inside.sql
 run_idle AS MATERIALIZED (
     SELECT p.pid, p.device_id, p.stream_id, (p.e - p.s) - b.busy_ns AS idle_ns
     FROM probe AS p JOIN probe_busy AS b USING (id)
