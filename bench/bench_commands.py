@@ -30,6 +30,7 @@ CACHED = [
     ("summarize", ["summarize", "{export}"]),
     ("gaps (default)", ["gaps", "{export}"]),
     ("kernels -f parquet", ["kernels", "{export}", "-f", "parquet", "-o", "{out}"]),
+    ("kernels -f csv", ["kernels", "{export}", "-f", "csv", "-o", "{out}.csv"]),
     ("steps", ["steps", "{export}"]),
     ("overhead", ["overhead", "{export}"]),
     ("report nvtx_gpu_proj_sum", ["report", "nvtx_gpu_proj_sum", "{export}"]),

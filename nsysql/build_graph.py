@@ -22,7 +22,7 @@ WORKERS_ENV = "NSYSQL_BUILD_WORKERS"
 
 def build_workers() -> int:
     """Statements run at once: NSYSQL_BUILD_WORKERS, else one per two cores, 1 to 4. On two cores a second
-    statement won only ~1 s of a 16 s build and, under the 1.5 GB memory limit, cost 3-5 s in spilling
+    statement won only ~1 s of a 16 s build and, sharing a 1.5 GB memory limit, cost 3-5 s in spilling
     (docs/performance.md); with more cores each statement still gets two threads."""
     wanted = os.environ.get(WORKERS_ENV, "").strip()
     if not wanted:

@@ -43,10 +43,11 @@ def sqlite_scanner_path() -> Path:
 
 
 MEMORY_ENV = "NSYSQL_MEMORY_LIMIT"
-# DuckDB's own default is 80 % of RAM, which lets hash joins of a big export grow to several GB; under this cap
-# it spills to its temp directory instead: a build of 1.7M kernels peaks at 1.7 GB instead of 2.7 GB, in the
-# same time when one statement runs at a time (docs/performance.md).
-DEFAULT_MEMORY_LIMIT_MB = 1500  # per statement running at once
+# DuckDB's own default is 80 % of RAM, which let `gaps` and `kernels` on a 1.7M-kernel export take 3-6 GB; under
+# this cap it spills to its temp directory instead. 1.5 GB cost the first `summarize` of that export ~6 s of 32 s
+# (bench_summarize: 32.3 s / 1.55 GB capped, 26.5 s / 1.46 GB uncapped), so the cap is set where it only stops
+# the outliers (docs/performance.md).
+DEFAULT_MEMORY_LIMIT_MB = 4000  # per statement running at once
 
 
 def memory_limit(share: int = 1) -> str:

@@ -92,7 +92,7 @@ def test_memory_limit_is_one_share_per_statement(monkeypatch):
     con = engine.connect(share=2)
     limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     con.close()
-    assert limit == "2.7 GiB", limit  # 3000 MB, as DuckDB prints it
+    assert limit == "7.4 GiB", limit  # 2 x 4000 MB, as DuckDB prints it
     monkeypatch.setenv(engine.MEMORY_ENV, "700MB")
     con = engine.connect(share=2)
     assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == "667.5 MiB"
