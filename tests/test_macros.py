@@ -47,10 +47,18 @@ def test_every_macro_is_stored_and_read_by_the_queries_that_say_so():
     con.execute("USE stored_db")
     macros.install(con, stored=True)
     stored = {r[0] for r in con.execute("SELECT function_name FROM duckdb_functions() "
-                                        "WHERE database_name = 'stored_db' AND function_type = 'table_macro'").fetchall()}
+                                        "WHERE database_name = 'stored_db' AND function_type IN ('macro', 'table_macro')").fetchall()}
     names = {q.name for q in catalog.group("macros")}
     assert names and names <= stored
     for q in catalog.all_queries().values():
         for name in names:
             called = f"{name}(" in q.sql and not q.id.startswith("macros.")
             assert called == (f"macros.{name}" in q.requires), q.id  # the answers' key follows `requires`
+
+
+def test_human_ns_picks_the_unit_and_three_digits():
+    con = connection()
+    cases = {1.5e9: "1.50 s", 2.5e8: "250 ms", 4.12e7: "41.2 ms", 4.126e6: "4.13 ms", 4.12e5: "412 µs",
+             4.12e4: "41.2 µs", 4120.0: "4.12 µs", 412.0: "412 ns", 0.0: "0 ns"}
+    got = {x: con.execute("SELECT human_ns($x::DOUBLE)", {"x": x}).fetchone()[0] for x in cases}
+    assert got == cases

@@ -1,6 +1,6 @@
--- nsysql: findings.dataloader_wait v2
+-- nsysql: findings.dataloader_wait v3
 -- purpose: Finding: the step's thread waiting for its next batch (inside a data-loading NVTX range) while the GPU has nothing to do, in the analysed steps.
--- requires: analysis.steady_steps, analysis.step_label, analysis.process_busy, nvtx_range, thread, macros.busy_inside
+-- requires: analysis.steady_steps, analysis.step_label, analysis.process_busy, nvtx_range, thread, macros.busy_inside, macros.human_ns
 -- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Data-loading range: an NVTX range (user range or PyTorch marker) on the step's own thread whose text
 --   matches, ignoring case, dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|
@@ -75,10 +75,7 @@ fired AS (
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
     SELECT *, list_transform([idle_ns / steps, load_ns / steps]::DOUBLE[],
-               lambda x: CASE WHEN x >= 1e9 THEN printf('%.2f s', x / 1e9) WHEN x >= 1e8 THEN printf('%.0f ms', x / 1e6)
-                              WHEN x >= 1e7 THEN printf('%.1f ms', x / 1e6) WHEN x >= 1e6 THEN printf('%.2f ms', x / 1e6)
-                              WHEN x >= 1e5 THEN printf('%.0f µs', x / 1e3) WHEN x >= 1e4 THEN printf('%.1f µs', x / 1e3)
-                              WHEN x >= 1e3 THEN printf('%.2f µs', x / 1e3) ELSE printf('%.0f ns', x) END) AS d
+               lambda x: human_ns(x)) AS d
     FROM fired
 )
 SELECT 'dataloader_wait' AS rule,

@@ -1,6 +1,6 @@
--- nsysql: findings.exposed_comm v1
+-- nsysql: findings.exposed_comm v2
 -- purpose: Finding: communication (NCCL kernels) inside the analysed steps that no compute kernel overlaps on its GPU: time the step waits for the collective.
--- requires: analysis.steady_steps, analysis.step_label, kernel, runtime, runtime_nvtx, nvtx_ancestor
+-- requires: analysis.steady_steps, analysis.step_label, kernel, runtime, runtime_nvtx, nvtx_ancestor, macros.human_ns
 -- params: $min_exposed_pct DOUBLE default 30 (fires when at least this share of the communication time is exposed, %), $min_ns_per_step BIGINT default 10000 (and the exposed time is at least this much per analysed step, on average, ns)
 -- notes: Communication kernel: a kernel whose demangled name contains `nccl` (any case: ncclDevKernel_*,
 --   ncclKernel_*), or whose launching CUDA call (correlationId AND process) lies inside an NVTX range of the NCCL
@@ -132,10 +132,7 @@ fired AS (
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
     SELECT *, list_transform([exposed_ns / steps, comm_ns / steps]::DOUBLE[],
-               lambda x: CASE WHEN x >= 1e9 THEN printf('%.2f s', x / 1e9) WHEN x >= 1e8 THEN printf('%.0f ms', x / 1e6)
-                              WHEN x >= 1e7 THEN printf('%.1f ms', x / 1e6) WHEN x >= 1e6 THEN printf('%.2f ms', x / 1e6)
-                              WHEN x >= 1e5 THEN printf('%.0f µs', x / 1e3) WHEN x >= 1e4 THEN printf('%.1f µs', x / 1e3)
-                              WHEN x >= 1e3 THEN printf('%.2f µs', x / 1e3) ELSE printf('%.0f ns', x) END) AS d
+               lambda x: human_ns(x)) AS d
     FROM fired
 )
 SELECT 'exposed_comm' AS rule,

@@ -1,6 +1,6 @@
--- nsysql: findings.fp32_gemm v1
+-- nsysql: findings.fp32_gemm v2
 -- purpose: Finding: fp32 matrix multiplications and convolutions running on CUDA cores (no tensor cores) inside the analysed steps, which TF32 or bf16 autocast would move to tensor cores.
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, kernel, gpu_op_attribution
+-- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, kernel, gpu_op_attribution, macros.human_ns
 -- params: $min_busy_pct DOUBLE default 10 (fires when those kernels take at least this share of the GPU busy time of the analysed steps, %), $speedup BIGINT default 8 (assumed ceiling of the tensor-core speedup)
 -- notes: A kernel counts when its demangled name
 --   (a) is a GEMM/GEMV/convolution kernel: matches, ignoring case, gemm|gemv|xmma|cutlass|splitkreduce|
@@ -159,10 +159,7 @@ fired AS (
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
     SELECT *, list_transform([gemm_ns / steps, busy_ns / steps, saved_ns / steps]::DOUBLE[],
-               lambda x: CASE WHEN x >= 1e9 THEN printf('%.2f s', x / 1e9) WHEN x >= 1e8 THEN printf('%.0f ms', x / 1e6)
-                              WHEN x >= 1e7 THEN printf('%.1f ms', x / 1e6) WHEN x >= 1e6 THEN printf('%.2f ms', x / 1e6)
-                              WHEN x >= 1e5 THEN printf('%.0f µs', x / 1e3) WHEN x >= 1e4 THEN printf('%.1f µs', x / 1e3)
-                              WHEN x >= 1e3 THEN printf('%.2f µs', x / 1e3) ELSE printf('%.0f ns', x) END) AS d
+               lambda x: human_ns(x)) AS d
     FROM fired
 )
 SELECT 'fp32_gemm' AS rule,

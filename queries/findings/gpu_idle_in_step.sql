@@ -1,6 +1,6 @@
--- nsysql: findings.gpu_idle_in_step v2
+-- nsysql: findings.gpu_idle_in_step v3
 -- purpose: Finding: the GPU idle inside the analysed steady-state steps, with what the step's own thread was doing meanwhile (its ranges, CUDA API calls, OS calls).
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, user_range, runtime, thread, macros.busy_inside
+-- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, user_range, runtime, thread, macros.busy_inside, macros.human_ns
 -- params: $min_idle_pct DOUBLE default 10 (fires when the GPU idles at least this share of the analysed steps' wall time, %)
 -- notes: Windows: the analysed steps of analysis.steady_steps (warm-up excluded); one finding per process with
 --   analysed steps. Busy = the busy intervals of the process's devices (analysis.process_busy: any kernel, copy or
@@ -108,10 +108,7 @@ os_name_idle AS (
 ),
 context AS (
     SELECT p.pid,
-           (SELECT string_agg(r.name || ' ' || list_transform([r.idle_ns / p.steps], lambda x: CASE WHEN x >= 1e9 THEN printf('%.2f s', x / 1e9) WHEN x >= 1e8 THEN printf('%.0f ms', x / 1e6)
-                                          WHEN x >= 1e7 THEN printf('%.1f ms', x / 1e6) WHEN x >= 1e6 THEN printf('%.2f ms', x / 1e6)
-                                          WHEN x >= 1e5 THEN printf('%.0f µs', x / 1e3) WHEN x >= 1e4 THEN printf('%.1f µs', x / 1e3)
-                                          WHEN x >= 1e3 THEN printf('%.2f µs', x / 1e3) ELSE printf('%.0f ns', x) END)[1], ', ' ORDER BY r.rank)
+           (SELECT string_agg(r.name || ' ' || list_transform([r.idle_ns / p.steps], lambda x: human_ns(x))[1], ', ' ORDER BY r.rank)
             FROM range_idle AS r WHERE r.pid = p.pid AND r.rank <= 3 AND r.idle_ns > 0) AS ranges,
            (SELECT SUM(idle_ns) FROM probe_idle AS i WHERE i.kind = 'cuda' AND i.pid = p.pid) AS cuda_ns,
            (SELECT SUM(idle_ns) FROM probe_idle AS i WHERE i.kind = 'os' AND i.pid = p.pid) AS os_ns,
@@ -133,10 +130,7 @@ fired AS (
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
     SELECT *, list_transform([idle_ns / steps, wall_ns / steps, cuda_ns / steps, os_ns / steps,
                 (idle_ns - calls_ns) / steps]::DOUBLE[],
-               lambda x: CASE WHEN x >= 1e9 THEN printf('%.2f s', x / 1e9) WHEN x >= 1e8 THEN printf('%.0f ms', x / 1e6)
-                          WHEN x >= 1e7 THEN printf('%.1f ms', x / 1e6) WHEN x >= 1e6 THEN printf('%.2f ms', x / 1e6)
-                          WHEN x >= 1e5 THEN printf('%.0f µs', x / 1e3) WHEN x >= 1e4 THEN printf('%.1f µs', x / 1e3)
-                          WHEN x >= 1e3 THEN printf('%.2f µs', x / 1e3) ELSE printf('%.0f ns', x) END) AS d
+               lambda x: human_ns(x)) AS d
     FROM fired
 )
 SELECT 'gpu_idle_in_step' AS rule,

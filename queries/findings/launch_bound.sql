@@ -1,6 +1,6 @@
--- nsysql: findings.launch_bound v1
+-- nsysql: findings.launch_bound v2
 -- purpose: Finding: threads that cannot launch GPU work as fast as the GPU runs it inside the analysed steps (kernels shorter than their launch calls, the GPU idle between them), which CUDA graphs or torch.compile would fix.
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, gpu_op, runtime, gpu_op_attribution, user_range, thread
+-- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, gpu_op, runtime, gpu_op_attribution, user_range, thread, macros.human_ns
 -- params: $min_launches_per_step BIGINT default 20 (fewest launches per analysed step, on average), $min_short_pct DOUBLE default 50 (share of the thread's kernels that ran shorter than their launch call, %), $max_gap_ns BIGINT default 1000000 (longest idle gap counted as waiting for a launch, ns), $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Launch: a GPU op (kernel, copy, set) and the CUDA call that launched it (correlationId AND process); it
 --   belongs to the analysed step of its process in which the call starts, and to the call's thread.
@@ -114,10 +114,7 @@ fired AS (
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
     SELECT *, list_transform([wait_ns / steps, median_kernel_ns, median_api_ns, $max_gap_ns]::DOUBLE[],
-               lambda x: CASE WHEN x >= 1e9 THEN printf('%.2f s', x / 1e9) WHEN x >= 1e8 THEN printf('%.0f ms', x / 1e6)
-                              WHEN x >= 1e7 THEN printf('%.1f ms', x / 1e6) WHEN x >= 1e6 THEN printf('%.2f ms', x / 1e6)
-                              WHEN x >= 1e5 THEN printf('%.0f µs', x / 1e3) WHEN x >= 1e4 THEN printf('%.1f µs', x / 1e3)
-                              WHEN x >= 1e3 THEN printf('%.2f µs', x / 1e3) ELSE printf('%.0f ns', x) END) AS d
+               lambda x: human_ns(x)) AS d
     FROM fired
 )
 SELECT 'launch_bound' AS rule,

@@ -1,6 +1,6 @@
--- nsysql: findings.outlier_step v1
+-- nsysql: findings.outlier_step v2
 -- purpose: Finding: analysed steps much slower than the typical step of their process, and which of the step thread's ranges took the extra time.
--- requires: analysis.steady_steps, analysis.steady_windows, user_range, thread
+-- requires: analysis.steady_steps, analysis.steady_windows, user_range, thread, macros.human_ns
 -- params: $factor DOUBLE default 1.5 (a step is an outlier when its wall time exceeds this multiple of the median; 1.5 as analysis.steady_steps's slow leading steps), $min_steps BIGINT default 3 (fewest analysed steps of a process to judge)
 -- notes: Per process with at least $min_steps analysed steps: median = the median wall time of its analysed steps
 --   (quantile_cont 0.5: the mean of the two middle ones for an even count). An analysed step is an outlier when
@@ -68,10 +68,7 @@ extra AS (
 ),
 extra_text AS (
     SELECT pid, string_agg(text || ' +' || list_transform([extra_ns / n]::DOUBLE[],
-                               lambda x: CASE WHEN x >= 1e9 THEN printf('%.2f s', x / 1e9) WHEN x >= 1e8 THEN printf('%.0f ms', x / 1e6)
-                                              WHEN x >= 1e7 THEN printf('%.1f ms', x / 1e6) WHEN x >= 1e6 THEN printf('%.2f ms', x / 1e6)
-                                              WHEN x >= 1e5 THEN printf('%.0f µs', x / 1e3) WHEN x >= 1e4 THEN printf('%.1f µs', x / 1e3)
-                                              WHEN x >= 1e3 THEN printf('%.2f µs', x / 1e3) ELSE printf('%.0f ns', x) END)[1],
+                               lambda x: human_ns(x))[1],
                            ', ' ORDER BY extra_ns DESC, text) AS texts
     FROM (SELECT e.*, (SELECT COUNT(*) FROM outlier AS o WHERE o.pid = e.pid) AS n,
                  ROW_NUMBER() OVER (PARTITION BY e.pid ORDER BY e.extra_ns DESC, e.text) AS rank

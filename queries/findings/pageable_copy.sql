@@ -1,6 +1,6 @@
--- nsysql: findings.pageable_copy v1
+-- nsysql: findings.pageable_copy v2
 -- purpose: Finding: memory copies between the GPU and pageable (unpinned) host memory inside the analysed steps: staged by the driver, slower, and unable to overlap with compute.
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, memcpy, runtime, runtime_nvtx, nvtx_context, user_range, thread
+-- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, memcpy, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.human_ns
 -- params: $min_ns_per_step BIGINT default 10000 (fires when the pageable copies take at least this much GPU time per analysed step, on average, ns)
 -- notes: Pageable copy: a memcpy whose source or destination memory kind is Pageable (NVIDIA's label, as
 --   analysis.memcpy's host_memory), of a process with analysed steps. Its GPU interval counts where it
@@ -118,10 +118,7 @@ fired AS (
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
     SELECT *, list_transform([union_ns / steps, api_ns / steps]::DOUBLE[],
-               lambda x: CASE WHEN x >= 1e9 THEN printf('%.2f s', x / 1e9) WHEN x >= 1e8 THEN printf('%.0f ms', x / 1e6)
-                          WHEN x >= 1e7 THEN printf('%.1f ms', x / 1e6) WHEN x >= 1e6 THEN printf('%.2f ms', x / 1e6)
-                          WHEN x >= 1e5 THEN printf('%.0f µs', x / 1e3) WHEN x >= 1e4 THEN printf('%.1f µs', x / 1e3)
-                          WHEN x >= 1e3 THEN printf('%.2f µs', x / 1e3) ELSE printf('%.0f ns', x) END) AS d
+               lambda x: human_ns(x)) AS d
     FROM fired
 )
 SELECT 'pageable_copy' AS rule,

@@ -1,6 +1,6 @@
--- nsysql: findings.short_kernels v2
+-- nsysql: findings.short_kernels v3
 -- purpose: Finding: streams running long runs of back-to-back kernels that are each shorter than the CUDA call that launched them, with the GPU idle between them: work to fuse.
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, kernel, runtime, macros.busy_inside
+-- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, kernel, runtime, macros.busy_inside, macros.human_ns
 -- params: $min_run BIGINT default 8 (fewest consecutive short kernels that make a run), $max_gap_ns BIGINT default 1000000 (longest time between two kernels of a run that counts, ns), $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Kernels with a launching call (correlationId AND process), in the analysed step of their process in which
 --   the call starts. A kernel is short when it ran for less time than its launching call took (end - start of the
@@ -106,10 +106,7 @@ fired AS (
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
     SELECT *, list_transform([idle_ns / steps, median_kernel_ns, median_api_ns]::DOUBLE[],
-               lambda x: CASE WHEN x >= 1e9 THEN printf('%.2f s', x / 1e9) WHEN x >= 1e8 THEN printf('%.0f ms', x / 1e6)
-                              WHEN x >= 1e7 THEN printf('%.1f ms', x / 1e6) WHEN x >= 1e6 THEN printf('%.2f ms', x / 1e6)
-                              WHEN x >= 1e5 THEN printf('%.0f µs', x / 1e3) WHEN x >= 1e4 THEN printf('%.1f µs', x / 1e3)
-                              WHEN x >= 1e3 THEN printf('%.2f µs', x / 1e3) ELSE printf('%.0f ns', x) END) AS d
+               lambda x: human_ns(x)) AS d
     FROM fired
 )
 SELECT 'short_kernels' AS rule,
