@@ -63,6 +63,11 @@ def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool):
     ex = open_nsysql(export, cache_dir=cache_dir, use_cache=not no_cache)
     for line in ex.sanity():
         typer.echo(inputs.printable(f"warning: {inputs.text(export.name)}: {line}"), err=True)
+    if not ex.cache_hit and not no_cache:
+        # the cache was just built: answer summarize's sections now, so that a later `summarize` reads small
+        # stored answers whichever command opened the export first (issue 12)
+        from ..summary import prepare
+        prepare(ex)
     return ex
 
 
