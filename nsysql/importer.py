@@ -24,6 +24,8 @@ VIEW_SETS = {3: "nsys3"}  # export schema major version -> queries/normalize/<se
 SUPPORTED = "export schema 3.x, i.e. Nsight Systems 2022.4 to 2025.x"
 # Where the schema version is kept: 2025.x names the table META_DATA_EXPORT, 2022.4 EXPORT_META_DATA.
 METADATA_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
+# The raw table in which nsysql/sqlite_check.py stages SQLite's findings for the normalize statements that keep them.
+CHECK_TABLE = "raw.nsysql_sqlite_check"
 # A shim folder under queries/normalize/shims/ is named for the schema versions it serves.
 _SHIM_RANGE = re.compile(r"v(\d+)_(\d+)_to_v(\d+)_(\d+)")
 
@@ -85,7 +87,8 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> di
     shown = shown_as or export
     check_sqlite_file(export)
     with readonly.sqlite_path(export, scratch=target.parent) as link:
-        checked = sqlite_check.run(link)  # SQLite's own check of the tables read; kept as table sqlite_check
+        # SQLite's own check of the tables read runs beside the build; kept as table sqlite_check
+        check = sqlite_check.start(link)
         workers = build_workers()
         con = connect(target, with_sqlite=True, share=workers)
         try:
@@ -93,7 +96,7 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> di
                 tables = {r[0] for r in con.execute(
                     "SELECT name FROM sqlite_scan($p, 'sqlite_master') WHERE type = 'table'", {"p": str(link)}).fetchall()}
             except duckdb.Error as exc:
-                raise NsysqlError(damage(shown, exc, checked) or
+                raise NsysqlError(damage(shown, exc, check.result()) or
                                   f"{shown}: cannot read it as SQLite ({str(exc).splitlines()[0]})") from None
             if not tables & NSYS_MARKERS:
                 raise NsysqlError(f"{shown} is a SQLite file but not an Nsight Systems export "
@@ -102,13 +105,12 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> di
             schema = _schema_version(con, tables)
             view_set = _view_set(schema, tables, shown)
             con.execute("CREATE SCHEMA raw")
-            sqlite_check.stage(con, checked)
             shims = applicable_shims(schema, tables)
             for shim in shims:  # raw.<3.x table> views over an older export's tables, before the stubs
                 try:
                     con.execute(shim.sql)
                 except duckdb.Error as exc:
-                    raise NsysqlError(damage(shown, exc, checked) or
+                    raise NsysqlError(damage(shown, exc, check.result()) or
                                       f"{shown}: could not apply {shim.id} ({str(exc).splitlines()[0]}); "
                                       f"export schema {schema} may be unsupported") from None
             shimmed = {_provided(shim) for shim in shims}
@@ -123,12 +125,21 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> di
             def failed(q: catalog.Query, exc: duckdb.Error) -> NsysqlError:
                 if isinstance(exc, duckdb.OutOfMemoryException):
                     return NsysqlError(f"{shown}: could not normalize {q.name}: {error_line(exc)}")
-                return NsysqlError(damage(shown, exc, checked) or f"{shown}: could not normalize {q.name} "
+                return NsysqlError(damage(shown, exc, check.result()) or f"{shown}: could not normalize {q.name} "
                                    f"({str(exc).splitlines()[0]}); export schema {schema} may be unsupported")
 
             statements = _ordered(view_set)
+            # the statements that keep the check's findings wait for the check; the others do not
+            keeps_check = [q for q in statements if CHECK_TABLE in q.requires]
             with progress.shown("building the cache", total=len(statements)):
-                build_graph(con, statements, workers=workers, failed=failed)
+                build_graph(con, [q for q in statements if q not in keeps_check], workers=workers, failed=failed)
+                sqlite_check.stage(con, check.result())
+                for q in keeps_check:
+                    with progress.stage(q.name):
+                        try:
+                            con.execute(q.sql)
+                        except duckdb.Error as exc:
+                            raise failed(q, exc) from None
             # the raw tables as the views saw them: a shimmed 3.x table counts as present
             con.execute("CREATE TABLE nsysql_tables AS SELECT unnest($t::VARCHAR[]) AS raw_table ORDER BY 1",
                         {"t": sorted(tables | shimmed)})
@@ -142,8 +153,9 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> di
             con.execute("DETACH nsys")
             con.execute("CHECKPOINT")
         except duckdb.Error as exc:  # a damaged file or a full disk, met outside the steps wrapped above
-            raise NsysqlError(damage(shown, exc, checked) or f"{shown}: cannot read it ({str(exc).splitlines()[0]})") from None
+            raise NsysqlError(damage(shown, exc, check.result()) or f"{shown}: cannot read it ({str(exc).splitlines()[0]})") from None
         finally:
+            check.cancel()  # still running only when the build failed or was interrupted
             con.close()
     return {"schema": schema, "view_set": view_set, "tables": tables}
 

@@ -87,24 +87,34 @@ def test_problem_count_says_when_sqlite_stopped_counting():
     assert sqlite_check.failure("e.sqlite", [("A", 0, None)]) is None
 
 
-def test_ctrl_c_stops_a_running_check_at_once():
-    """A PRAGMA is one step no Python signal handler interrupts: the check runs in a thread and is interrupted."""
+def test_ctrl_c_stops_a_running_check_at_once(good, monkeypatch):
+    """A PRAGMA is one step no Python signal handler interrupts: the check runs in a thread, and a signal while the
+    build waits for it interrupts SQLite."""
     class Stop(BaseException):
         pass
 
     def stop(signum, frame):
         raise Stop
 
-    con = sqlite3.connect(":memory:", check_same_thread=False)
     endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 2000000000) SELECT count(*) FROM c"
+    monkeypatch.setattr(sqlite_check, "_check", lambda con, stopped: con.execute(endless).fetchall())
     previous = signal.signal(signal.SIGALRM, stop)
     signal.setitimer(signal.ITIMER_REAL, 0.2)
     started = time.monotonic()
+    running = sqlite_check.start(good)
     try:
         with pytest.raises(Stop):
-            sqlite_check._interruptible(con, lambda: con.execute(endless).fetchall())
+            running.result()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        con.close()
     assert time.monotonic() - started < 5
+    assert not running._thread.is_alive()
+
+
+def test_a_cancelled_check_stops_between_tables(good):
+    """When the build fails first, the check is cancelled and ends without checking the remaining tables."""
+    running = sqlite_check.start(good)
+    running.cancel()
+    assert not running._thread.is_alive()
+    assert len(running.result()) < len(sqlite_check.read_tables())
