@@ -121,6 +121,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: see _plain_help
 )
 
 
@@ -303,7 +304,18 @@ def _register_commands() -> None:
         module.register(app)
 
 
+def _plain_help(typer_app: typer.Typer) -> None:
+    """Help as click's plain text, for the app and every sub-app (`cache`): rich markup would read a help text's
+    `[default: …]` as a style tag and drop it, and would keep a docstring's line breaks mid-sentence; plain text
+    shows every default and rewraps each paragraph to the terminal."""
+    typer_app.rich_markup_mode = None
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _plain_help(group.typer_instance)
+
+
 _register_commands()
+_plain_help(app)
 
 
 def main() -> None:
