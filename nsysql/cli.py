@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 from . import catalog, inputs, signals
 from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, gather,
                               open_export, user_errors)
-from .errors import NsysqlError
+from .errors import NsysqlError, cli_text
 from .formats import Format
 
 class OneLineErrors(TyperGroup):
@@ -90,7 +90,7 @@ class OneLineErrors(TyperGroup):
             traceback.print_exception(exc)
             return 1
         if isinstance(exc, NsysqlError):
-            _say(f"Error: {exc}")
+            _say(f"Error: {cli_text(exc)}")  # arguments named as options: --force, not force=True
             return 1
         what = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
         _say(f"Error: {what} ({type(exc).__name__}); rerun with --debug for the traceback")
