@@ -17,7 +17,19 @@ from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCa
 from .errors import NsysqlError, cli_text
 from .formats import Format
 
-class OneLineErrors(TyperGroup):
+class WholeCommandHelp(TyperGroup):
+    """`--help`'s list of commands with each one's first sentence whole and wrapped, as click cuts it with `...` at
+    the terminal's width."""
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, cmd.get_short_help_str(limit=1 << 16)) for name in self.list_commands(ctx)
+                if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class OneLineErrors(WholeCommandHelp):
     """The CLI's one error boundary. Usage errors (a missing option, a bad choice, a value out of range) as one
     line and exit code 1, like every other nsysql error, instead of click's boxed usage text and exit code 2.
     Anything else a command raises is caught in `invoke`, before typer's own handling (which differs between
@@ -311,6 +323,7 @@ def _plain_help(typer_app: typer.Typer) -> None:
     typer_app.rich_markup_mode = None
     for group in typer_app.registered_groups:
         if group.typer_instance is not None:
+            group.typer_instance.info.cls = WholeCommandHelp
             _plain_help(group.typer_instance)
 
 

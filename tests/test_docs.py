@@ -76,3 +76,17 @@ def test_strict_build(tmp_path):
     res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                          cwd=REPO, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+PATH_NAMED = re.compile(r"`((?:nsysql|queries|scripts|tests|docs|bench|capture|fixtures)/[^`\s]*)`")
+
+
+@pytest.mark.parametrize("page", _markdown_files(), ids=lambda p: str(p.relative_to(REPO)))
+def test_files_the_docs_name_exist(page):
+    """A repository path in backticks (`queries/findings/launch_bound.sql`) names a file that is there; placeholders
+    (NAME, <table>, *) only need their folder."""
+    for named in PATH_NAMED.findall(page.read_text(encoding="utf-8")):
+        path = named.rstrip(".,;:)")
+        parts = path.split("/")
+        fixed = next((i for i, part in enumerate(parts) if re.search(r"[*<>{]|^[A-Z_]+(\.\w+)?$", part)), len(parts))
+        assert (REPO / "/".join(parts[:fixed])).exists(), f"{page.relative_to(REPO)} names {named}, which is not there"

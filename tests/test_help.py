@@ -66,3 +66,15 @@ def test_help_paragraphs_are_rewrapped(path, cmd):
     for line, after in zip(description, description[1:]):
         if line.strip() and after.strip():  # two lines of one paragraph
             assert len(line) + 1 + len(after.split()[0]) > 78, (line, after)
+
+
+@pytest.mark.parametrize("path", [(), ("cache",)], ids=["nsysql", "cache"])
+def test_command_lists_show_each_first_sentence_whole(path):
+    """Click cuts each command's description at the terminal's width with `...`; the lists show it whole."""
+    group = typer.main.get_command(app)
+    for name in path:
+        group = group.commands[name]
+    shown = _flat(_help(path))
+    for name, cmd in group.commands.items():
+        first = _flat(cmd.get_short_help_str(limit=1 << 16))
+        assert f"{name} {first}" in shown, name
