@@ -14,10 +14,22 @@ from typer.core import TyperGroup
 from . import catalog, inputs, signals
 from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, gather,
                               open_export, user_errors)
-from .errors import NsysqlError
+from .errors import NsysqlError, cli_text
 from .formats import Format
 
-class OneLineErrors(TyperGroup):
+class WholeCommandHelp(TyperGroup):
+    """`--help`'s list of commands with each one's first sentence whole and wrapped, as click cuts it with `...` at
+    the terminal's width."""
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, cmd.get_short_help_str(limit=1 << 16)) for name in self.list_commands(ctx)
+                if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class OneLineErrors(WholeCommandHelp):
     """The CLI's one error boundary. Usage errors (a missing option, a bad choice, a value out of range) as one
     line and exit code 1, like every other nsysql error, instead of click's boxed usage text and exit code 2.
     Anything else a command raises is caught in `invoke`, before typer's own handling (which differs between
@@ -90,7 +102,7 @@ class OneLineErrors(TyperGroup):
             traceback.print_exception(exc)
             return 1
         if isinstance(exc, NsysqlError):
-            _say(f"Error: {exc}")
+            _say(f"Error: {cli_text(exc)}")  # arguments named as options: --force, not force=True
             return 1
         what = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
         _say(f"Error: {what} ({type(exc).__name__}); rerun with --debug for the traceback")
@@ -121,6 +133,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: see _plain_help
 )
 
 
@@ -303,7 +316,19 @@ def _register_commands() -> None:
         module.register(app)
 
 
+def _plain_help(typer_app: typer.Typer) -> None:
+    """Help as click's plain text, for the app and every sub-app (`cache`): rich markup would read a help text's
+    `[default: …]` as a style tag and drop it, and would keep a docstring's line breaks mid-sentence; plain text
+    shows every default and rewraps each paragraph to the terminal."""
+    typer_app.rich_markup_mode = None
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            group.typer_instance.info.cls = WholeCommandHelp
+            _plain_help(group.typer_instance)
+
+
 _register_commands()
+_plain_help(app)
 
 
 def main() -> None:

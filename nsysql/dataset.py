@@ -62,9 +62,9 @@ def view_set(con) -> str:
 def check_duckdb_target(out: Path, force: bool) -> None:
     """Refuse before any work is done: OUT exists (without force), or is a directory."""
     if out.is_dir():
-        raise NsysqlError(f"{out} is a directory; give a file name for the database, e.g. -o run.duckdb")
+        raise NsysqlError(f"{out} is a directory; give a file name for the database, e.g. run.duckdb")
     if out.exists() and not force:
-        raise NsysqlError(f"{out} already exists; pass --force to replace it")
+        raise NsysqlError(f"{out} already exists; pass `force=True` to replace it")
     if not out.parent.exists():
         raise NsysqlError(f"{out.parent}: no such directory; create it first")
 
@@ -133,7 +133,7 @@ def export_name(path: Path) -> str:
         name = name.removesuffix(suffix)
     name = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip("._-")
     if not name:
-        raise NsysqlError(f"cannot derive a partition name from {Path(path).name}; give one with --name")
+        raise NsysqlError(f"cannot derive a partition name from {Path(path).name}; give one with `name=`")
     return name
 
 
@@ -147,7 +147,7 @@ def check_parquet_target(directory: Path, name: str, force: bool) -> None:
         taken = sorted(p.parent.name for p in directory.glob(f"*/{PARTITION_KEY}={name}"))
         if taken:
             raise NsysqlError(f"{directory} already holds export {name!r} (e.g. {taken[0]}/{PARTITION_KEY}={name}); "
-                              "pass --force to replace it, or --name to add it under another name")
+                              "pass `force=True` to replace it, or `name=` to add it under another name")
 
 
 def write_parquet(ex: Export, directory: Path, *, name: str | None = None, force: bool = False) -> ParquetWritten:

@@ -29,11 +29,11 @@ MATCHES = ("exact", "base")
 def diff(a: "Export", b: "Export", *, by: str = "range", match: str = "exact") -> pl.DataFrame:
     """Per range path, kernel (name or base name) or layer: A's and B's count and time, and the change."""
     if by not in SIDE_QUERIES:
-        raise NsysqlError(f"diff --by takes {', '.join(SIDE_QUERIES)}, not {by!r}")
+        raise NsysqlError(f"diff `by=` takes {', '.join(SIDE_QUERIES)}, not {by!r}")
     if match not in MATCHES:
-        raise NsysqlError(f"diff --match takes {' or '.join(MATCHES)}, not {match!r}")
+        raise NsysqlError(f"diff `match=` takes {' or '.join(MATCHES)}, not {match!r}")
     if match != "exact" and by != "kernel":
-        raise NsysqlError("--match base applies to kernels only; add --by kernel")
+        raise NsysqlError("`match='base'` applies to kernels only; add `by='kernel'`")
     side = catalog.get(SIDE_QUERIES[by])
     combine = catalog.get("analysis.diff")
     con = connect()

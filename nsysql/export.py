@@ -46,7 +46,7 @@ class Export:
                 directory.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise NsysqlError(f"cannot create cache directory {directory} ({exc.strerror}); "
-                                  "choose another with --cache-dir or NSYSQL_CACHE_DIR") from None
+                                  "choose another with `cache_dir=` or NSYSQL_CACHE_DIR") from None
             hygiene.sweep(directory)  # leftovers of killed runs (once per process)
         else:
             self._tmpdir = tempfile.TemporaryDirectory(prefix=f"nsysql-nocache-{hygiene.owner_tag()}-")
@@ -204,7 +204,7 @@ class Export:
         (1-based, in time order); step 0, or an export without step ranges, gives every kernel."""
         steps = self.sql("SELECT COUNT(*) AS n FROM user_range WHERE is_step")["n"][0]
         if step < 0 or (steps and step > steps):
-            raise NsysqlError(f"{self.path.name} has {steps} step range(s); choose --step 1..{steps} (0 = all kernels)")
+            raise NsysqlError(f"{self.path.name} has {steps} step range(s); choose `step=1..{steps}` (0 = all kernels)")
         return self.run("analysis.kernel_table_pyprof", step=step if steps else 0)
 
     def ranges(self) -> pl.DataFrame:
@@ -252,7 +252,7 @@ class Export:
         span = self.run("analysis.export_totals")["gpu_span_ns"][0] or 0
         if span // window_ns > 1_000_000:  # a window count that size is a typo, not a question
             raise NsysqlError(f"{window_ms} ms windows cut the {span / 1e6:.0f} ms of GPU activity into more than "
-                              "a million; choose a longer --window-ms")
+                              "a million; choose a longer `window_ms=`")
         return self.run("analysis.utilization", window_ns=window_ns)
 
     def steps(self) -> pl.DataFrame:

@@ -165,7 +165,7 @@ def damage(export: Path, exc: Exception, checked: list | None = None) -> str | N
     the tables SQLite's own check found damaged, `checked`: nsysql.sqlite_check.run)."""
     text = str(exc).splitlines()[0]
     if "No space left" in text or "Disk full" in text or "disk is full" in text:
-        return f"cannot write the cache: {text}; free some space, or choose another --cache-dir or NSYSQL_CACHE_DIR"
+        return f"cannot write the cache: {text}; free some space, or choose another `cache_dir=` or NSYSQL_CACHE_DIR"
     hurt = sqlite_check.failure(export, checked or [])
     if hurt:
         return hurt

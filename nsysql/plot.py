@@ -33,7 +33,7 @@ def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None,
     """NVTX ranges per thread above GPU ops per stream, for a window (ms after capture start) or one step."""
     output = check_output(output)
     if step is not None and (start_ms is not None or end_ms is not None):
-        raise NsysqlError("give either --step or --start-ms/--end-ms, not both")
+        raise NsysqlError("give either `step=` or `start_ms=`/`end_ms=`, not both")
     window = ex.run("analysis.plot_window", start_ms=start_ms, end_ms=end_ms).row(0, named=True)
     origin = window["origin_ns"]
     if origin is None:
@@ -41,9 +41,9 @@ def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None,
     if step is not None:
         steps = ex.steps()
         if steps.is_empty():
-            raise NsysqlError(f"{ex.path.name} has no steps (see `nsysql steps`); use --start-ms/--end-ms")
+            raise NsysqlError(f"{ex.path.name} has no steps (see `nsysql steps`); use `start_ms=`/`end_ms=`")
         if not 1 <= step <= steps.height:
-            raise NsysqlError(f"--step {step}: {ex.path.name} has steps 1 to {steps.height} (see `nsysql steps`)")
+            raise NsysqlError(f"`step={step}`: {ex.path.name} has steps 1 to {steps.height} (see `nsysql steps`)")
         row = steps.row(step - 1, named=True)
         margin = (row["end_ns"] - row["start_ns"]) // 50  # 2% each side: the step's edges stay visible
         lo, hi = row["start_ns"] - margin, row["end_ns"] + margin
@@ -53,12 +53,12 @@ def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None,
         what = "window" if start_ms is not None or end_ms is not None else "whole capture"
     if hi <= lo:
         raise NsysqlError(f"empty time window ({(lo - origin) / 1e6:.3f} to {(hi - origin) / 1e6:.3f} ms after "
-                          "the capture start); --end-ms must be greater than --start-ms")
+                          "the capture start); `end_ms=` must be greater than `start_ms=`")
     ranges = ex.run("analysis.plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=op_markers)
     ops = ex.run("analysis.plot_timeline_ops", from_ns=lo, to_ns=hi)
     if ranges.is_empty() and ops.is_empty():
         raise NsysqlError(f"nothing happens between {(lo - origin) / 1e6:.3f} and {(hi - origin) / 1e6:.3f} ms "
-                          "after the capture start; widen --start-ms/--end-ms")
+                          "after the capture start; widen `start_ms=`/`end_ms=`")
     fig = _draw_timeline(ranges, ops, origin, lo, hi, op_markers,
                          title=f"{_export_title(ex)}: {what}, {(lo - origin) / 1e6:,.3f} to "
                                f"{(hi - origin) / 1e6:,.3f} ms after capture start")
@@ -241,7 +241,7 @@ def check_output(output) -> Path:
     """`output` as a Path, or an error unless it ends in a format we write."""
     output = Path(output)
     if output.suffix.lower() not in FORMATS:
-        raise NsysqlError(f"-o {output}: the file name must end in {', '.join(FORMATS)} (it picks the format)")
+        raise NsysqlError(f"{output}: the file name must end in {', '.join(FORMATS)} (it picks the format)")
     return output
 
 

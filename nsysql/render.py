@@ -686,7 +686,7 @@ def emit(df: pl.DataFrame, fmt: Format, *, decimals: dict[str, int] | None = Non
         decimals = {n: m.decimals for n, m in meta.items() if getattr(m, "decimals", None) is not None}
     if fmt is Format.parquet:
         if output is None:
-            raise NsysqlError("parquet output is binary; give a file with -o FILE.parquet")
+            raise NsysqlError("parquet output is binary; give a file: `output='FILE.parquet'`")
         df.write_parquet(output)
         return
     if fmt is Format.csv:  # written in pieces: a 1.7M-row table is never one string

@@ -56,5 +56,5 @@ def params(rule: str, given: dict) -> dict[str, int]:
     for name, value in values.items():  # thresholds, counts and sizes; rows takes -1 for "all", as NVIDIA's
         lowest = -1 if name == "rows" else 0
         if value < lowest:
-            raise NsysqlError(f"rule {rule}: --{name} must be {lowest} or more, not {value}")
+            raise NsysqlError(f"rule {rule}: `{name}=` must be {lowest} or more, not {value}")
     return values

@@ -74,6 +74,8 @@ def test_full_disk_is_named_as_such():
     """Not the export's fault: the line says where space ran out instead of blaming the export's schema."""
     from nsysql.importer import damage
     line = damage(Path("run.sqlite"), Exception('IO Error: Could not write file "x": No space left on device'))
-    assert line.startswith("cannot write the cache") and "--cache-dir" in line
+    assert line.startswith("cannot write the cache") and "`cache_dir=`" in line  # the CLI: --cache-dir
+    from nsysql.errors import NsysqlError, cli_text
+    assert "choose another --cache-dir or NSYSQL_CACHE_DIR" in cli_text(NsysqlError(line))
     assert "damaged" in damage(Path("run.sqlite"), Exception("database disk image is malformed"))
     assert damage(Path("run.sqlite"), Exception("Binder Error: no column gridX")) is None

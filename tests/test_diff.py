@@ -137,7 +137,7 @@ def test_names_on_one_side_only(tmp_path):
 
 def test_bad_options(pair):
     a, b, _, _ = pair
-    with pytest.raises(nsysql.NsysqlError, match="--by kernel"):
+    with pytest.raises(nsysql.NsysqlError, match="add `by='kernel'`"):  # the Python argument, not --by
         a.diff(b, by="range", match="base")
     with pytest.raises(nsysql.NsysqlError, match="takes range, kernel, layer"):
         a.diff(b, by="thread")

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import inputs, signals
-from ..errors import NsysqlError
+from ..errors import NsysqlError, cli_text
 from ..formats import Format
 
 ExportArg = Annotated[Path, typer.Argument(help="An nsys SQLite export (nsys export --type sqlite REPORT.nsys-rep).",
@@ -46,7 +46,7 @@ def user_errors(debug: bool):
     except NsysqlError as exc:
         if debug or os.environ.get("NSYSQL_DEBUG") or signals.received():
             raise  # a signal DuckDB turned into an error (wrapped as NsysqlError) is still an interrupt
-        typer.echo(inputs.printable(f"Error: {exc}"), err=True)  # one line, whatever a file name holds
+        typer.echo(inputs.printable(f"Error: {cli_text(exc)}"), err=True)  # one line, whatever a file name holds
         raise typer.Exit(1) from None
     except OSError as exc:  # e.g. -o into a missing or read-only directory
         if debug or os.environ.get("NSYSQL_DEBUG") or signals.received():

@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         debug: DebugOpt = False,
     ) -> None:
         """Write the normalized tables as DIR/<table>/export=<name>/part-0.parquet; other exports in DIR stay.
-        DuckDB, Polars, Spark and Dask read it directly (see the README). Several exports: one partition each,
+        DuckDB, Polars, Spark and Dask read it directly (the docs' cluster cookbook). Several exports: one partition each,
         named after its file (parent/file where two files share a name)."""
         from .. import multi
         from ..dataset import check_parquet_target, export_name
