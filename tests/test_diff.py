@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pytest
 from typer.testing import CliRunner

@@ -95,7 +95,7 @@ def _compare(got_rows, want, keys, ident):
 
 def test_by_kind_matches_brute_force(cases):
     for ident, ex, plain in cases:
-        want = plain.copies(lambda o: (o["copy_kind"], o["src"], o["dst"], plain.host_memory(o)))
+        want = plain.copies(lambda o: (o["copy_kind"], o["src"], o["dst"], plain.host_memory(o)))  # noqa: B023
         _compare(ex.memcpy().to_dicts(), want, ["copy_kind", "src_kind", "dst_kind", "host_memory"], ident)
 
 
@@ -110,7 +110,7 @@ def test_by_range_matches_brute_force(cases):
     for ident, ex, plain in cases:
         if not ex.has("nvtx_range"):
             continue
-        want = plain.copies(lambda o: (plain.copy_path(o), o["copy_kind"], o["src"], o["dst"]))
+        want = plain.copies(lambda o: (plain.copy_path(o), o["copy_kind"], o["src"], o["dst"]))  # noqa: B023
         _compare(ex.memcpy(by="range").to_dicts(), want, ["range_path", "copy_kind", "src_kind", "dst_kind"], ident)
 
 

@@ -200,7 +200,7 @@ runner = CliRunner()
 
 def test_overview_cli_formats(cases, export_files, cache_dir):
     ident = "gpt-tiny-train-w18s3" if "gpt-tiny-train-w18s3" in cases else sorted(cases)[0]
-    path, (ex, px, windows) = export_files[ident], cases[ident]
+    path, (_ex, px, windows) = export_files[ident], cases[ident]
     analysed = [w for w in windows if w["analysed"]]
     common = [str(path), "--cache-dir", str(cache_dir)]
 
