@@ -14,8 +14,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 import duckdb
 
 from . import catalog, progress
-from .errors import NsysqlError
 from .engine import quote_ident
+from .errors import NsysqlError
 
 WORKERS_ENV = "NSYSQL_BUILD_WORKERS"
 

@@ -12,10 +12,21 @@ import typer
 from typer.core import TyperGroup
 
 from . import catalog, inputs, signals
-from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, gather,
-                              open_export, user_errors)
+from .commands.common import (
+    CacheDirOpt,
+    DebugOpt,
+    ExportsArg,
+    FormatOpt,
+    NoCacheOpt,
+    OutputOpt,
+    WideOpt,
+    gather,
+    open_export,
+    user_errors,
+)
 from .errors import NsysqlError
 from .formats import Format
+
 
 class OneLineErrors(TyperGroup):
     """The CLI's one error boundary. Usage errors (a missing option, a bad choice, a value out of range) as one

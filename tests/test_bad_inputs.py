@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import REPO
 from nsysql.cli import app
+
+from conftest import REPO
 
 spec = importlib.util.spec_from_file_location("make_bad_inputs", REPO / "scripts" / "make_bad_inputs.py")
 corpus = importlib.util.module_from_spec(spec)

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 import nsysql
 from nsysql.cli import app
+
 from plainwalk import PlainAttribution, user_range_paths
 from test_steps import open_case
 

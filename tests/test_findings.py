@@ -229,6 +229,7 @@ def test_synthetic_edge_cases_run(case, tmp_path):
     """Edge cases no capture of ours has (a kernel without its launching call, two processes sharing correlation
     ids, no step ranges, a CUDA graph, no CUDA at all): every rule runs; windows without steps say so."""
     import nsysql
+
     from conftest import make_synthetic
     path = make_synthetic().CASES[case]().write(tmp_path / f"{case}.sqlite")
     with nsysql.open(path, cache_dir=tmp_path / "cache") as ex:

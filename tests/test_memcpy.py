@@ -12,9 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from conftest import golden_exports, make_synthetic
 from nsysql.cli import app
 from nsysql.errors import MissingDataError, NsysqlError
+
+from conftest import golden_exports, make_synthetic
 
 TOTALS = ["count", "total_bytes", "total_ns", "sync_count", "sync_api_ns"]
 

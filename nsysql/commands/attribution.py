@@ -8,8 +8,18 @@ import typer
 
 from ..attribution import combined, coverage_line
 from ..formats import Format
-from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, TimeOrigins, WideOpt,
-                     gather, user_errors)
+from .common import (
+    CacheDirOpt,
+    DebugOpt,
+    ExportsArg,
+    FormatOpt,
+    NoCacheOpt,
+    OutputOpt,
+    TimeOrigins,
+    WideOpt,
+    gather,
+    user_errors,
+)
 
 # table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
 OPTIONAL_KERNELS = ("seq", "device", "pid", "tid", "stream", "block", "grid", "params", "start_ns", "op")
