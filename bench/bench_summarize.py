@@ -15,13 +15,11 @@ import argparse
 import lzma
 import os
 import platform
-import resource
 import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent

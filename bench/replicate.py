@@ -52,10 +52,10 @@ def replicate(src: Path, dst: Path, copies: int, skip: set[str]) -> None:
         # Copies are made from the original rows only (rowid range), never from earlier copies.
         n_rows = db.execute(f"SELECT MAX(rowid) FROM {table}").fetchone()[0] or 0
 
-        def expr(c: str) -> str:
-            if c in (start, end):
+        def expr(c: str) -> str:  # used in this iteration only, so the loop variables are the current ones
+            if c in (start, end):  # noqa: B023
                 return f'"{c}" + :shift'
-            if c == corr:
+            if c == corr:  # noqa: B023
                 return f'"{c}" + :corr'
             return f'"{c}"'
 

@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 
 def open(path, *, cache_dir=None, use_cache=True):  # noqa: A001
     """Open an Nsight Systems SQLite export (.sqlite or .sqlite.xz), read-only. Returns an `Export`."""
-    from .export import Export
+    from .api import Export
     return Export(path, cache_dir=cache_dir, use_cache=use_cache)
 
 
@@ -23,7 +23,7 @@ def reports() -> list[str]:
 
 def __getattr__(name):
     if name == "Export":
-        from .export import Export
+        from .api import Export
         return Export
     raise AttributeError(name)
 

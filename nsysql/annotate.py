@@ -358,7 +358,7 @@ def module_paths(model: "nn.Module", root: str) -> dict[str, str]:
 
     modules = dict(model.named_modules(remove_duplicate=False))  # parents before their children
     paths = {"": root}
-    for dotted, module in modules.items():
+    for dotted in modules:
         if not dotted:
             continue
         parent, _, last = dotted.rpartition(".")

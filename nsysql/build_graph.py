@@ -14,8 +14,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 import duckdb
 
 from . import catalog, progress
-from .errors import NsysqlError
 from .engine import quote_ident
+from .errors import NsysqlError
 
 WORKERS_ENV = "NSYSQL_BUILD_WORKERS"
 
@@ -95,7 +95,7 @@ def _execute(cursor: duckdb.DuckDBPyConnection, q: catalog.Query,
         try:
             cursor.execute(q.sql)
             if stage is not None and "CREATE VIEW" not in q.sql:  # counting a view would run it
-                stage.rows = cursor.execute(f"SELECT count(*) FROM {quote_ident(q.name)}").fetchone()[0]
+                stage.rows = cursor.execute(f"SELECT count(*) FROM {quote_ident(q.name)}").fetchone()[0]  # type: ignore[index]
         except duckdb.Error as exc:
             raise failed(q, exc) from None
     return q.name

@@ -12,10 +12,21 @@ import typer
 from typer.core import TyperGroup
 
 from . import catalog, inputs, signals
-from .commands.common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, gather,
-                              open_export, user_errors)
+from .commands.common import (
+    CacheDirOpt,
+    DebugOpt,
+    ExportsArg,
+    FormatOpt,
+    NoCacheOpt,
+    OutputOpt,
+    WideOpt,
+    gather,
+    open_export,
+    user_errors,
+)
 from .errors import NsysqlError, cli_text
 from .formats import Format
+
 
 class WholeCommandHelp(TyperGroup):
     """`--help`'s list of commands with each one's first sentence whole and wrapped, as click cuts it with `...` at
@@ -38,13 +49,13 @@ class OneLineErrors(WholeCommandHelp):
 
     _debug = False
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         words = sys.argv[1:] if args is None else list(args)
         self._debug = "--debug" in words or bool(os.environ.get("NSYSQL_DEBUG"))
         try:  # a file name that is not UTF-8 is printed back as the bytes it is, as ls and find do
-            sys.stdout.reconfigure(errors="surrogateescape")
+            sys.stdout.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
         except (AttributeError, ValueError):
             pass
         with signals.handled():
@@ -54,7 +65,7 @@ class OneLineErrors(WholeCommandHelp):
                 kind = _click_kind(exc)
                 ctx = getattr(exc, "ctx", None)
                 if kind == "NoArgsIsHelpError":
-                    typer.echo(ctx.get_help() if ctx else exc.format_message())  # type: ignore[attr-defined]
+                    typer.echo(ctx.get_help() if ctx else exc.format_message())  # type: ignore[union-attr]
                     sys.exit(0)
                 option = getattr(exc, "option_name", None) or ""
                 if kind == "UsageError" and option.startswith("-") and any(c.isspace() for c in option):
@@ -69,11 +80,11 @@ class OneLineErrors(WholeCommandHelp):
                     sys.exit(1)
                 if kind == "UsageError":
                     where = ctx.command_path if ctx else "nsysql"
-                    _say(f"Error: {exc.format_message().rstrip('.')}; "  # type: ignore[attr-defined]
+                    _say(f"Error: {exc.format_message().rstrip('.')}; "  # type: ignore[union-attr]
                          f"see `{where} --help`")
                     sys.exit(1)
                 if kind == "ClickException":
-                    _say(f"Error: {exc.format_message()}")  # type: ignore[attr-defined]
+                    _say(f"Error: {exc.format_message()}")  # type: ignore[union-attr]
                     sys.exit(1)
                 sys.exit(self._fail(exc))
         sys.exit(code if isinstance(code, int) else 0)
@@ -285,8 +296,9 @@ def summarize(
             output.write_text(text, encoding="utf-8")
 
 
-# Commands in their own modules: nsysql/commands/<name>.py, each with `register(app)`.
-# A module that cannot be imported (e.g. capture where torch-only tools are trimmed) is skipped.
+# Commands in their own modules: nsysql/commands/<name>.py, each with `register(app)`. A module that fails to
+# import is an error, not a command missing from --help; only `capture` is left out where the capture package
+# (the optional torch side, shipped beside nsysql) is not installed.
 COMMAND_MODULES = (
     "overview",
     "capture",
@@ -307,13 +319,15 @@ COMMAND_MODULES = (
 )
 
 
-def _register_commands() -> None:
-    for name in COMMAND_MODULES:
+def register_commands(target: typer.Typer, names: tuple[str, ...] = COMMAND_MODULES) -> None:
+    for name in names:
         try:
             module = importlib.import_module(f"{__package__}.commands.{name}")
-        except ImportError:
-            continue
-        module.register(app)
+        except ModuleNotFoundError as exc:
+            if name == "capture" and exc.name == "capture":
+                continue
+            raise
+        module.register(target)
 
 
 def _plain_help(typer_app: typer.Typer) -> None:
@@ -327,7 +341,7 @@ def _plain_help(typer_app: typer.Typer) -> None:
             _plain_help(group.typer_instance)
 
 
-_register_commands()
+register_commands(app)
 _plain_help(app)
 
 

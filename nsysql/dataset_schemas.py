@@ -94,13 +94,14 @@ def write_duckdb_schemas(paths: list[Path], opener: Callable, out: Path, *, forc
         target.replace(out)  # atomic: no half-written database under the user's name
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    assert first is not None  # paths names one export at least
     return SchemasWritten(out, exports, len(first.tables), first.views)
 
 
 def _copy_into_schema(con: duckdb.DuckDBPyConnection, source: Path, schema: str) -> None:
     """Tables, views (from their stored SQL, bound inside `schema`) and comments of a one-export database."""
     con.execute(f"ATTACH {quote_literal(str(source))} AS {_SOURCE} (READ_ONLY)")
-    home = con.execute("SELECT current_database()").fetchone()[0]
+    home = con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]  # always one row
     try:
         con.execute(f"CREATE SCHEMA {quote_ident(schema)}")
         con.execute(f"USE {quote_ident(home)}.{quote_ident(schema)}")

@@ -61,7 +61,7 @@ def connect(database: str | Path = ":memory:", *, read_only: bool = False,
     """Open DuckDB with extension auto-download disabled and nsysql's memory limit (`share`: how many
     statements will run at once on it, see nsysql/build_graph.py)."""
     limit = memory_limit(share)
-    config = dict(OFFLINE_CONFIG, memory_limit=limit)
+    config: dict[str, str | bool | int | float | list[str]] = dict(OFFLINE_CONFIG, memory_limit=limit)
     if str(database) == ":memory:":
         # DuckDB would spill an in-memory database into ./.tmp, i.e. the user's working directory; use an
         # owner-tagged directory in TMPDIR instead, which the next run removes if this one is killed (hygiene)

@@ -33,7 +33,8 @@ def report_defaults(q: catalog.Query) -> dict:
 
 
 class Export:
-    """One nsys SQLite export, opened read-only. Use `nsysql.open(path)`."""
+    """One nsys SQLite export, opened read-only: the handle every feature module works on. Users get its
+    subclass `nsysql.Export` (nsysql/api.py) from `nsysql.open(path)`, which adds the features as methods."""
 
     def __init__(self, path: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
                  use_cache: bool = True):
@@ -153,12 +154,6 @@ class Export:
                 raise NsysqlError(f"{inner.id}: {str(exc).splitlines()[0]}") from None
             self._materialized.add(name)
 
-    def sanity(self) -> list[str]:
-        """Warnings about rows no profiler writes (end before start, duplicated rows, a missing or duplicated
-        StringIds), one line each naming the raw table and the count; empty for a sound export."""
-        from .sanity import check
-        return check(self)
-
     def info(self) -> dict[str, str]:
         rows = self.con.execute("SELECT key, value FROM export_info UNION ALL SELECT key, value FROM nsysql_meta").fetchall()
         return dict(rows)
@@ -259,43 +254,12 @@ class Export:
         """Training/inference steps (step-named ranges, else a repeating top-level pattern): wall, GPU busy, split."""
         return self.run("analysis.steps")
 
-    def diff(self, other: "Export", by: str = "range", match: str = "exact") -> pl.DataFrame:
-        """This export (A) against `other` (B) per range path, kernel or layer: times, B - A, biggest change first.
-
-        `match="base"` (kernels only) matches kernels by base name, e.g. all GEMMs as `gemm*` across dtypes.
-        """
-        from .diff import diff
-        return diff(self, other, by=by, match=match)
-
     def efficiency(self, by: str = "op") -> pl.DataFrame:
         """Achieved TFLOP/s (matmul, conv) and GB/s (elementwise) per op and input shapes (`by="op"`) or per
         layer (`"layer"`), from the shapes PyTorch's op markers recorded, with the tensor-core share of matmul time."""
         if by not in ("op", "layer"):
             raise NsysqlError(f"efficiency by {by!r}? choose op or layer")
         return self.run("analysis.efficiency", by=by)
-
-    def overview(self):
-        """The steady-state overview: step time and its breakdown, GPU utilization, SM efficiency, occupancy,
-        tensor-core share, top operators, kernels and CUDA calls (an `nsysql.overview.Overview`)."""
-        from .overview import build
-        return build(self)
-
-    def findings(self, top: int | None = None, **params) -> pl.DataFrame:
-        """What to fix first (nsysql/findings.py): per rule of queries/findings/, rule, title, where, evidence, action
-        and recoverable_ns (an upper bound of wall time, over the analysed steady-state steps), largest first."""
-        from .findings import run_findings
-        return run_findings(self, top=top, **params)
-
-    # -- standalone copies (logic in nsysql/dataset.py) ------------------------------------------
-    def to_duckdb(self, path: str | os.PathLike, *, force: bool = False):
-        """Write a DuckDB file: the normalized tables plus every report and analysis as a documented view."""
-        from . import dataset
-        return dataset.write_duckdb(self, Path(path), force=force)
-
-    def to_parquet(self, directory: str | os.PathLike, *, name: str | None = None, force: bool = False):
-        """Write the normalized tables as a Parquet dataset: DIR/<table>/export=<name>/part-0.parquet."""
-        from . import dataset
-        return dataset.write_parquet(self, Path(directory), name=name, force=force)
 
 
 def unpack_xz(path: Path, directory: Path) -> Path:
@@ -331,7 +295,7 @@ def _to_polars(rel: duckdb.DuckDBPyRelation | None) -> pl.DataFrame:
     if rel is None:  # a statement without a result
         return pl.DataFrame()
     df = pl.DataFrame(rel)
-    plain = {name: pl.String for name, dtype in df.schema.items() if isinstance(dtype, (pl.Categorical, pl.Enum))}
+    plain: dict = {name: pl.String for name, dtype in df.schema.items() if isinstance(dtype, (pl.Categorical, pl.Enum))}
     # DuckDB hands HUGEINT (what SUM of BIGINT returns) to Arrow as DECIMAL(38, 0)
     plain.update({name: pl.Int64 for name, dtype in df.schema.items()
                   if dtype == pl.Int128 or (isinstance(dtype, pl.Decimal) and dtype.scale == 0)})

@@ -197,7 +197,7 @@ def touch(path: Path) -> None:
         pass
 
 
-def prune(directory: Path, limit: int | None, keep: set[Path] = frozenset(), in_use_s: float = IN_USE_S) -> list[Entry]:
+def prune(directory: Path, limit: int | None, keep: frozenset[Path] | set[Path] = frozenset(), in_use_s: float = IN_USE_S) -> list[Entry]:
     """Remove least recently used entries until the total is at most `limit`; never one in `keep` or used in the
     last `in_use_s` seconds. Returns the entries removed."""
     if limit is None:

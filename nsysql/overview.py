@@ -46,7 +46,7 @@ class Overview:
         """Mean per analysed step of each category (ns)."""
         if not self.breakdown.height:
             return {key: 0.0 for key in ("wall_ns",) + BREAKDOWN_KEYS}
-        return {key: float(self.breakdown[key].mean() or 0) for key in ("wall_ns",) + BREAKDOWN_KEYS}
+        return {key: float(self.breakdown[key].mean() or 0) for key in ("wall_ns",) + BREAKDOWN_KEYS}  # type: ignore[arg-type]
 
     def to_json(self, top: int) -> dict:
         """The `overview` object of `summarize --format json` (keys are a contract: see README)."""

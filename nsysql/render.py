@@ -567,18 +567,18 @@ def fit(cols: list[Shown], width: int, optional: Sequence[str | tuple[str, ...]]
     empty = {c.name for c in cols if not any(c.cells)}  # optional columns with nothing in them go first
     order = [o for o in order if set(o) <= empty] + [o for o in order if not set(o) <= empty]
     while True:
-        widths = _shrink(shown, width, TEXT_SOFT_MIN)
-        if widths is not None:
-            return shown, widths, hidden
+        fitted = _shrink(shown, width, TEXT_SOFT_MIN)
+        if fitted is not None:
+            return shown, fitted, hidden
         if not order or len(shown) == 1:
             break
         names = [n for n in order.pop(0) if n not in hidden]
         shown = [c for c in shown if c.name not in names] or shown[:1]
         hidden += [n for n in names if n not in {c.name for c in shown}]
-    widths = _shrink(shown, width, TEXT_HARD_MIN)
-    if widths is None:
-        widths = [_minimum(c, TEXT_HARD_MIN) for c in shown]
-    return shown, widths, hidden
+    fitted = _shrink(shown, width, TEXT_HARD_MIN)
+    if fitted is None:
+        fitted = [_minimum(c, TEXT_HARD_MIN) for c in shown]
+    return shown, fitted, hidden
 
 
 # -- table ---------------------------------------------------------------------------------------------
@@ -683,7 +683,7 @@ def emit(df: pl.DataFrame, fmt: Format, *, decimals: dict[str, int] | None = Non
         columns = query
     meta = column_meta(columns)
     if decimals is None:
-        decimals = {n: m.decimals for n, m in meta.items() if getattr(m, "decimals", None) is not None}
+        decimals = {n: d for n, m in meta.items() if (d := getattr(m, "decimals", None)) is not None}
     if fmt is Format.parquet:
         if output is None:
             raise NsysqlError("parquet output is binary; give a file: `output='FILE.parquet'`")

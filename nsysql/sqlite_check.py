@@ -46,11 +46,11 @@ class Running:
         self._error: BaseException | None = None
         self._cancelled = False
         uri = f"file:{quote(str(link))}?mode=ro" + ("" if readonly.is_wal(link) else "&immutable=1")
+        self._thread: threading.Thread | None = None
         try:
-            self._con: sqlite3.Connection | None = sqlite3.connect(uri, uri=True, check_same_thread=False)
-        except sqlite3.Error:
-            self._con, self._found = None, []
-            self._thread = None
+            self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        except sqlite3.Error:  # SQLite cannot read the file at all: nothing to check, the importer says why
+            self._found = []
             return
         self._thread = threading.Thread(target=self._work, name="nsysql-sqlite-check", daemon=True)
         self._thread.start()

@@ -15,6 +15,7 @@ from .errors import NsysqlError
 from .export import Export
 from .inputs import printable
 from .overview import BREAKDOWN, BREAKDOWN_KEYS, Overview
+from .overview import build as build_overview
 from .render import Format, cell_text, middle, time_origin, to_markdown, to_table
 
 SUMMARY_TOP_FINDINGS = 5
@@ -66,7 +67,7 @@ def _build_summary(export: Export, *, top: int, full: bool) -> Summary:
     findings = run_findings(export)
     details = detail_sections(export, top=top) if full else []
     origin = time_origin(export) if full else None
-    return Summary(export, capture, export.overview(), findings, details, origin)
+    return Summary(export, capture, build_overview(export), findings, details, origin)
 
 
 def detail_sections(export: Export, top: int = 10) -> list[Section]:
@@ -112,9 +113,9 @@ def detail_sections(export: Export, top: int = 10) -> list[Section]:
     if export.has("kernel"):
         sections.append(_layers(export, top))
         cov = export.run("analysis.range_coverage")
-        total = cov["kernel_ns"].sum() or 0
-        user = cov["in_user_range_ns"].sum() or 0
-        none = cov["in_no_range_ns"].sum() or 0
+        total = int(cov["kernel_ns"].sum() or 0)  # sums of BIGINT ns
+        user = int(cov["in_user_range_ns"].sum() or 0)
+        none = int(cov["in_no_range_ns"].sum() or 0)
         note = (f"{_pct(total - user, total)} of kernel time is outside every user NVTX range on its launching "
                 f"thread ({_pct(none, total)} outside every range, op markers included): what `nsys stats` "
                 "projections miss. Backward kernels run on PyTorch's autograd thread; the layers table above "
@@ -135,7 +136,7 @@ SUMMARY_MIN_GAP_US = 100
 
 def _layers(export: Export, top: int) -> Section:
     """Kernel time per layer (two path levels, numbered layers merged), largest first, with attribution coverage."""
-    from .commands.attribution import coverage_line
+    from .attribution import coverage_line
     layers = export.layers(depth=2, merge_repeats=True).sort("total_ns", descending=True).head(top)
     note = (coverage_line(export.attribution_coverage()) +
             ". `nsysql layers --depth N`, `nsysql kernels` for every kernel")

@@ -41,7 +41,7 @@ def _totals(df: pl.DataFrame, deviation_pct: float) -> Section:
         .alias("busy_vs_median_pct"))
     df = df.with_columns((pl.col("busy_vs_median_pct").abs() > deviation_pct).alias("deviates"))
     odd = df.filter(pl.col("deviates"))["export"].to_list()
-    note = (f"median GPU busy {int(median):,} ns; exports more than {deviation_pct:g}% from it: "
+    note = (f"median GPU busy {int(median):,} ns; exports more than {deviation_pct:g}% from it: "  # type: ignore[arg-type]
             + (", ".join(odd) if odd else "none"))
     return Section("Exports", df, {"busy_vs_median_pct": 1}, note, key="exports", optional=("rank",))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 
@@ -148,7 +149,7 @@ def _with_defaults(q: catalog.Query) -> tuple[str | None, str]:
 _NO_DEFAULT = object()
 
 
-def param_defaults(q: catalog.Query) -> dict[str, object]:
+def param_defaults(q: catalog.Query) -> dict[str, Any]:
     """Each $param the SQL uses -> its default from the header's params line (Python value), or _NO_DEFAULT."""
     return {n: header_default(q.params, n) for n in q.param_names}
 

@@ -206,7 +206,7 @@ class PlainAttribution:
         if any(r["user"] and not r["annotated"] for r in self.by_thread.get(gtid, [])):
             return None
         found = []
-        for other, rs in self.by_thread.items():
+        for other in self.by_thread:
             if other == gtid or (other >> 24) & 0xFFFFFF != pid:
                 continue
             st = [r for r in self.stack(other, start, end) if r["user"] and not r["annotated"]]
@@ -217,7 +217,7 @@ class PlainAttribution:
     def attribute(self):
         """[(kind, rowid, direction, layer, op, params, seq)] in GPU start order."""
         out = []
-        for kind, rowid, s, e, pid, corr in self.ops:
+        for kind, rowid, _s, _e, pid, corr in self.ops:
             call = self.calls.get((pid, corr))
             if call is None:
                 out.append((kind, rowid, "other", "?", None, None, None))

@@ -16,8 +16,17 @@ import statistics
 from bisect import bisect_right
 from collections import defaultdict
 
-from plainwalk import (BACKWARD, EVAL, LIBRARY_DOMAINS, STEP_NAME, is_op_marker, layer_path, merge, short_api,
-                       union_length)
+from plainwalk import (
+    BACKWARD,
+    EVAL,
+    LIBRARY_DOMAINS,
+    STEP_NAME,
+    is_op_marker,
+    layer_path,
+    merge,
+    short_api,
+    union_length,
+)
 
 WARMUP = re.compile(r"warm[ _-]?up", re.IGNORECASE)  # warmup, warm-up, warm_up, warm up
 DATA_NAMES = ("data", "dataloader", "data_loader", "data loading", "data_loading", "load_data", "load_batch",

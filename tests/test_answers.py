@@ -5,8 +5,9 @@ import polars as pl
 import pytest
 
 import nsysql
-from conftest import FIXTURES
 from nsysql import answers, catalog
+
+from conftest import FIXTURES
 
 EXPORT = FIXTURES / "gpt-tiny-train-w18s3" / "export.sqlite.xz"
 

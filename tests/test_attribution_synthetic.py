@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 import nsysql
+
 from conftest import make_synthetic
 from plainwalk import PlainAttribution
 

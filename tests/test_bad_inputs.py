@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from conftest import REPO
 from nsysql.cli import app
+
+from conftest import REPO
 
 spec = importlib.util.spec_from_file_location("make_bad_inputs", REPO / "scripts" / "make_bad_inputs.py")
 corpus = importlib.util.module_from_spec(spec)

@@ -8,9 +8,10 @@ import time
 import duckdb
 import pytest
 
-from conftest import FIXTURES
 from nsysql import build_graph, catalog, importer
 from nsysql.engine import connect
+
+from conftest import FIXTURES
 
 EXPORT = FIXTURES / "gpt-tiny-train-w18s3" / "export.sqlite.xz"
 

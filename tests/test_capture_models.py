@@ -287,7 +287,8 @@ def test_cnn_default_is_resnet18_for_cifar100() -> None:
 @pytest.mark.parametrize("source", [16, 40])
 def test_cnn_augmentation_is_per_sample_and_reproducible(source: int) -> None:
     cnn = load("cnn")
-    make = lambda: cnn.SyntheticImages(6, 16, source, 2, 10, torch.Generator().manual_seed(0))
+    def make():
+        return cnn.SyntheticImages(6, 16, source, 2, 10, torch.Generator().manual_seed(0))
     first, again = make(), make()
     a, b = first[0], again[0]
     assert a["image"].shape == (3, 16, 16) and a["image"].dtype == torch.float32

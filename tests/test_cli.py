@@ -198,3 +198,16 @@ def test_version():
     import nsysql
     res = runner.invoke(app, ["--version"])
     assert res.exit_code == 0 and res.stdout == f"nsysql {nsysql.__version__}\n"
+
+
+def test_python_dash_m_runs_the_cli():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import nsysql
+    root = Path(nsysql.__file__).resolve().parent.parent
+    res = subprocess.run([sys.executable, "-m", "nsysql", "--version"], capture_output=True, text=True, cwd=root)
+    assert res.returncode == 0 and res.stdout == f"nsysql {nsysql.__version__}\n", res.stderr
+    res = subprocess.run([sys.executable, "-m", "nsysql", "no-such-command"], capture_output=True, text=True, cwd=root)
+    assert res.returncode == 1 and res.stderr.startswith("Error: No such command"), res.stderr

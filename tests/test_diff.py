@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pytest
 from typer.testing import CliRunner
 
 import nsysql
 from nsysql.cli import app
+
 from plainwalk import PlainAttribution, user_range_paths
 from test_steps import open_case
 

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from conftest import REPO
 from nsysql import catalog
+
+from conftest import REPO
 
 DOCS = REPO / "docs"
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nsysql.cli import app
+
 from plainwalk import PlainAttribution, kernel_names, op_instances, sizes_of
 from test_steps import open_case
 

@@ -10,10 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from conftest import FIXTURES, REPO
 from nsysql import dataset, diff, plot, rules
 from nsysql.cli import app
 from nsysql.errors import NsysqlError, cli_text
+
+from conftest import FIXTURES, REPO
 
 EXPORT = FIXTURES / "cnn-dataloader-train" / "export.sqlite.xz"
 

@@ -196,8 +196,8 @@ def test_cli_table_fits_80_columns(export_files, found, cache_dir):
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)
     assert "Analysed steps 1-8 (8 of 8" in out.split("\n\n")[0]
     df = found("cnn-dataloader-train")
-    for i, title in enumerate(df["title"], 1):
-        assert any(line.startswith(f"{i}. ") for line in lines)
+    for i, title in enumerate(df["title"], 1):  # numbered in order, each line beginning with its title
+        assert any(line.startswith(f"{i}. {title.split()[0]} ") for line in lines), (i, title)
     assert out.count("   where: ") == df.height and out.count("   do: ") == df.height
     first = next(line for line in lines if line.startswith("1. "))
     assert first.startswith("1. GPU idle inside steps") and first.endswith("up to 1.25 s")  # 1.2496 s over 8 steps
@@ -229,6 +229,7 @@ def test_synthetic_edge_cases_run(case, tmp_path):
     """Edge cases no capture of ours has (a kernel without its launching call, two processes sharing correlation
     ids, no step ranges, a CUDA graph, no CUDA at all): every rule runs; windows without steps say so."""
     import nsysql
+
     from conftest import make_synthetic
     path = make_synthetic().CASES[case]().write(tmp_path / f"{case}.sqlite")
     with nsysql.open(path, cache_dir=tmp_path / "cache") as ex:

@@ -6,16 +6,15 @@ launch_overhead_copies_gaps) and a brute-force walk of the real exports' raw row
 """
 from __future__ import annotations
 
-
 import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from conftest import make_synthetic
 from nsysql.cli import app
 from nsysql.errors import MissingDataError, NsysqlError
-from plainwalk import busy_within
 
+from conftest import make_synthetic
+from plainwalk import busy_within
 
 
 @pytest.fixture(scope="module")

@@ -46,13 +46,13 @@ def test_next_run_removes_leftovers_of_dead_runs_only(export_files, tmp_path):
             _make(cache / f".building-{dead}@{here}-ab12.duckdb.wal"),
             _make(cache / f".unpacking-{dead}@{here}-cd34"),
             _make(cache / f".building-{dead}@{here}-ef56.wal", directory=True),
-            _make(cache / f".building-7@elsewhere-gh78.duckdb", age_s=2 * hygiene.STALE_S),
+            _make(cache / ".building-7@elsewhere-gh78.duckdb", age_s=2 * hygiene.STALE_S),
             _make(cache / ".building-olderver.duckdb", age_s=2 * hygiene.STALE_S),
             _make(tmp / f"nsysql-{dead}@{here}-ij90", directory=True),
             _make(tmp / f"nsysql-nocache-{dead}@{here}-kl12", directory=True),
             _make(tmp / "nsysql-k2j4h5g6", age_s=2 * hygiene.STALE_S, directory=True)]
     kept = [_make(cache / f".building-{live}@{here}-mn34.duckdb"),  # a live run's build
-            _make(cache / f".building-7@elsewhere-op56.duckdb"),  # another host's, recently written
+            _make(cache / ".building-7@elsewhere-op56.duckdb"),  # another host's, recently written
             _make(cache / ".building-newerver.duckdb"),
             _make(tmp / f"nsysql-{live}@{here}-qr78", directory=True),
             _make(tmp / "nsysql-capture-pg-st90", age_s=2 * hygiene.STALE_S, directory=True),  # not ours

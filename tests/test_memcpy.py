@@ -12,9 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from conftest import golden_exports, make_synthetic
 from nsysql.cli import app
 from nsysql.errors import MissingDataError, NsysqlError
+
+from conftest import golden_exports, make_synthetic
 
 TOTALS = ["count", "total_bytes", "total_ns", "sync_count", "sync_api_ns"]
 
@@ -95,7 +96,7 @@ def _compare(got_rows, want, keys, ident):
 
 def test_by_kind_matches_brute_force(cases):
     for ident, ex, plain in cases:
-        want = plain.copies(lambda o: (o["copy_kind"], o["src"], o["dst"], plain.host_memory(o)))
+        want = plain.copies(lambda o: (o["copy_kind"], o["src"], o["dst"], plain.host_memory(o)))  # noqa: B023
         _compare(ex.memcpy().to_dicts(), want, ["copy_kind", "src_kind", "dst_kind", "host_memory"], ident)
 
 
@@ -110,7 +111,7 @@ def test_by_range_matches_brute_force(cases):
     for ident, ex, plain in cases:
         if not ex.has("nvtx_range"):
             continue
-        want = plain.copies(lambda o: (plain.copy_path(o), o["copy_kind"], o["src"], o["dst"]))
+        want = plain.copies(lambda o: (plain.copy_path(o), o["copy_kind"], o["src"], o["dst"]))  # noqa: B023
         _compare(ex.memcpy(by="range").to_dicts(), want, ["range_path", "copy_kind", "src_kind", "dst_kind"], ident)
 
 

@@ -14,8 +14,9 @@ import tempfile
 import pytest
 from typer.testing import CliRunner
 
-from conftest import REPO
 from nsysql.cli import app
+
+from conftest import REPO
 
 spec = importlib.util.spec_from_file_location("make_outside_corpus", REPO / "scripts" / "make_outside_corpus.py")
 corpus = importlib.util.module_from_spec(spec)

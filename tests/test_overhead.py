@@ -12,9 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from conftest import make_synthetic
 from nsysql.cli import app
 from nsysql.errors import MissingDataError, NsysqlError
+
+from conftest import make_synthetic
 
 STATS = ["launches", "gpu_busy_ns", "kernel_ns", "mean_api_ns", "median_api_ns", "p95_api_ns", "mean_queue_ns",
          "median_queue_ns", "p95_queue_ns", "shorter_than_launch"]

@@ -16,10 +16,21 @@ from typer.testing import CliRunner
 
 from nsysql import catalog
 from nsysql.cli import app
+
 from plainwalk import is_op_marker
-from plainwalk_overview import (CATEGORIES, PlainExport, is_synchronizing_name, plain_breakdown, plain_gpus,
-                                plain_step_stats, plain_steady, plain_top_api, plain_top_kernels, plain_top_ops,
-                                plain_top_ranges)
+from plainwalk_overview import (
+    CATEGORIES,
+    PlainExport,
+    is_synchronizing_name,
+    plain_breakdown,
+    plain_gpus,
+    plain_steady,
+    plain_step_stats,
+    plain_top_api,
+    plain_top_kernels,
+    plain_top_ops,
+    plain_top_ranges,
+)
 
 REL = 1e-6
 
@@ -200,7 +211,7 @@ runner = CliRunner()
 
 def test_overview_cli_formats(cases, export_files, cache_dir):
     ident = "gpt-tiny-train-w18s3" if "gpt-tiny-train-w18s3" in cases else sorted(cases)[0]
-    path, (ex, px, windows) = export_files[ident], cases[ident]
+    path, (_ex, px, windows) = export_files[ident], cases[ident]
     analysed = [w for w in windows if w["analysed"]]
     common = [str(path), "--cache-dir", str(cache_dir)]
 

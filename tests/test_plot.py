@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 import nsysql
 from nsysql import plot
 from nsysql.cli import app
+
 from plainwalk import PlainAttribution, top_level_user_ranges
 from test_diff import raw_kernels
 from test_steps import open_case

@@ -7,9 +7,10 @@ import time
 
 from typer.testing import CliRunner
 
-from conftest import FIXTURES
 from nsysql import progress
 from nsysql.cli import app
+
+from conftest import FIXTURES
 
 EXPORT = FIXTURES / "gpt-tiny-train-w18s3" / "export.sqlite.xz"
 

@@ -9,8 +9,22 @@ import polars as pl
 import pytest
 
 from nsysql import catalog
-from nsysql.render import (Meta, compact_kernel, fit, middle, number, people_columns, scaled, table_width, time_unit,
-                           to_csv, to_json, to_markdown, to_table, use_color)
+from nsysql.render import (
+    Meta,
+    compact_kernel,
+    fit,
+    middle,
+    number,
+    people_columns,
+    scaled,
+    table_width,
+    time_unit,
+    to_csv,
+    to_json,
+    to_markdown,
+    to_table,
+    use_color,
+)
 
 STEPS = pl.DataFrame({
     "step": [1, 2], "name": ["profiled_step", "profiled_step"], "source": ["range", "range"], "pid": [500, 500],

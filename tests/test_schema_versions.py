@@ -21,11 +21,12 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from conftest import make_synthetic
 from nsysql import catalog, importer
 from nsysql.cli import app
 from nsysql.errors import MissingDataError, NsysqlError
 from nsysql.render import to_csv
+
+from conftest import make_synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "fixtures" / "cpu-nvtx-osrt-nsys2022.4"

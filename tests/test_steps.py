@@ -5,8 +5,9 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from conftest import make_synthetic
 from nsysql.cli import app
+
+from conftest import make_synthetic
 from plainwalk import PlainAttribution, ops_in_steps, plain_steps, top_level_user_ranges, union_length
 
 runner = CliRunner()

@@ -117,6 +117,7 @@ def test_origin_falls_back_when_analysis_details_is_on_another_clock(tmp_path):
     """Nsight Systems 2022.4 wrote ANALYSIS_DETAILS on another clock than the events: the origin is then the first
     event, so times stay positive and `nsysql plot timeline` finds its ranges."""
     import nsysql
+
     from conftest import FIXTURES
     with nsysql.open(FIXTURES / "cpu-nvtx-osrt-nsys2022.4" / "export.sqlite.xz", cache_dir=tmp_path) as ex:
         origin = ex.run("analysis.plot_window", start_ms=None, end_ms=None)["origin_ns"][0]

@@ -6,8 +6,18 @@ from typing import Annotated, Optional
 import typer
 
 from ..formats import Format
-from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, TimeOrigins, WideOpt,
-                     gather, user_errors)
+from .common import (
+    CacheDirOpt,
+    DebugOpt,
+    ExportsArg,
+    FormatOpt,
+    NoCacheOpt,
+    OutputOpt,
+    TimeOrigins,
+    WideOpt,
+    gather,
+    user_errors,
+)
 
 # The rules' options, by NVIDIA's names; each rule takes the ones its SQL header's params list (nsysql/rules.py).
 GapOpt = Annotated[Optional[int], typer.Option(

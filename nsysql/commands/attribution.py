@@ -6,13 +6,24 @@ from typing import Annotated
 
 import typer
 
+from ..attribution import combined, coverage_line
 from ..formats import Format
-from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, TimeOrigins, WideOpt,
-                     gather, user_errors)
+from .common import (
+    CacheDirOpt,
+    DebugOpt,
+    ExportsArg,
+    FormatOpt,
+    NoCacheOpt,
+    OutputOpt,
+    TimeOrigins,
+    WideOpt,
+    gather,
+    user_errors,
+)
 
 # table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
 OPTIONAL_KERNELS = ("seq", "device", "pid", "tid", "stream", "block", "grid", "params", "start_ns", "op")
-OPTIONAL_PYPROF = ("Params", "Op")
+OPTIONAL_PYPROF: tuple[str, ...] = ("Params", "Op")
 OPTIONAL_LAYERS = ("bprop_ratio", "kernels", "optim_ns")
 LAYER_UNITS = [("fprop_ns", "bprop_ns", "optim_ns", "total_ns")]  # one time unit: they add up
 
@@ -95,28 +106,6 @@ def layers(
                     f.write(line + "\n")
         else:  # keep machine-readable output clean
             typer.echo(line, err=True)
-
-
-def combined(covs: list[dict]) -> dict:
-    """Coverage over several exports: sums of the ns columns, percentage recomputed."""
-    total = {k: sum(c[k] for c in covs) for k in covs[0] if k != "known_layer_pct"}
-    total["known_layer_pct"] = 100.0 * total["known_layer_ns"] / total["kernel_ns"] if total["kernel_ns"] else None
-    return total
-
-
-def coverage_line(cov: dict) -> str:
-    if not cov["kernel_ns"]:
-        return "coverage: the export has no kernels"
-    from ..render import fixed
-
-    def ms(key: str) -> str:
-        return f"{cov[key] / 1e6:,.3f} ms"
-    annotated = (f"{ms('by_annotated_ns')} from nsysql.annotate's backward ranges, "
-                 if cov.get("by_annotated_ns") else "")  # said only where there are some
-    return (f"coverage: {fixed(cov['known_layer_pct'], 2)}% of kernel time ({ms('known_layer_ns')} of "
-            f"{ms('kernel_ns')}) has a known layer: {ms('by_seq_ns')} through the autograd seq link "
-            f"to the forward op, {annotated}{ms('by_own_range_ns')} from the launching thread's ranges, "
-            f"{ms('by_borrowed_range_ns')} from the range of the thread waiting in backward()")
 
 
 def register(app: typer.Typer) -> None:

@@ -7,8 +7,18 @@ from typing import Annotated, Optional
 import typer
 
 from ..formats import Format
-from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, TimeOrigins, WideOpt,
-                     gather, user_errors)
+from .common import (
+    CacheDirOpt,
+    DebugOpt,
+    ExportsArg,
+    FormatOpt,
+    NoCacheOpt,
+    OutputOpt,
+    TimeOrigins,
+    WideOpt,
+    gather,
+    user_errors,
+)
 
 # table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
 OPTIONAL_GAPS = ("gap_end_ns", "pid", "cuda_calls_started", "cuda_call_ns", "os_call_ns", "before_op", "launch_api",

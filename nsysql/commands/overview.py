@@ -8,7 +8,17 @@ import typer
 
 from ..errors import NsysqlError
 from ..formats import Format
-from .common import CacheDirOpt, DebugOpt, ExportArg, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, open_export, user_errors
+from .common import (
+    CacheDirOpt,
+    DebugOpt,
+    ExportArg,
+    FormatOpt,
+    NoCacheOpt,
+    OutputOpt,
+    WideOpt,
+    open_export,
+    user_errors,
+)
 
 
 def overview(

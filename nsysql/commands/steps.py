@@ -4,8 +4,17 @@ from __future__ import annotations
 import typer
 
 from ..formats import Format
-from .common import (CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, TimeOrigins, WideOpt,
-                     user_errors)
+from .common import (
+    CacheDirOpt,
+    DebugOpt,
+    ExportsArg,
+    FormatOpt,
+    NoCacheOpt,
+    OutputOpt,
+    TimeOrigins,
+    WideOpt,
+    user_errors,
+)
 
 # table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
 UNIT_GROUPS = [("wall_ns", "gpu_busy_ns", "fprop_ns", "bprop_ns", "optim_ns", "other_ns")]  # one time unit

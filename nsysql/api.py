@@ -1,0 +1,54 @@
+"""`nsysql.Export`, what `nsysql.open` returns: the export handle (nsysql/export.py, the core) plus the features
+as methods that delegate in one line (sanity warnings, diff, overview, findings, standalone copies).
+
+The feature modules take the handle and never import this module, so imports run downhill:
+CLI -> commands -> this facade -> features -> core (tests/test_layers.py)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import polars as pl
+
+from . import export
+
+
+class Export(export.Export):
+    """One nsys SQLite export, opened read-only. Use `nsysql.open(path)`."""
+
+    def sanity(self) -> list[str]:
+        """Warnings about rows no profiler writes (end before start, duplicated rows, a missing or duplicated
+        StringIds), one line each naming the raw table and the count; empty for a sound export."""
+        from .sanity import check
+        return check(self)
+
+    def diff(self, other: export.Export, by: str = "range", match: str = "exact") -> pl.DataFrame:
+        """This export (A) against `other` (B) per range path, kernel or layer: times, B - A, biggest change first.
+
+        `match="base"` (kernels only) matches kernels by base name, e.g. all GEMMs as `gemm*` across dtypes.
+        """
+        from .diff import diff
+        return diff(self, other, by=by, match=match)
+
+    def overview(self):
+        """The steady-state overview: step time and its breakdown, GPU utilization, SM efficiency, occupancy,
+        tensor-core share, top operators, kernels and CUDA calls (an `nsysql.overview.Overview`)."""
+        from .overview import build
+        return build(self)
+
+    def findings(self, top: int | None = None, **params) -> pl.DataFrame:
+        """What to fix first (nsysql/findings.py): per rule of queries/findings/, rule, title, where, evidence, action
+        and recoverable_ns (an upper bound of wall time, over the analysed steady-state steps), largest first."""
+        from .findings import run_findings
+        return run_findings(self, top=top, **params)
+
+    # -- standalone copies (logic in nsysql/dataset.py) ------------------------------------------
+    def to_duckdb(self, path: str | os.PathLike, *, force: bool = False):
+        """Write a DuckDB file: the normalized tables plus every report and analysis as a documented view."""
+        from . import dataset
+        return dataset.write_duckdb(self, Path(path), force=force)
+
+    def to_parquet(self, directory: str | os.PathLike, *, name: str | None = None, force: bool = False):
+        """Write the normalized tables as a Parquet dataset: DIR/<table>/export=<name>/part-0.parquet."""
+        from . import dataset
+        return dataset.write_parquet(self, Path(directory), name=name, force=force)
