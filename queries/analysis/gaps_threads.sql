@@ -86,7 +86,7 @@ call_bucket AS (  -- a call under every bucket it covers within the thread's gap
     FROM call_at WHERE end_bucket > first_bucket
 ),
 in_progress AS (  -- the call open at the gap's start (start <= gap start < end) that runs furthest into it
-    SELECT device_id, gap_start_ns, global_tid, source, call_id, overlap_ns, false AS started_inside
+    SELECT device_id, gap_start_ns, global_tid, source, call_id, overlap_ns, 0 AS calls
     FROM (SELECT p.device_id, p.gap_start_ns, p.global_tid, c.source, arg_max(c.call_id, (c.end_ns, c.call_id)) AS call_id,
                  LEAST(MAX(c.end_ns), p.gap_end_ns) - p.gap_start_ns AS overlap_ns
           FROM (SELECT p.*, (p.gap_start_ns - w.origin_ns) // w.width_ns AS bucket
@@ -101,18 +101,23 @@ gap_bucket AS (  -- a gap under every bucket it touches
            unnest(range((p.gap_start_ns - w.origin_ns) // w.width_ns, (p.gap_end_ns - w.origin_ns) // w.width_ns + 1)) AS bucket
     FROM pair AS p JOIN width AS w USING (global_tid, device_id)
 ),
-started AS (  -- calls starting inside a gap (after its start, before its end), keyed by the gap's start
-    SELECT g.device_id, g.gap_start_ns, c.global_tid, c.source, c.call_id, LEAST(c.end_ns, g.gap_end_ns) - c.start_ns AS overlap_ns,
-           true AS started_inside
-    FROM call_at AS c
-    JOIN gap_bucket AS g ON g.global_tid = c.global_tid AND g.device_id = c.device_id AND g.bucket = c.first_bucket
-    WHERE c.start_ns > g.gap_start_ns AND c.start_ns < g.gap_end_ns
+started AS (  -- per gap, thread and call source: the calls starting inside the gap (after its start, before its
+              -- end) and the one overlapping it longest (equal overlaps: the higher id), as overlap * 2^64 + call id
+              -- so that a plain maximum finds it (a product, not a shift: an edited export's overlap can be negative)
+    SELECT device_id, gap_start_ns, global_tid, source, (longest & ((1::HUGEINT << 64) - 1))::BIGINT AS call_id,
+           (longest >> 64)::BIGINT AS overlap_ns, calls
+    FROM (SELECT g.device_id, g.gap_start_ns, c.global_tid, c.source, COUNT(*) AS calls,
+                 MAX((LEAST(c.end_ns, g.gap_end_ns) - c.start_ns)::HUGEINT * 18446744073709551616 + c.call_id) AS longest
+          FROM call_at AS c
+          JOIN gap_bucket AS g ON g.global_tid = c.global_tid AND g.device_id = c.device_id AND g.bucket = c.first_bucket
+          WHERE c.start_ns > g.gap_start_ns AND c.start_ns < g.gap_end_ns
+          GROUP BY g.device_id, g.gap_start_ns, c.global_tid, c.source)
 ),
 best AS (
     SELECT device_id, gap_start_ns, global_tid,
            arg_max(call_id, (overlap_ns, call_id)) FILTER (WHERE source = 0) AS cuda_id,
            MAX(overlap_ns) FILTER (WHERE source = 0) AS cuda_call_ns,
-           COUNT(*) FILTER (WHERE source = 0 AND started_inside) AS cuda_calls_started,
+           COALESCE(SUM(calls) FILTER (WHERE source = 0), 0)::BIGINT AS cuda_calls_started,
            arg_max(call_id, (overlap_ns, call_id)) FILTER (WHERE source = 1) AS os_id,
            MAX(overlap_ns) FILTER (WHERE source = 1) AS os_call_ns
     FROM (SELECT * FROM in_progress UNION ALL SELECT * FROM started)
