@@ -79,6 +79,25 @@ def test_utilization_synthetic(ocg_export):
     assert last["busy_pct"] == pytest.approx(35.0)  # of the shortened last window
 
 
+
+def test_gaps_long_calls_far_before_the_gaps(tmp_path):
+    """A call that starts long before a thread's first gap and is still open at its gaps' starts (the query finds
+    calls by time buckets as wide as the gaps' span / their count: this one starts two buckets before the first)."""
+    ms = make_synthetic()
+    b = ms.SyntheticExport().thread(100, 100, "python3")
+    for i, (start, kstart, kend) in enumerate([(101000, 101100, 101200), (102000, 102100, 102200),
+                                               (102300, 102400, 102500), (150000, 150100, 150200)]):
+        b.launch(start=start, end=start + 10, tid=100, pid=100, correlation_id=i + 1, kernel=("k", kstart, kend, 7, 0))
+    b.osrt("poll", 60000, 110000, tid=100, pid=100)
+    b.osrt("read", 120000, 140000, tid=100, pid=100)
+    with nsysql.open(b.write(tmp_path / "long.sqlite"), cache_dir=tmp_path / "cache") as ex:
+        for threads in (False, True):
+            rows = {r["gap_start_ns"]: r for r in ex.gaps(min_gap_us=0, threads=threads).to_dicts()}
+            got = {g: (r["gap_ns"], r["os_call"], r["os_call_ns"], r["cuda_call_ns"], r["cuda_calls_started"])
+                   for g, r in rows.items()}
+            assert got == {101200: (900, "poll", 900, 10, 1), 102200: (200, "poll", 200, 10, 1),
+                           102500: (47600, "read", 20000, 10, 1)}, threads
+
 # -- real exports ----------------------------------------------------------------------------------------
 def test_gap_list_matches_brute_force(cases):
     for ident, ex, plain in cases:

@@ -17,7 +17,6 @@ from typing import Optional
 
 import typer
 
-from capture import runner
 from capture.models import GPT_SIZES, MODEL_NAMES
 from capture.workload import DEFAULT_CHECKPOINT, DTYPES, MODES
 
@@ -166,6 +165,7 @@ def capture(
     """
     if checkpoint_path is not None:  # the profiled process runs in a scratch directory
         checkpoint_path = Path(os.path.abspath(os.path.expanduser(checkpoint_path)))
+    from capture import runner  # here, not at the top: every other command starts without it
     try:
         workload = runner.workload_argv(
             model.value, size=size.value if size else None, mode=mode.value, dtype=dtype.value,

@@ -9,9 +9,10 @@
 --   range_path: the innermost user NVTX range (not an op marker) open at the gap's start, as the path of user
 --   range texts from the top down joined by '/'. cuda_call / os_call: the CUDA API call / OS runtime call (osrt)
 --   overlapping the gap the longest, with the overlap in ns; cuda_calls_started: CUDA calls started in the gap.
---   Linear in calls + gaps x threads: one sweep per thread over its calls and the gaps in time order (a running
---   maximum of call ends gives the call open at each gap's start; the last gap start before a call tells whether
---   it started inside a gap), and one sweep per thread over its user ranges; no call-by-gap or range-by-gap join.
+--   Linear: calls meet gaps through hash joins on time buckets (per thread, as wide as its gaps' span / their
+--   count): a call open at a gap's start is looked up in the bucket of that start, a call starting inside a gap
+--   in the buckets the gap touches; no sort of the calls, no call-by-gap join; one sweep per thread over its
+--   user ranges.
 -- columns:
 --   device_id | BIGINT | id
 --   gap_start_ns | BIGINT | ns timestamp
@@ -56,52 +57,67 @@ pair AS MATERIALIZED (  -- (gap, thread of a process that used the gap's device)
     JOIN (SELECT DISTINCT device_id, pid FROM gpu_op) AS d ON d.device_id = g.device_id
     JOIN active_thread AS t ON t.pid = d.pid
 ),
-call AS MATERIALIZED (  -- CUDA API (source 0) and OS runtime (1) calls of the threads in question, by id
+call AS (  -- CUDA API (source 0) and OS runtime (1) calls of the threads in question, by id
     SELECT global_tid, start_ns, end_ns, runtime_id AS call_id, 0 AS source
     FROM runtime WHERE global_tid IN (SELECT global_tid FROM pair)
     UNION ALL
     SELECT global_tid, start_ns, end_ns, rowid, 1
     FROM osrt WHERE global_tid IN (SELECT global_tid FROM pair)
 ),
-thread_device AS (
-    SELECT DISTINCT global_tid, device_id FROM pair
+width AS (  -- per thread and device: time buckets as wide as its gaps' span / their count, so its gaps touch at most
+            -- about 2 buckets each and each call meets only the gaps of its buckets (hash joins, no sort of the calls)
+    SELECT global_tid, device_id, MIN(gap_start_ns) AS origin_ns,
+           (MAX(gap_start_ns) - MIN(gap_start_ns)) // GREATEST((MAX(gap_end_ns) - MIN(gap_start_ns)) // COUNT(*), 1) AS last_bucket,
+           GREATEST((MAX(gap_end_ns) - MIN(gap_start_ns)) // COUNT(*), 1) AS width_ns
+    FROM pair
+    GROUP BY global_tid, device_id
 ),
-call_sweep AS (  -- per thread, call source and device: the calls and the thread's gaps, in time order
-    SELECT c.global_tid, c.source, d.device_id, c.start_ns AS ts, 0 AS kind, c.end_ns, c.call_id,
-           NULL::BIGINT AS gap_end_ns
-    FROM call AS c JOIN thread_device AS d USING (global_tid)
+call_at AS MATERIALIZED (  -- each call per device of its thread, with the bucket of its start and of its last ns
+    SELECT c.global_tid, c.source, w.device_id, c.start_ns, c.end_ns, c.call_id, w.last_bucket,
+           (c.start_ns - w.origin_ns) // w.width_ns AS first_bucket, (c.end_ns - 1 - w.origin_ns) // w.width_ns AS end_bucket
+    FROM call AS c JOIN width AS w USING (global_tid)
+),
+call_bucket AS (  -- a call under every bucket it covers within the thread's gap starts (most calls: one)
+    SELECT global_tid, source, device_id, start_ns, end_ns, call_id, first_bucket AS bucket
+    FROM call_at WHERE end_ns > start_ns
     UNION ALL
-    SELECT p.global_tid, s.source, p.device_id, p.gap_start_ns, 1, NULL, NULL, p.gap_end_ns
-    FROM pair AS p CROSS JOIN (VALUES (0), (1)) AS s(source)
+    SELECT global_tid, source, device_id, start_ns, end_ns, call_id,
+           unnest(range(GREATEST(first_bucket + 1, 0), LEAST(end_bucket, last_bucket) + 1))
+    FROM call_at WHERE end_bucket > first_bucket
 ),
-call_swept AS (
-    -- at a gap row: the call reaching furthest among those started so far, as (end * 2^64 | call id) so that one
-    -- running maximum gives both (equal ends: the higher id; a product, not a shift: DuckDB refuses to shift the
-    -- negative times of an edited export); at a call row: the end of the last gap started before it (gaps of one
-    -- device never overlap, so their ends grow with their starts)
-    SELECT *, MAX((end_ns::HUGEINT * 18446744073709551616) | call_id) OVER w AS reach, MAX(gap_end_ns) OVER w AS last_gap_end_ns
-    FROM call_sweep
-    WINDOW w AS (PARTITION BY global_tid, source, device_id ORDER BY ts, kind
-                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-),
-in_progress AS (  -- the call open at the gap's start that runs furthest into it
-    SELECT device_id, ts AS gap_start_ns, global_tid, source, call_id, overlap_ns, false AS started_inside
-    FROM (SELECT device_id, ts, global_tid, source, gap_end_ns, (reach & ((1::HUGEINT << 64) - 1))::BIGINT AS call_id,
-                 LEAST((reach >> 64)::BIGINT, gap_end_ns) - ts AS overlap_ns
-          FROM call_swept WHERE kind = 1 AND reach IS NOT NULL)
+in_progress AS (  -- the call open at the gap's start (start <= gap start < end) that runs furthest into it
+    SELECT device_id, gap_start_ns, global_tid, source, call_id, overlap_ns, 0 AS calls
+    FROM (SELECT p.device_id, p.gap_start_ns, p.global_tid, c.source, arg_max(c.call_id, (c.end_ns, c.call_id)) AS call_id,
+                 LEAST(MAX(c.end_ns), p.gap_end_ns) - p.gap_start_ns AS overlap_ns
+          FROM (SELECT p.*, (p.gap_start_ns - w.origin_ns) // w.width_ns AS bucket
+                FROM pair AS p JOIN width AS w USING (global_tid, device_id)) AS p
+          JOIN call_bucket AS c ON c.global_tid = p.global_tid AND c.device_id = p.device_id AND c.bucket = p.bucket
+          WHERE c.start_ns <= p.gap_start_ns AND c.end_ns > p.gap_start_ns
+          GROUP BY p.device_id, p.gap_start_ns, p.gap_end_ns, p.global_tid, c.source)
     WHERE overlap_ns > 0
 ),
-started AS (  -- calls starting inside a gap (after its start, before its end), keyed by the gap's start
-    SELECT s.device_id, p.gap_start_ns, s.global_tid, s.source, s.call_id, s.overlap_ns, true AS started_inside
-    FROM (SELECT device_id, global_tid, source, call_id, last_gap_end_ns, LEAST(end_ns, last_gap_end_ns) - ts AS overlap_ns
-          FROM call_swept WHERE kind = 0 AND ts < last_gap_end_ns) AS s
-    JOIN pair AS p ON p.device_id = s.device_id AND p.global_tid = s.global_tid AND p.gap_end_ns = s.last_gap_end_ns
+gap_bucket AS (  -- a gap under every bucket it touches
+    SELECT p.global_tid, p.device_id, p.gap_start_ns, p.gap_end_ns,
+           unnest(range((p.gap_start_ns - w.origin_ns) // w.width_ns, (p.gap_end_ns - w.origin_ns) // w.width_ns + 1)) AS bucket
+    FROM pair AS p JOIN width AS w USING (global_tid, device_id)
+),
+started AS (  -- per gap, thread and call source: the calls starting inside the gap (after its start, before its
+              -- end) and the one overlapping it longest (equal overlaps: the higher id), as overlap * 2^64 + call id
+              -- so that a plain maximum finds it (a product, not a shift: an edited export's overlap can be negative)
+    SELECT device_id, gap_start_ns, global_tid, source, (longest & ((1::HUGEINT << 64) - 1))::BIGINT AS call_id,
+           (longest >> 64)::BIGINT AS overlap_ns, calls
+    FROM (SELECT g.device_id, g.gap_start_ns, c.global_tid, c.source, COUNT(*) AS calls,
+                 MAX((LEAST(c.end_ns, g.gap_end_ns) - c.start_ns)::HUGEINT * 18446744073709551616 + c.call_id) AS longest
+          FROM call_at AS c
+          JOIN gap_bucket AS g ON g.global_tid = c.global_tid AND g.device_id = c.device_id AND g.bucket = c.first_bucket
+          WHERE c.start_ns > g.gap_start_ns AND c.start_ns < g.gap_end_ns
+          GROUP BY g.device_id, g.gap_start_ns, c.global_tid, c.source)
 ),
 best AS (
     SELECT device_id, gap_start_ns, global_tid,
            arg_max(call_id, (overlap_ns, call_id)) FILTER (WHERE source = 0) AS cuda_id,
            MAX(overlap_ns) FILTER (WHERE source = 0) AS cuda_call_ns,
-           COUNT(*) FILTER (WHERE source = 0 AND started_inside) AS cuda_calls_started,
+           COALESCE(SUM(calls) FILTER (WHERE source = 0), 0)::BIGINT AS cuda_calls_started,
            arg_max(call_id, (overlap_ns, call_id)) FILTER (WHERE source = 1) AS os_id,
            MAX(overlap_ns) FILTER (WHERE source = 1) AS os_call_ns
     FROM (SELECT * FROM in_progress UNION ALL SELECT * FROM started)
