@@ -1,5 +1,6 @@
-"""NVTX texts are stored once per name (nvtx_name) and ranges as integers (nvtx_node); nvtx_range is a view that
-joins them back with the columns it always had, and the per-name flags say what the per-range rules say."""
+"""NVTX texts are stored once per name (nvtx_name) and ranges as integers (nvtx_node), which the build's NVTX
+statements read; nvtx_range joins them with the columns it always had, and the per-name flags say what the
+per-range rules say."""
 from __future__ import annotations
 
 import nsysql
@@ -8,11 +9,11 @@ from conftest import make_synthetic
 synth = make_synthetic()
 
 
-def test_nvtx_range_is_a_view_over_integer_storage(opened):
+def test_ranges_are_stored_as_integers_and_names_once(opened):
     con = opened["gpt-tiny-train-fp32"].con
     kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables "
                              "WHERE table_name IN ('nvtx_range', 'nvtx_node', 'nvtx_name')").fetchall())
-    assert kinds == {"nvtx_range": "VIEW", "nvtx_node": "BASE TABLE", "nvtx_name": "BASE TABLE"}
+    assert kinds == {"nvtx_range": "BASE TABLE", "nvtx_node": "BASE TABLE", "nvtx_name": "BASE TABLE"}
     node_types = {t for _, t in con.execute("SELECT column_name, data_type FROM information_schema.columns "
                                             "WHERE table_name = 'nvtx_node'").fetchall()}
     assert "VARCHAR" not in node_types  # no per-range text

@@ -2,7 +2,7 @@
 -- purpose: One row per distinct NVTX range name of a process (domain, text, style): the texts nvtx_range shows, stored once, and what each text says about the range (op marker, user range, optimizer, backward), decided once per text instead of once per range.
 -- requires: raw.NVTX_EVENTS, raw.StringIds
 -- params: none
--- notes: nvtx_node refers to a row by name_id; nvtx_range joins the texts back. The key is what the raw event
+-- notes: nvtx_node refers to a row by name_id; nvtx_range joins the texts in. The key is what the raw event
 --   holds (process, domainId, text, push/pop or start/end), so nvtx_node finds its name by equality; a
 --   domain is created once per process and names ranges of any thread of that process (eventType 75).
 --   The flags are those of nvtx_range.is_op_marker and nvtx_context (which explains them).

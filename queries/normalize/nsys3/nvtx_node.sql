@@ -1,5 +1,5 @@
 -- nsysql: normalize.nsys3.nvtx_node v1
--- purpose: NVTX ranges as integers (times, thread, depth, parent, name id): the storage behind the nvtx_range view, which joins the names in from nvtx_name.
+-- purpose: NVTX ranges as integers (times, thread, depth, parent, name id): what the build's NVTX statements read (runtime_nvtx, nvtx_ancestor, nvtx_context); nvtx_range adds the names from nvtx_name.
 -- requires: raw.NVTX_EVENTS, raw.StringIds, nvtx_name
 -- params: none
 -- notes: An unterminated range (NULL end) ends at the last NVTX timestamp, as nsys stats does (is_open = true).
@@ -7,7 +7,7 @@
 --   It is computed by one sweep over start/end events per thread (depth = ranges open at the start) and an
 --   ASOF join on depth - 1, not by a range self-join, which is quadratic. Ranges that end on another thread
 --   (endGlobalTid set) keep depth 0 and no parent, and nsys ignores them for GPU projection too.
---   Texts are never written per range: at 1.36M ranges writing the string columns cost more than the sweep.
+--   No texts: the sweep and the statements that read this table never carry strings.
 -- columns:
 --   range_id | BIGINT | id (row order of NVTX_EVENTS)
 --   start_ns | BIGINT | ns
