@@ -1,10 +1,11 @@
--- nsysql: normalize.nsys3.nvtx_context v3
+-- nsysql: normalize.nsys3.nvtx_context v4
 -- purpose: For every NVTX range, what encloses it on its thread (itself included): the innermost user range, the innermost PyTorch op marker, the innermost autograd backward evaluation, the innermost `... [backward]` range of nsysql.annotate, and whether an optimizer or backward range is open. Kernel attribution reads it through the launching call's innermost range.
--- requires: nvtx_range
+-- requires: nvtx_node, nvtx_name
 -- params: none
 -- notes: Propagated top-down over the nesting tree, one recursive step per depth level. Each step joins
 --   on depth as well as parent, so DuckDB filters nvtx_range to that level while scanning (a dynamic join
 --   filter) instead of hashing every range at every level: the cost is linear in ranges, never a self-join.
+--   What each range's text says (op marker, user range, optimizer, ...) is decided once per name (nvtx_name).
 --   No ORDER BY: readers join by range_id.
 --   User range = a range that is neither a PyTorch emit_nvtx op marker (nvtx_range.is_op_marker) nor a
 --   library's own range: domains CCCL (CUB/Thrust, e.g. `cub::DeviceRadixSort` inside an embedding
@@ -27,17 +28,10 @@
 --   in_backward | BOOLEAN | flag
 CREATE TABLE nvtx_context AS
 WITH RECURSIVE
-kinds AS NOT MATERIALIZED (  -- inlined, so that each level's depth filter reaches the nvtx_range scan
-    SELECT range_id, parent_id, depth, is_user,
-           is_op_marker AND NOT is_eval AS is_op, is_eval,
-           (is_user AND contains(lower(text), 'optim'))
-             OR starts_with(text, 'Optimizer.step#') OR starts_with(text, 'Optimizer.zero_grad#') AS optim,
-           (is_user AND contains(lower(text), 'backward')) OR is_eval AS backward,
-           is_user AND ends_with(text, ' [backward]') AS is_annotated
-    FROM (SELECT *, starts_with(text, 'autograd::engine::evaluate_function: ') AS is_eval,
-                 NOT is_op_marker AND domain NOT IN ('CCCL', 'NCCL', 'cuBLAS', 'cuBLASLt', 'cuDNN', 'cuFFT', 'cuSPARSE',
-                                                     'cuSOLVER', 'NVSHMEM', 'TensorRT', 'CUTLASS') AS is_user
-          FROM nvtx_range)
+kinds AS NOT MATERIALIZED (  -- inlined, so that each level's depth filter reaches the nvtx_node scan
+    SELECT r.range_id, r.parent_id, r.depth, n.is_user, n.is_op_marker AND NOT n.is_eval AS is_op, n.is_eval,
+           n.is_optim AS optim, n.is_backward AS backward, n.is_annotated
+    FROM nvtx_node AS r JOIN nvtx_name AS n USING (name_id)
 ),
 ctx(range_id, depth, is_user, user_range_id, op_range_id, eval_range_id, annotated_range_id, in_optim,
     in_backward) AS (

@@ -1,0 +1,65 @@
+-- nsysql: normalize.nsys3.nvtx_name v1
+-- purpose: One row per distinct NVTX range name of a process (domain, text, style): the texts nvtx_range shows, stored once, and what each text says about the range (op marker, user range, optimizer, backward), decided once per text instead of once per range.
+-- requires: raw.NVTX_EVENTS, raw.StringIds
+-- params: none
+-- notes: nvtx_node refers to a row by name_id; nvtx_range joins the texts in. The key is what the raw event
+--   holds (process, domainId, text, push/pop or start/end), so nvtx_node finds its name by equality; a
+--   domain is created once per process and names ranges of any thread of that process (eventType 75).
+--   The flags are those of nvtx_range.is_op_marker and nvtx_context (which explains them).
+-- columns:
+--   name_id | BIGINT | id
+--   pid | BIGINT | id (key)
+--   domain_key | BIGINT | id (key: NVTX_EVENTS.domainId)
+--   push_pop | BOOLEAN | flag (key: a push/pop range, else start/end)
+--   range_name | VARCHAR | text (`<domain>:<text>`)
+--   text | VARCHAR | text (key)
+--   domain | VARCHAR | text ('' = default domain)
+--   style | VARCHAR | PushPop or StartEnd
+--   is_op_marker | BOOLEAN | flag (see nvtx_range)
+--   is_eval | BOOLEAN | flag (an `autograd::engine::evaluate_function: ...` marker)
+--   is_user | BOOLEAN | flag (neither an op marker nor a library's range)
+--   is_optim | BOOLEAN | flag (an optimizer range)
+--   is_backward | BOOLEAN | flag (a backward range)
+--   is_annotated | BOOLEAN | flag (a user range named `... [backward]`)
+CREATE TABLE nvtx_name AS
+WITH
+evt AS MATERIALIZED (
+    SELECT n.start, n.eventType, n.globalTid, n.domainId, COALESCE(s.value, n.text) AS body
+    FROM raw.NVTX_EVENTS AS n
+    LEFT JOIN raw.StringIds AS s ON s.id = n.textId
+    WHERE n.eventType IN (59, 60, 70, 71, 75)
+),
+domains AS (
+    SELECT domainId, (globalTid >> 24) & 16777215 AS pid, arg_min(body, start) AS domain
+    FROM evt WHERE eventType = 75
+    GROUP BY ALL
+),
+keys AS (
+    SELECT DISTINCT (globalTid >> 24) & 16777215 AS pid, domainId AS domain_key, eventType IN (59, 70) AS push_pop,
+           COALESCE(body, '') AS text
+    FROM evt WHERE eventType <> 75
+),
+named AS (
+    SELECT k.*, COALESCE(d.domain, '') AS domain,
+           contains(k.text, ', op_id = ') OR contains(k.text, ', seq = ')
+             OR starts_with(k.text, 'autograd::engine::evaluate_function: ')
+             OR starts_with(k.text, 'Optimizer.step#') OR starts_with(k.text, 'Optimizer.zero_grad#') AS is_op_marker,
+           starts_with(k.text, 'autograd::engine::evaluate_function: ') AS is_eval
+    FROM keys AS k
+    LEFT JOIN domains AS d ON d.domainId = k.domain_key AND d.pid = k.pid
+),
+kinds AS (
+    SELECT *, NOT is_op_marker AND domain NOT IN ('CCCL', 'NCCL', 'cuBLAS', 'cuBLASLt', 'cuDNN', 'cuFFT', 'cuSPARSE',
+                                                  'cuSOLVER', 'NVSHMEM', 'TensorRT', 'CUTLASS') AS is_user
+    FROM named
+)
+SELECT CAST(row_number() OVER (ORDER BY pid, domain_key, push_pop, text) AS BIGINT) AS name_id,
+       pid, domain_key, push_pop, domain || ':' || text AS range_name, text, domain,
+       CASE WHEN push_pop THEN 'PushPop' ELSE 'StartEnd' END AS style,
+       is_op_marker, is_eval, is_user,
+       (is_user AND contains(lower(text), 'optim'))
+         OR starts_with(text, 'Optimizer.step#') OR starts_with(text, 'Optimizer.zero_grad#') AS is_optim,
+       (is_user AND contains(lower(text), 'backward')) OR is_eval AS is_backward,
+       is_user AND ends_with(text, ' [backward]') AS is_annotated
+FROM kinds
+ORDER BY name_id;
