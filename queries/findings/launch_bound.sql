@@ -48,7 +48,8 @@ gap AS MATERIALIZED (  -- idle gaps of the process's GPUs no longer than $max_ga
     SELECT g.pid, g.start_ns, g.prev_end_ns
     FROM process_busy AS g
     SEMI JOIN launch AS l ON l.op_pid = g.pid AND l.op_start_ns = g.start_ns
-    WHERE g.pid IN (SELECT pid FROM win) AND g.prev_end_ns IS NOT NULL AND g.start_ns - g.prev_end_ns <= $max_gap_ns
+    WHERE g.pid IN (SELECT pid FROM win) AND g.prev_end_ns IS NOT NULL
+      AND g.start_ns - g.prev_end_ns <= $max_gap_ns
 ),
 gap_op AS (  -- those gaps and the op of the process that ends each (it starts exactly at the gap's end; of several: one with a launching call, then
     -- kernels first, then by kind and id: the smallest key below, kind and id packed into one number), with its call
