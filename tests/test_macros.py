@@ -105,7 +105,7 @@ def test_every_macro_is_stored_and_read_by_the_queries_that_say_so():
     assert names and names <= stored
     for q in catalog.all_queries().values():
         for name in names:
-            called = f"{name}(" in q.sql and not q.id.startswith("macros.")
+            called = f"{name}(" in q.sql and q.id != f"macros.{name}"  # a macro may call another one
             assert called == (f"macros.{name}" in q.requires), q.id  # the answers' key follows `requires`
 
 
