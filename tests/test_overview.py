@@ -283,7 +283,8 @@ def steady_tables(steps, ranges=(), ops=(), calls=()):
         "steps": (STEPS_COLS, [(n, "step", "range", pid, 100 + pid, s, s + w, w) for n, pid, s, w in steps]),
         "user_range": ("range_id BIGINT, pid BIGINT, start_ns BIGINT, end_ns BIGINT",
                        [(i, pid, s, e) for i, pid, s, e, _ in ranges]),
-        "nvtx_range": ("range_id BIGINT, text VARCHAR", [(i, text) for i, *_, text in ranges]),
+        "nvtx_range": ("range_id BIGINT, text VARCHAR, is_op_marker BOOLEAN",
+                       [(i, text, False) for i, *_, text in ranges]),
         "gpu_op": ("start_ns BIGINT, end_ns BIGINT, runtime_id BIGINT", list(ops)),
         "runtime": ("runtime_id BIGINT, pid BIGINT, tid BIGINT", list(calls)),
     }

@@ -52,21 +52,15 @@ ops AS MATERIALIZED (  -- each op clipped to each analysed step of its process i
     WHERE o.start_ns < w.end_ns AND o.end_ns > w.start_ns
       AND o.bucket = GREATEST(o.start_ns, w.start_ns) // (SELECT ns FROM bucket)
 ),
-reach AS (
+reach AS (  -- per device and step, the latest end among the ops before each (in start order)
     SELECT device_id, step, s, e,
            MAX(e) OVER (PARTITION BY device_id, step ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
     FROM ops
 ),
-islands AS (
-    SELECT device_id, step, s, e,
-           SUM(CASE WHEN reach IS NULL OR s > reach THEN 1 ELSE 0 END)
-               OVER (PARTITION BY device_id, step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
-    FROM reach
-),
-busy AS (
-    SELECT device_id, SUM(len) AS busy_ns
-    FROM (SELECT device_id, step, island, MAX(e) - MIN(s) AS len FROM islands GROUP BY ALL)
-    GROUP BY device_id
+busy AS (  -- |union|: each op adds its part past the latest end before it (sorted by start, what is covered from
+    -- its start on is [start, reach])
+    SELECT device_id, SUM(GREATEST(e - GREATEST(s, COALESCE(reach, s)), 0)) AS busy_ns
+    FROM reach GROUP BY device_id
 ),
 windows AS (  -- wall time of the windows of the processes that used each GPU
     SELECT d.device_id, SUM(w.end_ns - w.start_ns) AS window_ns

@@ -28,7 +28,8 @@ WITH
 warm_ranges AS (
     SELECT u.pid, u.start_ns, u.end_ns
     FROM user_range AS u JOIN nvtx_range AS r ON r.range_id = u.range_id
-    WHERE regexp_matches(r.text, 'warm[ _-]?up', 'i')
+    WHERE NOT r.is_op_marker  -- never a user range: lets the scan skip the op markers' texts before the regex
+      AND regexp_matches(r.text, 'warm[ _-]?up', 'i')
 ),
 flagged AS (
     SELECT s.step, s.name, s.source, s.pid, s.tid, s.start_ns, s.end_ns, s.wall_ns,
@@ -49,8 +50,12 @@ stepped AS (
                 WHEN slow_leading THEN 'slow_leading_step' END AS excluded_because
     FROM lead
 ),
-busiest AS (  -- without steps: the thread that launched the most GPU ops
-    SELECT rt.pid, rt.tid FROM gpu_op AS o JOIN runtime AS rt ON rt.runtime_id = o.runtime_id
+busiest AS (  -- without steps: the thread that launched the most GPU ops (both sides empty when there are steps,
+    -- so that the join is not built for nothing)
+    SELECT rt.pid, rt.tid
+    FROM (SELECT runtime_id FROM gpu_op WHERE NOT EXISTS (SELECT 1 FROM steps)) AS o
+    JOIN (SELECT runtime_id, pid, tid FROM runtime WHERE NOT EXISTS (SELECT 1 FROM steps)) AS rt
+      ON rt.runtime_id = o.runtime_id
     GROUP BY rt.pid, rt.tid ORDER BY COUNT(*) DESC, rt.pid, rt.tid LIMIT 1
 ),
 gpu_span AS (

@@ -17,8 +17,8 @@
 --   (--trace=osrt off) nothing is known to be a wait, so the whole remainder is cpu_exec.
 --   Every interval is clipped to each analysed step it overlaps (found by a hash join on time buckets, see
 --   analysis.steady_windows); a sweep per step over the clipped intervals' boundaries gives each elementary
---   segment the highest-priority category open in it (the six open counts are packed 20 bits each into one
---   running sum, so a category may have up to 1,048,575 intervals open at once in one step).
+--   segment the highest-priority category open in it (the six open counts are packed 20 bits each into two
+--   running sums, so a category may have up to 1,048,575 intervals open at once in one step).
 -- columns:
 --   step | BIGINT | index (as in steady_steps; only analysed steps)
 --   wall_ns | BIGINT | ns
@@ -32,7 +32,7 @@
 WITH
 win AS (SELECT step, pid, tid, start_ns, end_ns FROM steady_steps WHERE analysed AND end_ns > start_ns),
 bucket AS (SELECT MIN(bucket_ns) AS ns FROM steady_windows),
-spans AS (  -- candidate intervals: (pid, tid, category, start, end); category = priority (1 kernel .. 6 OS call)
+spans AS NOT MATERIALIZED (  -- candidate intervals: (pid, tid, category, start, end); category = priority (1 kernel .. 6 OS call)
     SELECT o.pid, CAST(NULL AS BIGINT) AS tid, CASE o.op_kind WHEN 'kernel' THEN 1 WHEN 'memcpy' THEN 2 ELSE 3 END AS cat,
            o.start_ns AS s, o.end_ns AS e
     FROM gpu_op AS o WHERE o.pid IN (SELECT pid FROM win)
@@ -82,20 +82,22 @@ edges AS (  -- +1 at each start, -1 at each end, plus the step's own bounds
     UNION ALL
     SELECT step, end_ns, 0, 0 FROM win
 ),
-at_t AS (  -- one row per boundary instant: the change of every category's open count, packed in one number
-    -- (20 bits per category: category c counts in units of 2^(20 (c - 1)); one running sum then gives all six)
-    SELECT step, t, SUM(delta * (CAST(1 AS HUGEINT) << (20 * GREATEST(cat - 1, 0)))) AS packed_delta
-    FROM edges GROUP BY step, t
-),
-open_counts AS (
-    SELECT step, t, LEAD(t) OVER (PARTITION BY step ORDER BY t) - t AS seg_ns,
-           SUM(packed_delta) OVER (PARTITION BY step ORDER BY t ROWS UNBOUNDED PRECEDING) AS packed
-    FROM at_t
+open_counts AS (  -- one sweep over every step's boundaries in (step, time) order; the six open counts packed 20 bits
+    -- each into two running sums (categories 1-3 and 4-6: 60 bits each). A step's changes add up to zero (each
+    -- interval opens and closes in it), so the running sums start every step at zero. Of the rows tied at one
+    -- instant only the last has seg_ns > 0, and its running sums hold every change at that instant.
+    SELECT step, CASE WHEN LEAD(step) OVER w = step THEN LEAD(t) OVER w - t END AS seg_ns,
+           SUM(CASE WHEN cat <= 3 THEN delta * (CAST(1 AS BIGINT) << (20 * GREATEST(cat - 1, 0))) ELSE 0 END)
+               OVER (w ROWS UNBOUNDED PRECEDING) AS low,
+           SUM(CASE WHEN cat > 3 THEN delta * (CAST(1 AS BIGINT) << (20 * (cat - 4))) ELSE 0 END)
+               OVER (w ROWS UNBOUNDED PRECEDING) AS high
+    FROM edges
+    WINDOW w AS (ORDER BY step, t, cat, delta)
 ),
 unpacked AS (
     SELECT step, seg_ns,
-           (packed >> 0) & 1048575 AS n1, (packed >> 20) & 1048575 AS n2, (packed >> 40) & 1048575 AS n3,
-           (packed >> 60) & 1048575 AS n4, (packed >> 80) & 1048575 AS n5, (packed >> 100) & 1048575 AS n6
+           (low >> 0) & 1048575 AS n1, (low >> 20) & 1048575 AS n2, (low >> 40) & 1048575 AS n3,
+           (high >> 0) & 1048575 AS n4, (high >> 20) & 1048575 AS n5, (high >> 40) & 1048575 AS n6
     FROM open_counts WHERE seg_ns > 0
 ),
 segments AS (

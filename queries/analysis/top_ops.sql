@@ -28,8 +28,7 @@
 WITH
 bucket AS (SELECT MIN(bucket_ns) AS ns FROM steady_windows),
 markers AS MATERIALIZED (  -- op markers starting in an analysed step (a hash join on its time buckets)
-    SELECT r.range_id, r.duration_ns, split_part(r.text, ', ', 1) AS name,
-           NULLIF(split_part(split_part(r.text, ', sizes = ', 2), ', input_op_ids = ', 1), '') AS shapes
+    SELECT r.range_id, r.duration_ns, r.text
     FROM (SELECT *, start_ns // (SELECT ns FROM bucket) AS bucket FROM nvtx_range) AS r
     JOIN steady_windows AS w ON w.pid = r.pid AND w.bucket = r.bucket
     WHERE r.start_ns >= w.start_ns AND r.start_ns < w.end_ns
@@ -51,22 +50,30 @@ children AS (
     GROUP BY ALL
 ),
 per_marker AS (
-    SELECT m.name, m.shapes, m.duration_ns AS host_total, m.duration_ns - COALESCE(ch.ns, 0) AS host_self,
+    SELECT m.text, m.duration_ns AS host_total, m.duration_ns - COALESCE(ch.ns, 0) AS host_self,
            COALESCE(sd.ns, 0) AS dev_self, COALESCE(td.ns, 0) AS dev_total
     FROM markers AS m
     LEFT JOIN self_dev AS sd USING (range_id)
     LEFT JOIN total_dev AS td USING (range_id)
     LEFT JOIN children AS ch USING (range_id)
 ),
+per_text AS (  -- the markers' texts repeat (one per op and shapes): name and shapes are cut once per text
+    SELECT split_part(text, ', ', 1) AS name,
+           NULLIF(split_part(split_part(text, ', sizes = ', 2), ', input_op_ids = ', 1), '') AS shapes,
+           calls, host_total, host_self, dev_self, dev_total
+    FROM (SELECT text, COUNT(*) AS calls, SUM(host_total) AS host_total, SUM(host_self) AS host_self,
+                 SUM(dev_self) AS dev_self, SUM(dev_total) AS dev_total
+          FROM per_marker GROUP BY text)
+),
 by_shape AS (SELECT name, shapes, SUM(dev_self) AS dev_self, SUM(host_self) AS host_self
-             FROM per_marker GROUP BY ALL),
+             FROM per_text GROUP BY ALL),
 ops AS (
     SELECT 'op' AS kind, p.name,
            (SELECT arg_max(b.shapes, b.dev_self + b.host_self * 1e-9) FROM by_shape AS b WHERE b.name = p.name) AS shapes,
-           COUNT(DISTINCT p.shapes) AS shape_variants, COUNT(*) AS calls,
+           COUNT(DISTINCT p.shapes) AS shape_variants, SUM(p.calls) AS calls,
            SUM(p.dev_self) AS device_self_ns, SUM(p.dev_total) AS device_total_ns,
            SUM(p.host_self) AS host_self_ns, SUM(p.host_total) AS host_total_ns
-    FROM per_marker AS p GROUP BY p.name
+    FROM per_text AS p GROUP BY p.name
 ),
 leaves AS (  -- innermost user ranges in the analysed steps, used only without op markers
     SELECT u.range_id, u.layer, u.end_ns - u.start_ns AS dur

@@ -1,6 +1,6 @@
 -- nsysql: findings.dataloader_wait v3
 -- purpose: Finding: the step's thread waiting for its next batch (inside a data-loading NVTX range) while the GPU has nothing to do, in the analysed steps.
--- requires: analysis.steady_steps, analysis.step_label, analysis.process_busy, nvtx_range, thread, macros.busy_inside, macros.human_ns
+-- requires: analysis.steady_steps, analysis.step_label, analysis.step_busy, nvtx_range, thread, macros.busy_in_step, macros.human_ns
 -- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Data-loading range: an NVTX range (user range or PyTorch marker) on the step's own thread whose text
 --   matches, ignoring case, dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|
@@ -8,8 +8,8 @@
 --   `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` profiler marker. Its part inside an analysed step
 --   of its process counts; nested or overlapping ones are merged.
 --   recoverable_ns = sum over analysed steps of |data-loading time ∩ GPU idle| = |L| - |L ∩ busy|, busy being the
---   busy intervals of the process's devices (analysis.process_busy): the time the GPU waited while the step
---   fetched data. Loading ahead (worker processes, prefetching) could hide at most that. Part of
+--   busy intervals of the process's devices (analysis.process_busy, clipped to the step: analysis.step_busy):
+--   the time the GPU waited while the step fetched data. Loading ahead (worker processes, prefetching) could hide at most that. Part of
 --   gpu_idle_in_step's idle time. Waiting for data before a step range opens is outside every step and not
 --   counted (gpu_idle_in_step does not count it either).
 --   Fires when recoverable_ns >= $min_pct % of the process's analysed wall time. where: steps, the thread and the
@@ -46,7 +46,7 @@ merged AS (
 probe AS (
     SELECT ROW_NUMBER() OVER () AS id, step, pid, s, e FROM merged
 ),
-probe_busy AS (SELECT * FROM busy_inside(probe, process_busy)),  -- queries/macros/busy_inside.sql
+probe_busy AS (SELECT * FROM busy_in_step(probe, step_busy)),  -- queries/macros/busy_in_step.sql
 merged_idle AS MATERIALIZED (
     SELECT p.step, p.pid, p.e - p.s AS load_ns, (p.e - p.s) - b.busy_ns AS idle_ns
     FROM probe AS p JOIN probe_busy AS b USING (id)

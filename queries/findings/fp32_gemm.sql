@@ -1,6 +1,6 @@
 -- nsysql: findings.fp32_gemm v2
 -- purpose: Finding: fp32 matrix multiplications and convolutions running on CUDA cores (no tensor cores) inside the analysed steps, which TF32 or bf16 autocast would move to tensor cores.
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, kernel, gpu_op_attribution, macros.human_ns
+-- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.step_busy, kernel, gpu_op_attribution, macros.human_ns
 -- params: $min_busy_pct DOUBLE default 10 (fires when those kernels take at least this share of the GPU busy time of the analysed steps, %), $speedup BIGINT default 8 (assumed ceiling of the tensor-core speedup)
 -- notes: A kernel counts when its demangled name
 --   (a) is a GEMM/GEMV/convolution kernel: matches, ignoring case, gemm|gemv|xmma|cutlass|splitkreduce|
@@ -13,8 +13,8 @@
 --   (c) computes in fp32: it matches f32f32|sgemm|ffma|float|_s1688|fp32 and none of bf16|bfloat16|f16|fp16|half|tf32|
 --       double|dgemm|int8|i8.
 --   Kernels of a process with analysed steps, clipped to its analysed steps. busy = |union of those kernels ∩ the
---   steps|; the share compares it with the GPU busy time inside the steps (analysis.process_busy: the busy intervals
---   of the process's devices).
+--   steps|; the share compares it with the GPU busy time inside the steps (analysis.step_busy: the busy intervals
+--   of the process's devices, analysis.process_busy, clipped to the steps).
 --   recoverable_ns = busy x ($speedup - 1) / $speedup in integer arithmetic (floor): if the same work ran $speedup
 --   times faster, that much GPU time would go. The default 8 is the ratio of dense TF32 tensor-core to fp32 CUDA-core
 --   peak throughput in NVIDIA's data sheets (A100: 156 / 19.5 TFLOP/s = 8; H100 SXM: 494.7 / 66.9 = 7.4), a ceiling:
@@ -69,26 +69,8 @@ ops AS MATERIALIZED (  -- the fp32 GEMMs clipped to the analysed steps they over
     WHERE g.start_ns < w.end_ns AND g.end_ns > w.start_ns
       AND g.bucket = GREATEST(g.start_ns, w.start_ns) // (SELECT ns FROM bucket)
 ),
-busy_cut AS (  -- the process's busy intervals (analysis.process_busy), cut at buckets likewise
-    SELECT pid, start_ns, end_ns, start_ns // (SELECT ns FROM bucket) AS bucket
-    FROM process_busy
-    WHERE pid IN (SELECT pid FROM win)
-      AND start_ns // (SELECT ns FROM bucket) = (GREATEST(end_ns, start_ns + 1) - 1) // (SELECT ns FROM bucket)
-    UNION ALL
-    SELECT pid, start_ns, end_ns,
-           UNNEST(generate_series(start_ns // (SELECT ns FROM bucket),
-                                  (GREATEST(end_ns, start_ns + 1) - 1) // (SELECT ns FROM bucket)))
-    FROM process_busy
-    WHERE pid IN (SELECT pid FROM win)
-      AND start_ns // (SELECT ns FROM bucket) <> (GREATEST(end_ns, start_ns + 1) - 1) // (SELECT ns FROM bucket)
-),
-busy_in AS (  -- GPU busy time inside the analysed steps (the busy intervals are disjoint: their clipped sum)
-    SELECT b.pid, SUM(LEAST(b.end_ns, w.end_ns) - GREATEST(b.start_ns, w.start_ns)) AS busy_ns
-    FROM busy_cut AS b
-    JOIN steady_windows AS w ON w.pid = b.pid AND w.bucket = b.bucket
-    WHERE b.start_ns < w.end_ns AND b.end_ns > w.start_ns
-      AND b.bucket = GREATEST(b.start_ns, w.start_ns) // (SELECT ns FROM bucket)
-    GROUP BY b.pid
+busy_in AS (  -- GPU busy time inside the analysed steps (the busy intervals, clipped to the steps, are disjoint)
+    SELECT pid, SUM(end_ns - start_ns) AS busy_ns FROM step_busy GROUP BY pid
 ),
 reach AS (
     SELECT pid, s, e, MAX(e) OVER (PARTITION BY pid ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS r

@@ -1,10 +1,11 @@
 -- nsysql: findings.gpu_idle_in_step v3
 -- purpose: Finding: the GPU idle inside the analysed steady-state steps, with what the step's own thread was doing meanwhile (its ranges, CUDA API calls, OS calls).
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, user_range, runtime, thread, macros.busy_inside, macros.human_ns
+-- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.step_busy, user_range, runtime, thread, macros.busy_in_step, macros.human_ns
 -- params: $min_idle_pct DOUBLE default 10 (fires when the GPU idles at least this share of the analysed steps' wall time, %)
 -- notes: Windows: the analysed steps of analysis.steady_steps (warm-up excluded); one finding per process with
 --   analysed steps. Busy = the busy intervals of the process's devices (analysis.process_busy: any kernel, copy or
---   set running on a device it used); idle in a step = wall - |busy clipped to the step|.
+--   set running on a device it used; analysis.step_busy clips them to the steps); idle in a step = wall - |busy
+--   clipped to the step|.
 --   Fires when total idle >= $min_idle_pct % of the total wall time of the process's analysed steps.
 --   recoverable_ns = sum over the analysed steps of (wall - busy): the wall time the steps would lose if the GPU
 --   never waited. A ceiling shared by every other finding about idle time (sync_in_step, launch_bound,
@@ -86,7 +87,7 @@ probe AS (
           UNION ALL
           SELECT 'os_name', step, pid, api_name, s, e FROM os_call WHERE nesting_level = 0)
 ),
-probe_busy AS (SELECT * FROM busy_inside(probe, process_busy)),  -- queries/macros/busy_inside.sql
+probe_busy AS (SELECT * FROM busy_in_step(probe, step_busy)),  -- queries/macros/busy_in_step.sql
 probe_idle AS MATERIALIZED (
     SELECT p.kind, p.step, p.pid, p.name, (p.e - p.s) - b.busy_ns AS idle_ns
     FROM probe AS p JOIN probe_busy AS b USING (id)

@@ -34,18 +34,32 @@ win AS (  -- the analysed steady-state step windows
 bucket AS (  -- bucket width of analysis.steady_windows: the analysed step holding time t is a hash join away
     SELECT MIN(bucket_ns) AS ns FROM steady_windows
 ),
-gap_op AS (  -- the idle gaps of the process's GPUs no longer than $max_gap_ns (analysis.process_busy) and the op of
-    -- the process that ends each (it starts exactly at the gap's end; of several: one with a launching call, then
+launch AS MATERIALIZED (  -- every launch in an analysed step, with its thread
+    SELECT c.pid, c.tid, w.step, o.op_kind, o.end_ns - o.start_ns AS op_ns, c.end_ns - c.start_ns AS api_ns,
+           o.pid AS op_pid, o.start_ns AS op_start_ns
+    FROM gpu_op AS o
+    JOIN (SELECT runtime_id, pid, tid, start_ns, end_ns, start_ns // (SELECT ns FROM bucket) AS bucket FROM runtime) AS c
+      ON c.runtime_id = o.runtime_id
+    JOIN steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
+    WHERE c.start_ns >= w.start_ns AND c.start_ns < w.end_ns
+),
+gap AS MATERIALIZED (  -- idle gaps of the process's GPUs no longer than $max_gap_ns (analysis.process_busy) that an op
+    -- launched in an analysed step ends: only those can count (below), so the others are never joined to the ops
+    SELECT g.pid, g.start_ns, g.prev_end_ns
+    FROM process_busy AS g
+    SEMI JOIN launch AS l ON l.op_pid = g.pid AND l.op_start_ns = g.start_ns
+    WHERE g.pid IN (SELECT pid FROM win) AND g.prev_end_ns IS NOT NULL
+      AND g.start_ns - g.prev_end_ns <= $max_gap_ns
+),
+gap_op AS (  -- those gaps and the op of the process that ends each (it starts exactly at the gap's end; of several: one with a launching call, then
     -- kernels first, then by kind and id: the smallest key below, kind and id packed into one number), with its call
     SELECT m.pid, m.gap_start_ns, m.gap_end_ns, o.runtime_id, o.op_kind, o.op_id
     FROM (SELECT g.pid, g.start_ns AS gap_end_ns, MIN(g.prev_end_ns) AS gap_start_ns,
                  MIN((CASE WHEN o.runtime_id IS NULL THEN 3 ELSE 0 END
                       + CASE o.op_kind WHEN 'kernel' THEN 0 WHEN 'memcpy' THEN 1 ELSE 2 END) * 1152921504606846976
                      + o.op_id) AS key
-          FROM process_busy AS g
+          FROM gap AS g
           JOIN gpu_op AS o ON o.pid = g.pid AND o.start_ns = g.start_ns
-          WHERE g.pid IN (SELECT pid FROM win) AND g.prev_end_ns IS NOT NULL
-            AND g.start_ns - g.prev_end_ns <= $max_gap_ns
           GROUP BY g.pid, g.start_ns) AS m
     JOIN gpu_op AS o
       ON o.op_kind = CASE (m.key // 1152921504606846976) % 3 WHEN 0 THEN 'kernel' WHEN 1 THEN 'memcpy' ELSE 'memset' END
@@ -60,14 +74,6 @@ waited AS MATERIALIZED (  -- gaps the GPU spent waiting for a launch, in the ana
     JOIN steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
     WHERE c.start_ns >= w.start_ns AND c.start_ns < w.end_ns AND c.end_ns > g.gap_start_ns
       AND LEAST(g.gap_end_ns, w.end_ns) > GREATEST(g.gap_start_ns, w.start_ns)
-),
-launch AS MATERIALIZED (  -- every launch in an analysed step, with its thread
-    SELECT c.pid, c.tid, w.step, o.op_kind, o.end_ns - o.start_ns AS op_ns, c.end_ns - c.start_ns AS api_ns
-    FROM gpu_op AS o
-    JOIN (SELECT runtime_id, pid, tid, start_ns, end_ns, start_ns // (SELECT ns FROM bucket) AS bucket FROM runtime) AS c
-      ON c.runtime_id = o.runtime_id
-    JOIN steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
-    WHERE c.start_ns >= w.start_ns AND c.start_ns < w.end_ns
 ),
 per_pid AS (
     SELECT pid, COUNT(*) AS steps, SUM(wall_ns) AS wall_ns FROM win GROUP BY pid

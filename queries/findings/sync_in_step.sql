@@ -1,6 +1,6 @@
 -- nsysql: findings.sync_in_step v2
 -- purpose: Finding: synchronizing CUDA calls inside the analysed steps (device/stream/event/context synchronize, and copies or memsets whose call blocked until they ended), with the GPU idle time they cost.
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.human_ns
+-- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.busy_before, macros.human_ns
 -- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Synchronizing calls: CUDA API calls named cudaDeviceSynchronize, cudaStreamSynchronize,
 --   cudaEventSynchronize, cudaThreadSynchronize or their driver forms (cuCtxSynchronize, cuStreamSynchronize,
@@ -36,7 +36,8 @@ bucket AS (  -- bucket width of analysis.steady_windows: the analysed step holdi
 blocking AS (  -- synchronizing calls: by name, or a copy/set call that blocked until its op ended
     SELECT runtime_id, pid, tid, api_short_name AS api, start_ns, end_ns
     FROM runtime
-    WHERE regexp_matches(api_short_name, '^cu(da)?(Device|Stream|Event|Ctx|Thread)Synchronize')
+    WHERE contains(api_short_name, 'Synchronize')  -- a cheap test first: the regex then sees only those names
+      AND regexp_matches(api_short_name, '^cu(da)?(Device|Stream|Event|Ctx|Thread)Synchronize')
       AND pid IN (SELECT pid FROM win)
     UNION
     SELECT c.runtime_id, c.pid, c.tid,
@@ -59,22 +60,12 @@ points AS (  -- per call: its start (side 0), its end (1) and its step's end (2)
     UNION ALL SELECT runtime_id, pid, end_ns, 1 FROM in_step
     UNION ALL SELECT runtime_id, pid, step_end_ns, 2 FROM in_step
 ),
-point_span AS (
-    SELECT p.pid, MIN(p.t) AS lo, MAX(p.t) AS hi,
-           (SELECT MAX(b.idx) FROM process_busy AS b WHERE b.pid = p.pid AND b.start_ns <= MIN(p.t)) AS first_idx
-    FROM points AS p GROUP BY p.pid
-),
-looked AS MATERIALIZED (  -- the busy interval starting last at or before each point: one sweep over points and intervals in
-    -- (pid, time) order (analysis.process_busy); busy_to = B(t), the busy time up to t
+looked AS MATERIALIZED (  -- the busy interval starting last at or before each point (analysis.process_busy, found by
+    -- macros.busy_before: one sorted sweep); busy_to = B(t), the busy time up to t
     SELECT p.id, p.side, p.t, b.idx, b.end_ns AS last_end_ns,
            COALESCE(b.before_ns + LEAST(p.t, b.end_ns) - b.start_ns, 0) AS busy_to
-    FROM (SELECT *, MAX(idx) OVER (ORDER BY pid, t, kind) AS last_idx
-          FROM (SELECT b.pid, b.start_ns AS t, 0 AS kind, b.idx, NULL::BIGINT AS id, NULL::INTEGER AS side
-                FROM process_busy AS b JOIN point_span AS x ON x.pid = b.pid
-                WHERE b.idx >= COALESCE(x.first_idx, 0) AND b.start_ns <= x.hi
-                UNION ALL SELECT pid, t, 1, NULL, id, side FROM points)) AS p
-    LEFT JOIN process_busy AS b ON b.idx = p.last_idx AND b.pid = p.pid
-    WHERE p.kind = 1
+    FROM busy_before(points, process_busy) AS p  -- queries/macros/busy_before.sql
+    LEFT JOIN process_busy AS b ON b.idx = p.idx AND b.pid = p.pid
 ),
 resumed AS (  -- when the GPU got work again after the call: at its end if busy then, else at the next busy
     -- interval's start; capped at the step's end. b_* = B() at the call's start and at that moment.
