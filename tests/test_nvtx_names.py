@@ -4,6 +4,7 @@ per-range rules say."""
 from __future__ import annotations
 
 import nsysql
+
 from conftest import make_synthetic
 
 synth = make_synthetic()
