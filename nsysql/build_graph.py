@@ -23,8 +23,8 @@ WORKERS_ENV = "NSYSQL_BUILD_WORKERS"
 def build_workers() -> int:
     """Statements run at once: NSYSQL_BUILD_WORKERS, else one per two cores but two on two cores, 1 to 4. The big
     raw reads (kernels, runtime calls, OS-runtime calls, NVTX) each run on one thread (DuckDB's SQLite scanner
-    reads an attached file single-threaded), so a second statement uses the core the first leaves idle; since
-    they write integers and ENUMs instead of strings, two at once fit the 4 GB per statement without spilling
+    reads an attached file single-threaded), so a second statement uses the core the first leaves idle; with
+    kernels and runtime calls written as integers and ENUMs instead of strings, two at once fit the 4 GB per statement without spilling
     (1.7M-kernel export, one run each on a shared 2-core machine: normalize 153 instead of 194 s wall, 38 instead
     of 44 CPU s, peak 1.8 instead of 1.5 GB; noisy, repeat before relying on it). With more cores each statement
     still gets two threads."""
