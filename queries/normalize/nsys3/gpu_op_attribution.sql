@@ -1,6 +1,6 @@
--- nsysql: normalize.nsys3.gpu_op_attribution v3
+-- nsysql: normalize.nsys3.gpu_op_attribution v4
 -- purpose: Every GPU op (kernel, memcpy, memset) charged to a direction (fprop, bprop, optim, other), a layer (user NVTX path), the PyTorch op or autograd node that launched it, its recorded input shapes and autograd sequence number.
--- requires: gpu_op, runtime, runtime_nvtx, nvtx_range, nvtx_context, user_range, thread
+-- requires: gpu_op_int, runtime_nvtx, nvtx_range, nvtx_context, user_range, thread
 -- params: none
 -- notes: Resolution, per launching CUDA API call (found by correlationId AND process, see gpu_op):
 --   1. The call's innermost NVTX range on its own thread (runtime_nvtx) gives, through nvtx_context,
@@ -46,11 +46,12 @@
 CREATE TABLE gpu_op_attribution AS
 WITH
 launch AS MATERIALIZED (  -- every GPU op with its launching call and that call's innermost range context
-    SELECT o.op_kind, o.op_id, o.runtime_id, rt.pid, rt.global_tid, rt.start_ns, rt.end_ns, rn.range_id,
+    SELECT CAST(o.op_kind AS VARCHAR) AS op_kind, o.op_id, o.runtime_id,
+           (o.call_global_tid >> 24) & 16777215 AS pid, o.call_global_tid AS global_tid,
+           o.call_start_ns AS start_ns, o.call_end_ns AS end_ns, rn.range_id,  -- the call, as gpu_op_int found it
            cx.user_range_id, cx.op_range_id, cx.eval_range_id, cx.annotated_range_id,
            COALESCE(cx.in_optim, false) AS in_optim, COALESCE(cx.in_backward, false) AS in_backward
-    FROM gpu_op AS o
-    LEFT JOIN runtime AS rt USING (runtime_id)
+    FROM gpu_op_int AS o
     LEFT JOIN runtime_nvtx AS rn USING (runtime_id)
     LEFT JOIN nvtx_context AS cx ON cx.range_id = rn.range_id
 ),

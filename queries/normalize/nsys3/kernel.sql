@@ -1,6 +1,6 @@
--- nsysql: normalize.nsys3.kernel v3
--- purpose: CUDA kernels (CUPTI_ACTIVITY_KIND_KERNEL) with names resolved; pid unpacked from globalPid.
--- requires: raw.CUPTI_ACTIVITY_KIND_KERNEL, raw.StringIds
+-- nsysql: normalize.nsys3.kernel v4
+-- purpose: CUDA kernels (CUPTI_ACTIVITY_KIND_KERNEL) with names resolved; pid unpacked from globalPid. A view over kernel_int, whose names are ENUMs: the texts are cast back here, at no measurable cost to readers.
+-- requires: kernel_int
 -- params: none
 -- columns:
 --   kernel_id | BIGINT | id (row order of the export)
@@ -26,28 +26,13 @@
 --   graph_node_id | BIGINT | id
 --   launch_type | BIGINT | code (CUPTI launch type: 0 regular, 1 cooperative single-device, 2 cooperative multi-device)
 --   green_context_id | BIGINT | id (NULL when the export predates green contexts)
-CREATE TABLE kernel AS
-SELECT k.rowid AS kernel_id,
-       k.start AS start_ns,
-       k."end" AS end_ns,
-       k.deviceId AS device_id,
-       k.contextId AS context_id,
-       k.streamId AS stream_id,
-       k.correlationId AS correlation_id,
-       (k.globalPid >> 24) & 16777215 AS pid,
-       dn.value AS kernel_name,
-       sn.value AS short_name,
-       mn.value AS mangled_name,
-       k.gridX AS grid_x, k.gridY AS grid_y, k.gridZ AS grid_z,
-       k.blockX AS block_x, k.blockY AS block_y, k.blockZ AS block_z,
-       k.registersPerThread AS registers_per_thread,
-       k.staticSharedMemory AS static_smem_bytes,
-       k.dynamicSharedMemory AS dynamic_smem_bytes,
-       k.graphNodeId AS graph_node_id,
-       k.launchType AS launch_type,
-       k.greenContextId AS green_context_id
-FROM (SELECT * FROM raw.CUPTI_ACTIVITY_KIND_KERNEL  -- greenContextId: NULL in exports without the column
-      UNION ALL BY NAME SELECT CAST(NULL AS BIGINT) AS greenContextId WHERE false) AS k
-LEFT JOIN raw.StringIds AS dn ON dn.id = k.demangledName
-LEFT JOIN raw.StringIds AS sn ON sn.id = k.shortName
-LEFT JOIN raw.StringIds AS mn ON mn.id = k.mangledName;  -- no ORDER BY: readers order what they show (a sort of every row saved)
+CREATE VIEW kernel AS
+SELECT kernel_id, start_ns, end_ns, device_id, context_id, stream_id, correlation_id,
+       (global_pid >> 24) & 16777215 AS pid,
+       CAST(kernel_name AS VARCHAR) AS kernel_name,
+       CAST(short_name AS VARCHAR) AS short_name,
+       CAST(mangled_name AS VARCHAR) AS mangled_name,
+       grid_x, grid_y, grid_z, block_x, block_y, block_z,
+       registers_per_thread, static_smem_bytes, dynamic_smem_bytes,
+       graph_node_id, launch_type, green_context_id
+FROM kernel_int;

@@ -1,6 +1,6 @@
--- nsysql: normalize.nsys3.runtime v2
--- purpose: CUDA runtime and driver API calls (CUPTI_ACTIVITY_KIND_RUNTIME) with names resolved and pid/tid unpacked.
--- requires: raw.CUPTI_ACTIVITY_KIND_RUNTIME, raw.StringIds
+-- nsysql: normalize.nsys3.runtime v3
+-- purpose: CUDA runtime and driver API calls (CUPTI_ACTIVITY_KIND_RUNTIME) with names resolved and pid/tid unpacked. A view over runtime_int, whose names are ENUMs: the texts are cast back here.
+-- requires: runtime_int
 -- params: none
 -- columns:
 --   runtime_id | BIGINT | id (row order of the export)
@@ -13,18 +13,12 @@
 --   api_name | VARCHAR | text (as recorded, e.g. cudaLaunchKernel_v7000)
 --   api_short_name | VARCHAR | text (as nsys stats prints it: a 4-digit `_vNNNN` suffix dropped, e.g. cudaLaunchKernel; longer ones such as cudaLaunchKernelExC_v11060 kept)
 --   return_value | BIGINT | code
-CREATE TABLE runtime AS
-SELECT r.rowid AS runtime_id,
-       r.start AS start_ns,
-       r."end" AS end_ns,
-       r.globalTid AS global_tid,
-       (r.globalTid >> 24) & 16777215 AS pid,
-       r.globalTid & 16777215 AS tid,
-       r.correlationId AS correlation_id,
-       s.value AS api_name,
-       s.short_value AS api_short_name,
-       r.returnValue AS return_value
-FROM raw.CUPTI_ACTIVITY_KIND_RUNTIME AS r
-LEFT JOIN (  -- the suffix dropped once per name, not once per call
-    SELECT id, value, regexp_replace(value, '_v[0-9]{4}$', '') AS short_value FROM raw.StringIds
-) AS s ON s.id = r.nameId;  -- no ORDER BY: readers order what they show (a sort of every row saved)
+CREATE VIEW runtime AS
+SELECT runtime_id, start_ns, end_ns, global_tid,
+       (global_tid >> 24) & 16777215 AS pid,
+       global_tid & 16777215 AS tid,
+       correlation_id,
+       CAST(api_name AS VARCHAR) AS api_name,
+       CAST(api_short_name AS VARCHAR) AS api_short_name,
+       return_value
+FROM runtime_int;
