@@ -52,7 +52,7 @@ def test_two_statements_at_once_on_two_cores(monkeypatch):
     """The raw reads run on one thread each, so a 2-core machine runs two statements; more cores, one per two."""
     monkeypatch.delenv(build_graph.WORKERS_ENV, raising=False)
     for cores, workers in ((1, 1), (2, 2), (4, 2), (8, 4), (64, 4)):
-        monkeypatch.setattr(build_graph.os, "cpu_count", lambda: cores)
+        monkeypatch.setattr(build_graph.os, "cpu_count", lambda cores=cores: cores)
         assert build_graph.build_workers() == workers
 
 

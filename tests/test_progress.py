@@ -62,6 +62,6 @@ def test_stage_log_records_the_build_and_the_summary(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     rows = [line.split("\t") for line in log.read_text().splitlines()]
     build = {r[1]: r for r in rows if r[0] == "building the cache"}
-    assert int(build["kernel"][3]) > 0 and float(build["nvtx_range"][2]) >= 0
+    assert int(build["kernel_int"][3]) > 0 and float(build["nvtx_range"][2]) >= 0
     assert any(r[0] == "summarizing" and r[1] == "analysis.step_breakdown" for r in rows)
     assert progress._active is None  # the line is closed after the command
