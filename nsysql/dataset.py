@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import macros
+from . import catalog, macros
 from . import views as catalog_views
 from .engine import connect, quote_ident
 from .errors import NsysqlError
@@ -51,6 +51,13 @@ def relations(con) -> list[tuple[str, str]]:
     return con.execute("SELECT table_name, table_type FROM information_schema.tables "
                        "WHERE table_schema = 'main' AND table_catalog = current_database() "
                        "ORDER BY table_name").fetchall()
+
+
+def storage_tables(view_set: str) -> set[str]:
+    """The normalized tables that only store rows other relations give (`storage-of:` in the header: kernel_int
+    under the view kernel, nvtx_node under nvtx_range, ...): a Parquet dataset, one file per relation, leaves
+    them out; a DuckDB file keeps them, since its views read them."""
+    return {q.name for q in catalog.group(f"normalize.{view_set}") if q.meta.get("storage-of")}
 
 
 def view_set(con) -> str:
@@ -158,7 +165,8 @@ def write_parquet(ex: Export, directory: Path, *, name: str | None = None, force
     directory.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".staging-{name}-", dir=directory))
     try:
-        tables = [t for t, _ in relations(ex.con)]
+        stored = storage_tables(view_set(ex.con))  # their rows are in the relations they rest on
+        tables = [t for t, _ in relations(ex.con) if t not in stored]
         for table in tables:  # all files first, so a failure leaves no partial partition behind
             ex.con.execute(f"COPY (SELECT * FROM {quote_ident(table)}) TO $path (FORMAT parquet)",
                            {"path": str(staging / f"{table}.parquet")})

@@ -2,6 +2,7 @@
 -- purpose: All GPU work in one table (kernels, memcpys, memsets) with the CUDA API call that launched it, matched on correlationId AND process (correlation ids repeat across processes); as stored: op_kind an ENUM, kernel names nsys_string ENUMs (see name). The view gpu_op gives them as text.
 -- requires: kernel_int, memcpy, memset, runtime_int
 -- params: none
+-- storage-of: gpu_op (a copy of the Parquet dataset leaves this table out: those hold its rows)
 -- columns:
 --   op_kind | ENUM | kernel, memcpy or memset
 --   op_id | BIGINT | id (kernel_id / memcpy_id / memset_id)

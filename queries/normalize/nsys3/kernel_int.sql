@@ -2,6 +2,7 @@
 -- purpose: CUDA kernels (CUPTI_ACTIVITY_KIND_KERNEL) as stored: names as nsys_string ENUMs (see name), globalPid as recorded; the view kernel gives them as text and unpacks pid.
 -- requires: raw.CUPTI_ACTIVITY_KIND_KERNEL, name
 -- params: none
+-- storage-of: kernel (a copy of the Parquet dataset leaves this table out: those hold its rows)
 -- columns:
 --   kernel_id | BIGINT | id (row order of the export)
 --   start_ns | BIGINT | ns

@@ -2,6 +2,7 @@
 -- purpose: Every StringIds string once, as a value of the ENUM type nsys_string (created here): the per-row tables (kernel_int, runtime_int, gpu_op_int) store names as this ENUM, a small integer each, and their views (kernel, runtime, gpu_op) cast it back to text.
 -- requires: raw.StringIds
 -- params: none
+-- storage-of: kernel, runtime, gpu_op (a copy of the Parquet dataset leaves this table out: those hold its rows)
 -- notes: writing 1.7M kernels' three names as VARCHAR cost 3x the rest of the kernel table; an ENUM column costs
 --   what an integer does, and reading it back as text (a cast) costs next to nothing, unlike a join to a name table
 --   in every reader's view. nsys_string holds each distinct string and each CUDA API name with its `_vNNNN` suffix

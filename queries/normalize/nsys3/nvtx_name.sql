@@ -2,6 +2,7 @@
 -- purpose: One row per distinct NVTX range name of a process (domain, text, style): the texts nvtx_range shows, stored once, and what each text says about the range (op marker, user range, optimizer, backward), decided once per text instead of once per range.
 -- requires: raw.NVTX_EVENTS, raw.StringIds
 -- params: none
+-- storage-of: nvtx_range (a copy of the Parquet dataset leaves this table out: those hold its rows)
 -- notes: nvtx_node refers to a row by name_id; nvtx_range joins the texts in. The key is what the raw event
 --   holds (process, domainId, text, push/pop or start/end), so nvtx_node finds its name by equality; a
 --   domain is created once per process and names ranges of any thread of that process (eventType 75).

@@ -2,6 +2,7 @@
 -- purpose: NVTX ranges as integers (times, thread, depth, parent, name id): what the build's NVTX statements read (runtime_nvtx, nvtx_ancestor, nvtx_context); nvtx_range adds the names from nvtx_name.
 -- requires: raw.NVTX_EVENTS, raw.StringIds, nvtx_name
 -- params: none
+-- storage-of: nvtx_range (a copy of the Parquet dataset leaves this table out: those hold its rows)
 -- notes: An unterminated range (NULL end) ends at the last NVTX timestamp, as nsys stats does (is_open = true).
 --   Nesting follows NVIDIA's tree: the parent is the innermost range on the same thread that encloses this one.
 --   It is computed by one sweep over start/end events per thread (depth = ranges open at the start) and an

@@ -2,6 +2,7 @@
 -- purpose: CUDA runtime and driver API calls (CUPTI_ACTIVITY_KIND_RUNTIME) as stored: names as nsys_string ENUMs (see name); the view runtime gives them as text and unpacks pid and tid.
 -- requires: raw.CUPTI_ACTIVITY_KIND_RUNTIME, name
 -- params: none
+-- storage-of: runtime (a copy of the Parquet dataset leaves this table out: those hold its rows)
 -- columns:
 --   runtime_id | BIGINT | id (row order of the export)
 --   start_ns | BIGINT | ns
