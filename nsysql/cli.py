@@ -170,7 +170,7 @@ def _options(version: Annotated[bool, typer.Option(
 
 
 def _open(export: Path, cache_dir: Optional[Path], no_cache: bool):
-    return open_export(export, cache_dir, no_cache)
+    return open_export(export, cache_dir, no_cache, answer_summary=False)  # one summarize answers them itself
 
 
 @app.command("reports")
@@ -286,7 +286,7 @@ def summarize(
                 text = summary.render_summary(result, fmt, width=width, color=color, top=top, wide=wide)
         else:
             from . import summary_many
-            sections = summary_many.build(paths, lambda p: _open(p, cache_dir, no_cache), top=top,
+            sections = summary_many.build(paths, lambda p: open_export(p, cache_dir, no_cache), top=top,
                                           deviation_pct=deviation)
             title = f"{len(paths)} exports ({', '.join(multi.labels(paths))})"
             text = summary.render_sections(title, sections, fmt, color=color, width=width)

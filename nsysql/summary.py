@@ -51,7 +51,8 @@ def prepare(export: Export) -> None:
     """Compute and store (nsysql/answers.py) every answer a default `summarize` reads, right after the export's
     cache is built. Best effort: what cannot be answered now is left for `summarize` to report."""
     try:
-        build_summary(export)
+        with progress.shown("answering summarize ahead (once per export)"):  # the title a report's user sees
+            build_summary(export)
     except (NsysqlError, duckdb.Error):
         if signals.received():  # an interrupt DuckDB turned into an error stops the command
             raise
