@@ -16,12 +16,13 @@ def busy_walk(pid: int, s: int, e: int) -> int:
     return sum(max(0, min(e, b_end) - max(s, b_start)) for b_start, b_end in BUSY.get(pid, []))
 
 
-def connection() -> duckdb.DuckDBPyConnection:
+def connection(busy: dict[int, list[tuple[int, int]]] = BUSY) -> duckdb.DuckDBPyConnection:
+    """process_busy made of `busy` (pid -> its busy intervals in time order), with the macros installed."""
     con = duckdb.connect()
     rows, idx = [], 0
-    for pid in sorted(BUSY):
+    for pid in sorted(busy):
         before = 0
-        for start, end in BUSY[pid]:
+        for start, end in busy[pid]:
             idx += 1
             rows.append((pid, start, end, before, idx))
             before += end - start
@@ -46,18 +47,7 @@ def test_busy_inside_far_apart_in_time():
     after a process's last interval: the interval before them is still found."""
     b = 16777216
     busy = {1: [(10, 20), (5 * b + 5, 5 * b + 20), (5 * b + 30, 9 * b)], 2: [(2 * b, 2 * b + 7)]}
-    con = duckdb.connect()
-    rows, idx = [], 0
-    for pid in sorted(busy):
-        before = 0
-        for start, end in busy[pid]:
-            idx += 1
-            rows.append((pid, start, end, before, idx))
-            before += end - start
-    con.execute("CREATE TEMP TABLE process_busy (pid BIGINT, start_ns BIGINT, end_ns BIGINT, before_ns BIGINT, "
-                "idx BIGINT)")
-    con.executemany("INSERT INTO process_busy VALUES (?, ?, ?, ?, ?)", rows)
-    macros.install(con)
+    con = connection(busy)
     probes = [(1, 1, 15, 3 * b), (2, 1, 3 * b, 5 * b + 10), (3, 1, 5 * b + 1, 5 * b + 2), (4, 1, 8 * b, 12 * b),
               (5, 1, 11 * b, 12 * b), (6, 2, 0, 3 * b), (7, 2, 4 * b, 6 * b), (8, 1, 0, 13 * b)]
     values = ", ".join(f"({i}, {pid}, {s}, {e})" for i, pid, s, e in probes)
