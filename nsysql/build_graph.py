@@ -24,17 +24,17 @@ def build_workers() -> int:
     """Statements run at once: NSYSQL_BUILD_WORKERS, else one per two cores but two on two cores, 1 to 4. The big
     raw reads (kernels, runtime calls, OS-runtime calls, NVTX) each run on one thread (DuckDB's SQLite scanner
     reads an attached file single-threaded), so a second statement uses the core the first leaves idle; with
-    kernels and runtime calls written as integers and ENUMs instead of strings, two at once fit the 4 GB per statement without spilling
-    (1.7M-kernel export, one run each on a shared 2-core machine: normalize 153 instead of 194 s wall, 38 instead
-    of 44 CPU s, peak 1.8 instead of 1.5 GB; noisy, repeat before relying on it). With more cores each statement
-    still gets two threads."""
+    names stored as ENUMs two at once fit the memory limit. The first summarize of the 1.7M-kernel benchmark
+    export measured with this default is in docs/performance.md (2026-11-25); the gain of the second worker
+    alone was a one-off timing on a shared machine, not a bench/ run. With more cores each statement still
+    gets two threads."""
     wanted = os.environ.get(WORKERS_ENV, "").strip()
     if not wanted:
         cores = os.cpu_count() or 1
         return max(1, min(4, max(min(cores, 2), cores // 2)))
     if not wanted.isdigit() or int(wanted) < 1:
         raise NsysqlError(f"{WORKERS_ENV}={wanted!r} is not a positive whole number; use e.g. {WORKERS_ENV}=2, "
-                          "or unset it for one statement per two cores")
+                          "or unset it for the default (two on two cores, one per two cores above)")
     return int(wanted)
 
 

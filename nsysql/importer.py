@@ -87,10 +87,11 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> di
     shown = shown_as or export
     check_sqlite_file(export)
     with readonly.sqlite_path(export, scratch=target.parent) as link:
-        # SQLite's own check of the tables read runs beside the build; kept as table sqlite_check
-        check = sqlite_check.start(link)
         workers = build_workers()
         con = connect(target, with_sqlite=True, share=workers)
+        # SQLite's own check of the tables read runs beside the build (cancelled in `finally` if the build stops
+        # first); kept as table sqlite_check
+        check = sqlite_check.start(link)
         try:
             try:
                 tables = {r[0] for r in con.execute(
