@@ -2,9 +2,8 @@
 
 A damaged page does not always stop a read: a page referenced twice repeats its rows, a wrong cell count drops
 some, and the sums come out wrong without a sign. `PRAGMA quick_check(TABLE)` walks the table's b-tree and
-finds these. It runs once per cache build, in a thread beside the build (whose SQLite scanner reads a table on
-one core), and only over the tables the normalize SQL reads (not OSRT_CALLCHAINS and the like); the build waits
-for it before it keeps the cache or explains a failure. Its findings are kept in the cache (normalized table
+finds these. It runs once per cache build, before DuckDB reads the export, and only over the tables the normalize
+SQL reads (not OSRT_CALLCHAINS and the like); it runs in a thread so that Ctrl-C stops it at once. Its findings are kept in the cache (normalized table
 `sqlite_check`), so later commands only read them back. Memory-mapped reads make it cheap: about 3 s on a 790 MB export whose cold
 `summarize` takes about 25 s, against 17 s with SQLite's default reads (docs/performance.md).
 """
