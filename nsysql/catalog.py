@@ -218,3 +218,23 @@ def group(prefix: str) -> list[Query]:
 def decimals(query_id: str) -> dict[str, int]:
     """Decimals each float column prints with, from the query's SQL header."""
     return {c.name: c.decimals for c in get(query_id).columns if c.decimals is not None}
+
+
+# -- extension point (for declared analyses, nsysql/analyses.py): query files from outside queries/ ------------
+def add_queries(directory: str | Path) -> list[Query]:
+    """Add the .sql files under `directory` to the catalog, each with its header and the id its path below
+    `directory` gives (`analysis/mine.sql` -> `analysis.mine`), as under queries/; a query nsysql already has keeps
+    its file (an id taken is an error). Returns the queries added."""
+    found = all_queries()
+    root = Path(directory)
+    added = []
+    for rel, node in _walk(root, ""):
+        q = parse(node.read_text(encoding="utf-8"), str(root / rel))
+        expected = rel[:-4].replace("/", ".")
+        if q.id != expected:
+            raise NsysqlError(f"{root / rel}: header id {q.id!r} should be {expected!r}")
+        if q.id in found and found[q.id].path != q.path:
+            raise NsysqlError(f"{root / rel}: nsysql already has a query {q.id!r} ({found[q.id].path})")
+        added.append(q)
+    found.update((q.id, q) for q in added)
+    return added

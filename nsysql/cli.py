@@ -5,25 +5,14 @@ import importlib
 import os
 import sys
 import traceback
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from typer.core import TyperGroup
 
 from . import catalog, inputs, signals
-from .commands.common import (
-    CacheDirOpt,
-    DebugOpt,
-    ExportsArg,
-    FormatOpt,
-    NoCacheOpt,
-    OutputOpt,
-    WideOpt,
-    gather,
-    open_export,
-    user_errors,
-)
+from .commands.common import OUTPUT, SOURCE, ExportsArg, Output, OutputOpt, Source, add_commands
+from .commands.tables import add_declared
 from .errors import NsysqlError, cli_text
 from .formats import Format
 
@@ -137,17 +126,6 @@ def _say(line: str) -> None:
         pass
 
 
-app = typer.Typer(
-    cls=OneLineErrors,
-    name="nsysql",
-    help="Exact, fast answers about where GPU time went in an Nsight Systems SQLite export.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,  # plain help: see _plain_help
-)
-
-
 def _print_version(value: bool) -> None:
     if value:
         from . import __version__
@@ -155,7 +133,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _options(version: Annotated[bool, typer.Option(
         "--version", callback=_print_version, is_eager=True, help="Print nsysql's version and exit.")] = False,
         cache_size: Annotated[Optional[str], typer.Option(
@@ -169,11 +146,6 @@ def _options(version: Annotated[bool, typer.Option(
     hygiene.size_override = cache_size
 
 
-def _open(export: Path, cache_dir: Optional[Path], no_cache: bool):
-    return open_export(export, cache_dir, no_cache, answer_summary=False)  # one summarize answers them itself
-
-
-@app.command("reports")
 def list_reports() -> None:
     """List the reports that reproduce `nsys stats` exactly (each as `nsys stats -r NAME` of Nsight Systems 2025.3)."""
     from .render import middle, table_width
@@ -224,35 +196,27 @@ def report_layout(name: str) -> tuple[list[str], list[list[str]]]:
     return optional, [totals, [c for c in timed if c not in totals]]
 
 
-@app.command("report")
 def report(
     name: Annotated[str, typer.Argument(
         help="Report name, with NVIDIA's report arguments after it as in `nsys stats -r` (cuda_gpu_kern_sum:base, "
              "cuda_gpu_kern_sum:nvtx-name:mangled); `nsysql reports` lists them.", show_default=False)],
     exports: ExportsArg,
-    fmt: FormatOpt = Format.table,
-    output: OutputOpt = None,
-    wide: WideOpt = False,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
-    debug: DebugOpt = False,
+    out: Output = OUTPUT,
+    src: Source = SOURCE,
 ) -> None:
     """Run one report; `--format csv` is identical to `nsys stats -r NAME[:arg...] -f csv` (one export).
 
     Table and markdown show the times in ms or µs (the unit under the column name; totals share one unit, the
     per-instance statistics another) and hide the spread statistics when the terminal is narrow (--wide shows
     them); csv, json and parquet keep NVIDIA's nanoseconds and headers."""
-    from .render import emit
-    with user_errors(debug):
+    with src.errors():
         q = catalog.report_query(name)  # NAME[:arg...], as `nsys stats -r`; a bad name or argument fails before any work
         catalog.report_params(q, catalog.split_report_spec(name)[1])
-        df = gather(exports, lambda ex: ex.report(name), cache_dir, no_cache)
+        df = src.gather(exports, lambda ex: ex.report(name))
         optional, groups = report_layout(q.name)
-        emit(df, fmt, query=q.id, output=output, title=name, optional=optional, wide=wide,
-             unit_groups=groups, text_min=REPORT_TEXT_MIN)
+        out.emit(df, columns=q.columns, title=name, optional=optional, unit_groups=groups, text_min=REPORT_TEXT_MIN)
 
 
-@app.command("summarize")
 def summarize(
     exports: ExportsArg,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="table, markdown or json.")] = Format.table,
@@ -265,9 +229,7 @@ def summarize(
         "--deviation", min=0, help="Several exports: flag those whose GPU busy time is more than this many "
                                    "percent from the median.")] = 10.0,
     output: OutputOpt = None,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
-    debug: DebugOpt = False,
+    src: Source = SOURCE,
 ) -> None:
     """Where the time went in the steady-state steps (warm-up left out): step time and its breakdown, GPU
     utilization, SM efficiency, occupancy, tensor cores, top operators, kernels and CUDA calls, then the top
@@ -275,18 +237,18 @@ def summarize(
     With several exports: per-export totals and deviating ones, per-range spread, slowest export per step."""
     from . import multi, summary
     from .render import table_width, use_color
-    with user_errors(debug):
+    with src.errors():
         if fmt not in (Format.table, Format.markdown, Format.json):
             raise NsysqlError(f"summarize prints table, markdown or json, not {fmt.value}")
         paths = multi.expand(exports)
         width, color = table_width(output), use_color(output)
         if len(paths) == 1:
-            with _open(paths[0], cache_dir, no_cache) as ex:
+            with src.open(paths[0], answer_summary=False) as ex:  # summarize answers them itself
                 result = summary.build_summary(ex, top=top, full=full)
                 text = summary.render_summary(result, fmt, width=width, color=color, top=top, wide=wide)
         else:
             from . import summary_many
-            sections = summary_many.build(paths, lambda p: open_export(p, cache_dir, no_cache), top=top,
+            sections = summary_many.build(paths, src.open, top=top,
                                           deviation_pct=deviation)
             title = f"{len(paths)} exports ({', '.join(multi.labels(paths))})"
             text = summary.render_sections(title, sections, fmt, color=color, width=width)
@@ -296,22 +258,19 @@ def summarize(
             output.write_text(text, encoding="utf-8")
 
 
-# Commands in their own modules: nsysql/commands/<name>.py, each with `register(app)`. A module that fails to
-# import is an error, not a command missing from --help; only `capture` is left out where the capture package
-# (the optional torch side, shipped beside nsysql) is not installed.
+# Commands in their own modules: nsysql/commands/<name>.py, each with `register(app)`, in the order of `nsysql
+# --help`; the table commands of the declared analyses (nsysql/analyses.py) join after the command each follows.
+# A module that fails to import is an error, not a command missing from --help; only `capture` is left out where
+# the capture package (the optional torch side, shipped beside nsysql) is not installed.
 COMMAND_MODULES = (
     "overview",
     "capture",
     "attribution",
-    "steps",
     "diff",
     "plot",
-    "efficiency",
     "db",
     "sql",
     "parquet",
-    "overhead",
-    "memcpy",
     "gaps",
     "findings",
     "cache",
@@ -328,6 +287,7 @@ def register_commands(target: typer.Typer, names: tuple[str, ...] = COMMAND_MODU
                 continue
             raise
         module.register(target)
+        add_declared(target)  # the declared analyses that follow its commands
 
 
 def _plain_help(typer_app: typer.Typer) -> None:
@@ -341,8 +301,26 @@ def _plain_help(typer_app: typer.Typer) -> None:
             _plain_help(group.typer_instance)
 
 
-register_commands(app)
-_plain_help(app)
+def make_app() -> typer.Typer:
+    """The `nsysql` command line with every command: the built-in ones and the analyses declared so far."""
+    made = typer.Typer(
+        cls=OneLineErrors,
+        name="nsysql",
+        help="Exact, fast answers about where GPU time went in an Nsight Systems SQLite export.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,  # plain help: see _plain_help
+    )
+    made.callback()(_options)
+    add_commands(made, reports=list_reports, report=report, summarize=summarize)
+    register_commands(made)
+    add_declared(made, rest=True)  # analyses declared outside nsysql, or after no command
+    _plain_help(made)
+    return made
+
+
+app = make_app()
 
 
 def main() -> None:

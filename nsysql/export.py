@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from . import answers, catalog, hygiene, importer, inputs, macros, progress
+from . import analyses, answers, catalog, hygiene, importer, inputs, macros, progress
 from .cache import cache_file, cache_key, default_cache_dir
 from .engine import connect, error_line, quote_ident
 from .errors import MissingDataError, NsysqlError
@@ -217,17 +217,12 @@ class Export:
     def memcpy(self, by: str = "kind") -> pl.DataFrame:
         """Copies and memsets per copy/memory kind (`by="kind"`), per user NVTX range and kind (`"range"`) or
         per device, stream and kind (`"stream"`): count, bytes, time, GB/s, pageable/pinned, synchronous."""
-        queries = {"kind": "analysis.memcpy", "range": "analysis.memcpy_by_range", "stream": "analysis.memcpy_by_stream"}
-        if by not in queries:
-            raise NsysqlError(f"memcpy by {by!r}? choose one of: {', '.join(queries)}")
-        return self.run(queries[by])
+        return self.run(analyses.get("memcpy").query(by).id)
 
     def overhead(self, by: str = "range") -> pl.DataFrame:
         """Kernel launch overhead per user NVTX range (`by="range"`), kernel name (`"kernel"`) or launching
         thread (`"thread"`): launches, CPU and GPU busy time, API/queue time mean/median/p95, launch_bound."""
-        if by not in ("range", "kernel", "thread"):
-            raise NsysqlError(f"overhead by {by!r}? choose one of: range, kernel, thread")
-        return self.run(f"analysis.overhead_by_{by}")
+        return self.run(analyses.get("overhead").query(by).id)
 
     def gaps(self, min_gap_us: float = 100.0, threads: bool = False, calls: bool = True) -> pl.DataFrame:
         """GPU idle gaps of at least `min_gap_us`, longest first, with the launching thread's CPU context;
@@ -257,9 +252,12 @@ class Export:
     def efficiency(self, by: str = "op") -> pl.DataFrame:
         """Achieved TFLOP/s (matmul, conv) and GB/s (elementwise) per op and input shapes (`by="op"`) or per
         layer (`"layer"`), from the shapes PyTorch's op markers recorded, with the tensor-core share of matmul time."""
-        if by not in ("op", "layer"):
-            raise NsysqlError(f"efficiency by {by!r}? choose op or layer")
-        return self.run("analysis.efficiency", by=by)
+        return self.run(analyses.get("efficiency").query(by).id, by=by)
+
+    def analysis(self, name: str, by: str | None = None, **params) -> pl.DataFrame:
+        """A declared analysis by name (nsysql/analyses.py), also one declared outside nsysql: its method above
+        when it has one, else its query with `params` as $params; `by` picks its grouping (its first by default)."""
+        return analyses.run(self, analyses.get(name), by, **params)
 
 
 def unpack_xz(path: Path, directory: Path) -> Path:

@@ -140,7 +140,8 @@ _ID_NAME = re.compile(r"(?:^|_)(?:id|ids|pid|tid|idx|seq|rank|step|device|stream
 
 
 def column_meta(columns) -> dict[str, object]:
-    """Column metadata by name, from a query id (`"analysis.steps"`), catalog Columns, Metas, or a dict."""
+    """Column metadata by name, from a result's header (catalog Columns), Metas, a dict, or a query id
+    (`"analysis.steps"`: only the summary's sections still name their query instead of passing its header)."""
     if columns is None:
         return {}
     if isinstance(columns, str):
@@ -149,6 +150,11 @@ def column_meta(columns) -> dict[str, object]:
     if isinstance(columns, Mapping):
         return dict(columns)
     return {c.name: c for c in columns}
+
+
+def header_decimals(meta: Mapping[str, object]) -> dict[str, int]:
+    """The decimals each float column prints with, as the header gives them."""
+    return {n: d for n, m in meta.items() if (d := getattr(m, "decimals", None)) is not None}
 
 
 def column_kind(name: str, dtype: pl.DataType, meta=None) -> str:
@@ -670,20 +676,18 @@ def to_markdown(df: pl.DataFrame, decimals: dict[str, int] | None = None, *, col
 
 
 # -- one entry point -----------------------------------------------------------------------------------
-def emit(df: pl.DataFrame, fmt: Format, *, decimals: dict[str, int] | None = None, output: Path | None = None,
-         title: str | None = None, query: str | None = None, columns=None,
-         optional: Sequence[str | tuple[str, ...]] = (), origin=None, wide: bool = False,
+def emit(df: pl.DataFrame, fmt: Format, *, columns: Iterable | None = None, output: Path | None = None,
+         title: str | None = None, optional: Sequence[str | tuple[str, ...]] = (), origin=None, wide: bool = False,
          max_rows: int | None = None, more_hint: str | None = None, notes: Sequence[str] = (),
          text_min: Mapping[str, int] | None = None, unit_groups: Sequence[Sequence[str]] = ()) -> None:
     """Write `df` in `fmt` to `output` (or stdout). Parquet needs an output file.
 
-    `query` (a catalog id) or `columns` give the columns' units and decimals; csv/json/parquet keep exact
-    values, table/markdown show human units (see to_table for `optional`, `origin`, `wide`, `max_rows`)."""
-    if columns is None and query is not None:
-        columns = query
+    `columns` is the result's header, as its query file declares it (`catalog.Query.columns`: name, type, unit,
+    decimals); the renderer takes units and decimals from it and looks nothing up. Without it (ad-hoc SQL) numbers
+    are only grouped. csv/json/parquet keep exact values, table/markdown show human units (see to_table for
+    `optional`, `origin`, `wide`, `max_rows`)."""
     meta = column_meta(columns)
-    if decimals is None:
-        decimals = {n: d for n, m in meta.items() if (d := getattr(m, "decimals", None)) is not None}
+    decimals = header_decimals(meta)
     if fmt is Format.parquet:
         if output is None:
             raise NsysqlError("parquet output is binary; give a file: `output='FILE.parquet'`")

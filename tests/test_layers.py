@@ -15,7 +15,7 @@ PACKAGE = ROOT / "nsysql"
 # lowest first; a module imports its own layer or lower ones only
 LAYERS = {
     "core": ["errors", "signals", "progress", "inputs", "hygiene", "cache", "engine", "readonly", "sqlite_check",
-             "catalog", "macros", "views", "answers", "build_graph", "importer", "rules", "export"],
+             "catalog", "analyses", "macros", "views", "answers", "build_graph", "importer", "rules", "export"],
     "rendering": ["formats", "render"],
     "features": ["annotate", "multi", "adhoc", "attribution", "sanity", "diff", "dataset", "dataset_schemas",
                  "overview", "findings", "plot", "summary", "summary_many"],

@@ -6,18 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..formats import Format
-from .common import (
-    CacheDirOpt,
-    DebugOpt,
-    ExportsArg,
-    FormatOpt,
-    NoCacheOpt,
-    OutputOpt,
-    TimeOrigins,
-    WideOpt,
-    gather,
-    user_errors,
-)
+from .common import OUTPUT, SOURCE, ExportsArg, Output, Source, TimeOrigins, add_commands
 
 # The rules' options, by NVIDIA's names; each rule takes the ones its SQL header's params list (nsysql/rules.py).
 GapOpt = Annotated[Optional[int], typer.Option(
@@ -53,12 +42,8 @@ def analyze(
     threshold: ThresholdOpt = None,
     chunks: ChunksOpt = None,
     rows: RowsOpt = None,
-    fmt: FormatOpt = Format.table,
-    output: OutputOpt = None,
-    wide: WideOpt = False,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
-    debug: DebugOpt = False,
+    out: Output = OUTPUT,
+    src: Source = SOURCE,
 ) -> None:
     """Run one of NVIDIA's expert rules; `--format csv` is identical to `nsys analyze -r RULE -f csv` (one
     export), options included (`--gap 200` as NVIDIA's `-r gpu_gaps:gap=200`). A rule that finds nothing prints
@@ -67,21 +52,19 @@ def analyze(
     Table and markdown show durations in ms or µs and start times as ms since the capture start; csv, json and
     parquet keep NVIDIA's nanoseconds and headers."""
     from .. import rules as rule_options
-    from ..render import emit, human_format
-    with user_errors(debug):
+    with src.errors():
         given = {"gap": gap, "threshold": threshold, "chunks": chunks, "rows": rows}
         query = rule_options.query(rule)
         rule_options.params(rule, given)  # an option the rule does not take fails before any export is opened
-        origins = TimeOrigins(human_format(fmt))
-        df = gather(exports, origins.wrap(lambda ex: ex.analyze(rule, **given)), cache_dir, no_cache)
-        if df.height == 0 and fmt is Format.csv:  # NVIDIA writes nothing at all, not even the header
-            if output is None:
+        origins = TimeOrigins(out.for_people)
+        df = src.gather(exports, origins.wrap(lambda ex: ex.analyze(rule, **given)))
+        if df.height == 0 and out.fmt is Format.csv:  # NVIDIA writes nothing at all, not even the header
+            if out.output is None:
                 return
-            output.write_text("", encoding="utf-8")
+            out.output.write_text("", encoding="utf-8")
             return
-        emit(df, fmt, query=query.id, output=output, title=rule, wide=wide, origin=origins.origin(exports))
+        out.emit(df, columns=query.columns, title=rule, origin=origins.origin(exports))
 
 
 def register(app: typer.Typer) -> None:
-    app.command("rules")(list_rules)
-    app.command("analyze")(analyze)
+    add_commands(app, rules=list_rules, analyze=analyze)

@@ -8,18 +8,7 @@ import typer
 
 from ..attribution import combined, coverage_line
 from ..formats import Format
-from .common import (
-    CacheDirOpt,
-    DebugOpt,
-    ExportsArg,
-    FormatOpt,
-    NoCacheOpt,
-    OutputOpt,
-    TimeOrigins,
-    WideOpt,
-    gather,
-    user_errors,
-)
+from .common import OUTPUT, SOURCE, ExportsArg, Output, Source, TimeOrigins, add_commands
 
 # table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
 OPTIONAL_KERNELS = ("seq", "device", "pid", "tid", "stream", "block", "grid", "params", "start_ns", "op")
@@ -30,17 +19,13 @@ LAYER_UNITS = [("fprop_ns", "bprop_ns", "optim_ns", "total_ns")]  # one time uni
 
 def kernels(
     exports: ExportsArg,
-    fmt: FormatOpt = Format.table,
-    output: OutputOpt = None,
-    wide: WideOpt = False,
+    out: Output = OUTPUT,
     style: Annotated[str, typer.Option(
         "--style", help="`full`: every column of every GPU op; `pyprof`: the seed tables' columns "
                         "(Idx, Direction, Layer, Op, Params, Kernel) for one step's kernels.")] = "full",
     step: Annotated[int, typer.Option(
         "--step", min=0, help="With --style pyprof: which step range (1 = first; 0 = every kernel).")] = 1,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
-    debug: DebugOpt = False,
+    src: Source = SOURCE,
 ) -> None:
     """One row per kernel, memcpy and memset, in GPU start order: direction (fprop/bprop/optim/other),
     layer (NVTX path), PyTorch op, input shapes, kernel, timing, launch geometry, thread, autograd seq.
@@ -48,20 +33,21 @@ def kernels(
     Table output shows the first 40 rows and says how many more there are: use -f csv, or -f parquet -o FILE, for
     all. Table and markdown show start as ms since the capture start (as `nsysql plot`) and durations in µs or ms;
     csv, json and parquet keep the exact nanoseconds (start_ns on the export's clock)."""
+    from .. import catalog
     from ..errors import NsysqlError
-    from ..render import TABLE_ROWS, emit, human_format
-    with user_errors(debug):
+    from ..render import TABLE_ROWS
+    with src.errors():
         if style not in ("full", "pyprof"):
             raise NsysqlError(f"--style is full or pyprof, not {style!r}")
-        origins = TimeOrigins(human_format(fmt) and style == "full")
+        origins = TimeOrigins(out.for_people and style == "full")
         if style == "pyprof":
-            df = gather(exports, lambda ex: ex.pyprof_table(step), cache_dir, no_cache)
+            df = src.gather(exports, lambda ex: ex.pyprof_table(step))
             query, optional = "analysis.kernel_table_pyprof", OPTIONAL_PYPROF
         else:
-            df = gather(exports, origins.wrap(lambda ex: ex.kernel_table()), cache_dir, no_cache)
+            df = src.gather(exports, origins.wrap(lambda ex: ex.kernel_table()))
             query, optional = "analysis.kernel_table", OPTIONAL_KERNELS
-        emit(df, fmt, query=query, output=output, title=f"kernels ({style})", optional=optional, wide=wide,
-             origin=origins.origin(exports), max_rows=TABLE_ROWS, text_min={"kernel": 24, "Kernel": 24})
+        out.emit(df, columns=catalog.get(query).columns, title=f"kernels ({style})", optional=optional,
+                 origin=origins.origin(exports), max_rows=TABLE_ROWS, text_min={"kernel": 24, "Kernel": 24})
 
 
 def layers(
@@ -70,12 +56,8 @@ def layers(
         "--depth", min=0, help="Roll paths up to their first N components (1 = forward_pass, ...; 0 = whole path).")] = 0,
     merge_repeats: Annotated[bool, typer.Option(
         "--merge-repeats", help="Merge numbered components: layer_0, layer_1 ... -> layer_* (also MLP_0, Embedding_12).")] = False,
-    fmt: FormatOpt = Format.table,
-    output: OutputOpt = None,
-    wide: WideOpt = False,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
-    debug: DebugOpt = False,
+    out: Output = OUTPUT,
+    src: Source = SOURCE,
 ) -> None:
     """Kernel time per layer: forward, backward and optimizer, share of all kernel time, backward/forward
     ratio; ends with the coverage line (share of kernel time with a known layer).
@@ -83,8 +65,9 @@ def layers(
     Table and markdown show times in ms or µs; csv, json and parquet keep nanoseconds."""
     import textwrap
 
-    from ..render import emit, table_width
-    with user_errors(debug):
+    from .. import catalog
+    from ..render import table_width
+    with src.errors():
         covs = []
 
         def per_export(ex):
@@ -92,22 +75,21 @@ def layers(
             covs.append(ex.attribution_coverage())
             return df
 
-        df = gather(exports, per_export, cache_dir, no_cache)
-        emit(df, fmt, query="analysis.layers", output=output, title="GPU kernel time per layer",
-             optional=OPTIONAL_LAYERS, wide=wide, unit_groups=LAYER_UNITS, text_min={"layer": 30})
+        df = src.gather(exports, per_export)
+        out.emit(df, columns=catalog.get("analysis.layers").columns, title="GPU kernel time per layer",
+                 optional=OPTIONAL_LAYERS, unit_groups=LAYER_UNITS, text_min={"layer": 30})
         line = coverage_line(combined(covs))
-        if fmt is Format.table and not wide:
-            line = "\n".join(textwrap.wrap(line, table_width(output), subsequent_indent="  "))
-        if fmt in (Format.table, Format.markdown):
-            if output is None:
+        if out.fmt is Format.table and not out.wide:
+            line = "\n".join(textwrap.wrap(line, table_width(out.output), subsequent_indent="  "))
+        if out.fmt in (Format.table, Format.markdown):
+            if out.output is None:
                 sys.stdout.write(line + "\n")
             else:
-                with open(output, "a", encoding="utf-8") as f:
+                with open(out.output, "a", encoding="utf-8") as f:
                     f.write(line + "\n")
         else:  # keep machine-readable output clean
             typer.echo(line, err=True)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("kernels")(kernels)
-    app.command("layers")(layers)
+    add_commands(app, kernels=kernels, layers=layers)

@@ -20,6 +20,8 @@ import typer
 from capture.models import GPT_SIZES, MODEL_NAMES
 from capture.workload import DEFAULT_CHECKPOINT, DTYPES, MODES
 
+from .common import add_command
+
 # choices from the capture package's own lists (mypy reads only literal Enum() members, hence the ignores)
 Model = Enum("Model", {name: name for name in MODEL_NAMES}, type=str)  # type: ignore[misc]
 Size = Enum("Size", {name: name for name in GPT_SIZES}, type=str)  # type: ignore[misc]
@@ -188,4 +190,4 @@ def capture(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("capture", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(capture)
+    add_command(app, "capture", capture, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

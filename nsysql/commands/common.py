@@ -1,10 +1,25 @@
-"""What every command shares: the EXPORT argument, common options, one-line errors, opening."""
+"""What every command shares: the EXPORT argument, the option groups, one-line errors, opening, registering.
+
+Options that many commands take come in groups, as sqlite-utils' `output_options`: a parameter annotated with a
+group (`out: Output`, `src: Source`) stands for the group's options at that place in the command's `--help`, and
+the command receives them as one object:
+
+    def steps(exports: ExportsArg, out: Output, src: Source) -> None:
+        with src.errors():
+            df = src.gather(exports, lambda ex: ex.steps())
+            out.emit(df, columns=catalog.get("analysis.steps").columns, title="Steps")
+
+and the module's `register(app)` adds it: `add_commands(app, steps=steps)`.
+"""
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 from contextlib import contextmanager
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional, get_type_hints
 
 import typer
 
@@ -72,11 +87,6 @@ def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool, *, answ
     return ex
 
 
-def query_decimals(query_id: str) -> dict[str, int]:
-    from .. import catalog
-    return catalog.decimals(query_id)
-
-
 def gather(exports: list[Path], analysis, cache_dir: Optional[Path], no_cache: bool):
     """Run `analysis(export)` on every export given (globs expanded); see nsysql.multi.gather."""
     from .. import multi
@@ -88,9 +98,9 @@ class TimeOrigins:
     tables and markdown show `ns timestamp` columns as ms since it. Looked up only when `wanted` (a format for
     people, and a table that has such columns).
 
-        origins = TimeOrigins(human_format(fmt))
-        df = gather(exports, origins.wrap(lambda ex: ex.steps()), cache_dir, no_cache)
-        emit(df, fmt, query="analysis.steps", origin=origins.origin(exports))
+        origins = TimeOrigins(out.for_people)
+        df = src.gather(exports, origins.wrap(lambda ex: ex.steps()))
+        out.emit(df, columns=header, origin=origins.origin(exports))
     """
 
     def __init__(self, wanted: bool = True):
@@ -114,3 +124,93 @@ class TimeOrigins:
         if len(paths) == 1:
             return self.by_path.get(paths[0])
         return {label: self.by_path.get(p) for p, label in zip(paths, multi.labels(paths))}
+
+
+# -- option groups ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Output:
+    """`-f/--format`, `-o/--output`, `--wide`: where and how a command writes its table."""
+    fmt: FormatOpt = Format.table
+    output: OutputOpt = None
+    wide: WideOpt = False
+
+    def emit(self, df, **how) -> None:
+        """`df` in this format, to this file or stdout (nsysql.render.emit; `columns=` the result's header)."""
+        from ..render import emit
+        emit(df, self.fmt, output=self.output, wide=self.wide, **how)
+
+    @property
+    def for_people(self) -> bool:
+        from ..render import human_format
+        return human_format(self.fmt)
+
+
+@dataclass(frozen=True)
+class Source:
+    """`--cache-dir`, `--no-cache`, `--debug`: how exports are opened, and how errors are shown."""
+    cache_dir: CacheDirOpt = None
+    no_cache: NoCacheOpt = False
+    debug: DebugOpt = False
+
+    def errors(self):
+        return user_errors(self.debug)
+
+    def open(self, export: Path, **how):
+        return open_export(export, self.cache_dir, self.no_cache, **how)
+
+    def gather(self, exports: list[Path], analysis):
+        return gather(exports, analysis, self.cache_dir, self.no_cache)
+
+
+@dataclass(frozen=True)
+class CacheSource:
+    """`--cache-dir`, `--debug`: the cache commands' (they open no export)."""
+    cache_dir: CacheDirOpt = None
+    debug: DebugOpt = False
+
+    def errors(self):
+        return user_errors(self.debug)
+
+
+GROUPS = (Output, Source, CacheSource)
+OUTPUT, SOURCE, CACHE_SOURCE = Output(), Source(), CacheSource()  # defaults, so that a group may follow defaults
+
+
+def with_groups(command: Callable) -> Callable:
+    """`command` as typer reads it: each parameter annotated with an option group replaced, at its place, by the
+    group's options; called, the command gets the group object back (`out.fmt`, `src.debug`)."""
+    hints = get_type_hints(command, include_extras=True)
+    params: list[inspect.Parameter] = []
+    groups: dict[str, type] = {}
+    for p in inspect.signature(command).parameters.values():
+        group = hints.get(p.name)
+        if group in GROUPS:
+            groups[p.name] = group
+            inner = get_type_hints(group, include_extras=True)
+            params += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=inner[f.name],
+                                         default=f.default) for f in fields(group)]
+        else:
+            params.append(p.replace(annotation=hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY))
+    if not groups:
+        return command
+
+    @functools.wraps(command)
+    def run(**given):
+        for name, group in groups.items():
+            given[name] = group(**{f.name: given.pop(f.name) for f in fields(group)})
+        return command(**given)
+
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    return run
+
+
+def add_commands(app: typer.Typer, **commands: Callable) -> None:
+    """The one way commands join the CLI: `add_commands(app, kernels=kernels, layers=layers)` (in this order)."""
+    for name, command in commands.items():
+        add_command(app, name, command)
+
+
+def add_command(app: typer.Typer, name: str, command: Callable, **settings) -> None:
+    """One command, with click settings (`context_settings=...`)."""
+    app.command(name, **settings)(with_groups(command))

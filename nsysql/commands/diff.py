@@ -7,8 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..formats import Format
-from .common import CacheDirOpt, DebugOpt, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, open_export, user_errors
+from .common import OUTPUT, SOURCE, Output, Source, add_commands
 
 # table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
 OPTIONAL = ("ratio", ("a_count", "b_count"))
@@ -39,29 +38,26 @@ def diff(
     = Match.exact,
     top: Annotated[Optional[int], typer.Option("--top", min=1, help="Only the N largest changes.",
                                                show_default=False)] = None,
-    fmt: FormatOpt = Format.table,
-    output: OutputOpt = None,
-    wide: WideOpt = False,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
-    debug: DebugOpt = False,
+    out: Output = OUTPUT,
+    src: Source = SOURCE,
 ) -> None:
     """Compare two exports: time per range, kernel or layer in A and B, and B - A, largest change first.
 
     Table output shows the 40 largest changes (--top N shows N); table and markdown show times in ms or µs, csv,
     json and parquet the exact nanoseconds."""
-    from ..render import TABLE_ROWS, emit
-    with user_errors(debug):
-        with open_export(export_a, cache_dir, no_cache) as a, open_export(export_b, cache_dir, no_cache) as b:
+    from .. import catalog
+    from ..render import TABLE_ROWS
+    with src.errors():
+        with src.open(export_a) as a, src.open(export_b) as b:
             df = a.diff(b, by=by.value, match=match.value)
         if top is not None:
             df = df.head(top)
-        emit(df, fmt, query="analysis.diff", output=output,
-             title=f"{export_a} (A) vs {export_b} (B) by {by.value}" + (" base name" if match is Match.base else ""),
-             optional=OPTIONAL, wide=wide, max_rows=TABLE_ROWS if top is None else None,
-             more_hint="--top N, or -f csv / -f parquet -o FILE for all", unit_groups=[("a_ns", "b_ns", "delta_ns")],
-             text_min={"name": 30})
+        out.emit(df, columns=catalog.get("analysis.diff").columns,
+                 title=f"{export_a} (A) vs {export_b} (B) by {by.value}" + (" base name" if match is Match.base else ""),
+                 optional=OPTIONAL, max_rows=TABLE_ROWS if top is None else None,
+                 more_hint="--top N, or -f csv / -f parquet -o FILE for all",
+                 unit_groups=[("a_ns", "b_ns", "delta_ns")], text_min={"name": 30})
 
 
 def register(app: typer.Typer) -> None:
-    app.command("diff")(diff)
+    add_commands(app, diff=diff)

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..formats import Format
-from .common import CacheDirOpt, DebugOpt, ExportArg, NoCacheOpt, OutputOpt, open_export, user_errors
+from .common import SOURCE, ExportArg, OutputOpt, Source, add_commands
 
 DEFAULT_WIDTH = 100
 
@@ -34,9 +34,7 @@ def findings(
     output: OutputOpt = None,
     top: Annotated[Optional[int], typer.Option("--top", min=1, help="Only the N findings that could recover the "
                                                                    "most time.", show_default=False)] = None,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
-    debug: DebugOpt = False,
+    src: Source = SOURCE,
 ) -> None:
     """Findings on the steady-state steps (warm-up left out), largest first: pageable copies, synchronization
     inside steps, GPU idle and what the CPU did meanwhile, launch-bound threads, fp32 GEMMs without tensor cores,
@@ -45,8 +43,8 @@ def findings(
     overlap: do not add them up). Thresholds and formulas: the headers of queries/findings/*.sql."""
     from .. import findings as rules
     from ..errors import NsysqlError
-    with user_errors(debug):
-        with open_export(export, cache_dir, no_cache) as ex:
+    with src.errors():
+        with src.open(export) as ex:
             df = rules.run_findings(ex, top=top)
             header = f"Findings on {export}. " + rules.describe_steps(rules.analysed_steps(ex))
         if fmt is Format.table:
@@ -70,4 +68,4 @@ def findings(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("findings")(findings)
+    add_commands(app, findings=findings)

@@ -8,17 +8,7 @@ import typer
 
 from ..errors import NsysqlError
 from ..formats import Format
-from .common import (
-    CacheDirOpt,
-    DebugOpt,
-    ExportArg,
-    FormatOpt,
-    NoCacheOpt,
-    OutputOpt,
-    WideOpt,
-    open_export,
-    user_errors,
-)
+from .common import SOURCE, ExportArg, FormatOpt, OutputOpt, Source, WideOpt, add_commands
 
 
 def overview(
@@ -27,9 +17,7 @@ def overview(
     top: Annotated[int, typer.Option("--top", min=1, help="Rows in each top-N table.")] = 5,
     output: OutputOpt = None,
     wide: WideOpt = False,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
-    debug: DebugOpt = False,
+    src: Source = SOURCE,
 ) -> None:
     """The steady state at a glance: which steps are analysed (warm-up left out), step time and its breakdown
     (Kernel, Memcpy, Memset, CUDA Runtime, DataLoader, CPU Exec, Other), GPU utilization, estimated SM efficiency
@@ -38,15 +26,15 @@ def overview(
     `-f json` gives summarize's `overview` object; `-f csv`/`parquet` one row per analysed step with its
     breakdown in exact nanoseconds.
     """
-    from .. import summary
+    from .. import catalog, summary
     from ..render import emit, table_width, use_color
-    with user_errors(debug):
-        with open_export(export, cache_dir, no_cache) as ex:
+    with src.errors():
+        with src.open(export) as ex:
             ov = ex.overview()
             if fmt in (Format.csv, Format.parquet):
                 names = ov.windows.select("step", "name")
                 frame = names.join(ov.breakdown, on="step", how="inner") if ov.breakdown.height else ov.breakdown
-                emit(frame, fmt, query="analysis.step_breakdown", output=output)
+                emit(frame, fmt, columns=catalog.get("analysis.step_breakdown").columns, output=output)
                 return
             if fmt is Format.json:
                 import json
@@ -67,4 +55,4 @@ def overview(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("overview")(overview)
+    add_commands(app, overview=overview)

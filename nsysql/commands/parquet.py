@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import CacheDirOpt, DebugOpt, ExportsArg, NoCacheOpt, open_export, user_errors
+from .common import SOURCE, ExportsArg, Source, add_commands
 
 DirOpt = Annotated[Path, typer.Option("-o", "--output", help="The dataset directory (created if missing).",
                                       show_default=False)]
@@ -17,39 +17,30 @@ NameOpt = Annotated[Optional[str], typer.Option(
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an export's partition if the dataset has it.")]
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("parquet")
-    def parquet(
-        exports: ExportsArg,
-        output: DirOpt,
-        name: NameOpt = None,
-        force: ForceOpt = False,
-        cache_dir: CacheDirOpt = None,
-        no_cache: NoCacheOpt = False,
-        debug: DebugOpt = False,
-    ) -> None:
-        """Write the normalized tables as DIR/<table>/export=<name>/part-0.parquet; other exports in DIR stay.
-        DuckDB, Polars, Spark and Dask read it directly (the docs' cluster cookbook). Several exports: one partition each,
-        named after its file (parent/file where two files share a name)."""
-        from .. import multi
-        from ..dataset import check_parquet_target, export_name
-        from ..errors import NsysqlError
-        with user_errors(debug):
-            paths = multi.expand(exports)
-            if len(paths) == 1:
-                names = [name or export_name(paths[0])]
-            elif name is not None:
-                raise NsysqlError(f"--name names one export, but {len(paths)} were given; "
-                                  "drop --name (each export's partition is named after its file)")
-            else:
-                names = partition_names(paths)
-            for part in names:  # every target checked before any export is normalized
-                check_parquet_target(output, part, force)
-            for path, part in zip(paths, names):
-                with open_export(path, cache_dir, no_cache) as ex:
-                    written = ex.to_parquet(output, name=part if len(paths) > 1 else name, force=force)
-                typer.echo(f"wrote {len(written.tables)} tables to "
-                           f"{written.directory}/<table>/export={written.export}/")
+def parquet(exports: ExportsArg, output: DirOpt, name: NameOpt = None, force: ForceOpt = False,
+            src: Source = SOURCE) -> None:
+    """Write the normalized tables as DIR/<table>/export=<name>/part-0.parquet; other exports in DIR stay.
+    DuckDB, Polars, Spark and Dask read it directly (the docs' cluster cookbook). Several exports: one partition each,
+    named after its file (parent/file where two files share a name)."""
+    from .. import multi
+    from ..dataset import check_parquet_target, export_name
+    from ..errors import NsysqlError
+    with src.errors():
+        paths = multi.expand(exports)
+        if len(paths) == 1:
+            names = [name or export_name(paths[0])]
+        elif name is not None:
+            raise NsysqlError(f"--name names one export, but {len(paths)} were given; "
+                              "drop --name (each export's partition is named after its file)")
+        else:
+            names = partition_names(paths)
+        for part in names:  # every target checked before any export is normalized
+            check_parquet_target(output, part, force)
+        for path, part in zip(paths, names):
+            with src.open(path) as ex:
+                written = ex.to_parquet(output, name=part if len(paths) > 1 else name, force=force)
+            typer.echo(f"wrote {len(written.tables)} tables to "
+                       f"{written.directory}/<table>/export={written.export}/")
 
 
 def partition_names(paths: list[Path]) -> list[str]:
@@ -63,3 +54,7 @@ def partition_names(paths: list[Path]) -> list[str]:
         raise NsysqlError(f"several exports would share the partition name {clash[0]!r}; rename the files, "
                           "or write them one at a time with --name")
     return names
+
+
+def register(app: typer.Typer) -> None:
+    add_commands(app, parquet=parquet)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import CacheDirOpt, DebugOpt, ExportsArg, NoCacheOpt, open_export, user_errors
+from .common import SOURCE, ExportsArg, Source, add_commands
 
 
 class Kind(str, Enum):
@@ -42,9 +42,7 @@ def plot(
         "--depth", min=0, help="layers: keep the first N components of each layer path (0 = whole path).")] = 0,
     merge_repeats: Annotated[bool, typer.Option(
         "--merge-repeats", help="layers: count layer_0, layer_1, ... together as layer_*.")] = False,
-    cache_dir: CacheDirOpt = None,
-    no_cache: NoCacheOpt = False,
-    debug: DebugOpt = False,
+    src: Source = SOURCE,
 ) -> None:
     """Draw a timeline, per-layer bars or the top kernels of an export into a PNG, SVG or PDF file.
 
@@ -52,7 +50,7 @@ def plot(
     from .. import multi
     from .. import plot as plots
     from ..errors import NsysqlError
-    with user_errors(debug):
+    with src.errors():
         timeline_only = {"--start-ms": start_ms, "--end-ms": end_ms, "--step": step, "--op-markers": op_markers or None}
         given = [name for name, value in timeline_only.items() if value is not None]
         if kind is not Kind.timeline and given:
@@ -66,7 +64,7 @@ def plot(
         paths = multi.expand(exports)
         targets = [output] if len(paths) == 1 else per_export_files(output, paths)
         for path, target in zip(paths, targets):
-            with open_export(path, cache_dir, no_cache) as ex:
+            with src.open(path) as ex:
                 if kind is Kind.timeline:
                     written = plots.timeline(ex, target, start_ms=start_ms, end_ms=end_ms, step=step,
                                              op_markers=op_markers)
@@ -90,4 +88,4 @@ def per_export_files(output: Path, paths: list[Path]) -> list[Path]:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("plot")(plot)
+    add_commands(app, plot=plot)

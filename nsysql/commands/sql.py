@@ -5,8 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..formats import Format
-from .common import CacheDirOpt, DebugOpt, ExportsArg, FormatOpt, NoCacheOpt, OutputOpt, WideOpt, user_errors
+from .common import OUTPUT, SOURCE, ExportsArg, Output, Source, add_commands
 
 QueryArg = Annotated[str, typer.Argument(
     help="One SELECT over the normalized tables (kernel, runtime, nvtx_range, gpu_op, ...) and the report/analysis "
@@ -16,35 +15,28 @@ ParamOpt = Annotated[Optional[list[str]], typer.Option(
     show_default=False)]
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("sql")
-    def sql(
-        exports: ExportsArg,
-        query: QueryArg,
-        fmt: FormatOpt = Format.table,
-        output: OutputOpt = None,
-        wide: WideOpt = False,
-        param: ParamOpt = None,
-        cache_dir: CacheDirOpt = None,
-        no_cache: NoCacheOpt = False,
-        debug: DebugOpt = False,
-    ) -> None:
-        """Run ad-hoc SQL (read-only) against an export's normalized tables and the report/analysis views.
+def sql(exports: ExportsArg, query: QueryArg, out: Output = OUTPUT, param: ParamOpt = None,
+        src: Source = SOURCE) -> None:
+    """Run ad-hoc SQL (read-only) against an export's normalized tables and the report/analysis views.
 
-        With several exports, the statement runs on each export on its own (ids and joins stay within one
-        export) and the rows are concatenated after `export` and `rank` columns; exports giving no rows are
-        named on stderr.
+    With several exports, the statement runs on each export on its own (ids and joins stay within one
+    export) and the rows are concatenated after `export` and `rank` columns; exports giving no rows are
+    named on stderr.
 
-        Table output shows the first 40 rows (-f csv or parquet for all) and, when the columns do not fit, hides
-        the last ones (--wide shows them); numbers keep their values (ns stay ns), grouped in thousands except
-        ids. csv, json and parquet print every value exactly."""
-        from .. import adhoc
-        from ..render import TABLE_ROWS, emit
-        from .several import gather_nonempty
-        with user_errors(debug):
-            params = adhoc.parse_params(param or [])
-            df = gather_nonempty(exports, lambda ex: adhoc.run(ex, query, params), cache_dir, no_cache,
-                                 missing="no rows")
-            emit(df, fmt, output=output, title=None, wide=wide, max_rows=TABLE_ROWS,
+    Table output shows the first 40 rows (-f csv or parquet for all) and, when the columns do not fit, hides
+    the last ones (--wide shows them); numbers keep their values (ns stay ns), grouped in thousands except
+    ids. csv, json and parquet print every value exactly."""
+    from .. import adhoc
+    from ..render import TABLE_ROWS
+    from .several import gather_nonempty
+    with src.errors():
+        params = adhoc.parse_params(param or [])
+        df = gather_nonempty(exports, lambda ex: adhoc.run(ex, query, params), src.cache_dir, src.no_cache,
+                             missing="no rows")
+        out.emit(df, title=None, max_rows=TABLE_ROWS,
                  optional=[c for c in reversed(df.columns[1:]) if c not in ("export", "rank")],
                  more_hint="add LIMIT, or -f csv / -f parquet -o FILE for all")
+
+
+def register(app: typer.Typer) -> None:
+    add_commands(app, sql=sql)

@@ -1,0 +1,76 @@
+"""The table commands generated from the declared analyses (nsysql/analyses.py): `nsysql steps`, `efficiency`,
+`overhead`, `memcpy`, `utilization` and every analysis declared since. Each takes EXPORT..., its `--by` choices,
+its parameters and `--top` as declared, then the shared option groups; it gathers the rows of every export,
+and writes them with the query's header."""
+from __future__ import annotations
+
+import inspect
+from enum import Enum
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+
+from .. import analyses
+from ..analyses import Analysis
+from .common import ExportsArg, Output, Source, TimeOrigins, add_commands
+
+
+def table_command(a: Analysis) -> Callable:
+    """The command function of analysis `a`, with the signature typer reads its options from."""
+    by_enum: Any = Enum(f"{a.name.title()}By", {c: c for c in a.choices}, type=str) if a.choices else None
+
+    def command(exports, out: Output, src: Source, by=None, top=None, **values) -> None:
+        from ..render import TABLE_ROWS
+        from .several import gather_nonempty
+        choice = by.value if by is not None else None
+        with src.errors():
+            origins = TimeOrigins(a.timestamps and out.for_people)
+
+            def per_export(ex):
+                df = analyses.run(ex, a, choice, **values)
+                return df if top is None else df.head(top)
+
+            if a.empty is None:
+                df = src.gather(exports, origins.wrap(per_export))
+            else:
+                empty = a.empty
+                df = gather_nonempty(exports, origins.wrap(per_export), src.cache_dir, src.no_cache,
+                                     missing=empty.missing, single_error=lambda p: empty.single.format(export=p.name),
+                                     none_error=empty.none)
+            out.emit(df, columns=a.columns(choice), title=a.caption(choice, **values),
+                     optional=a.hidden_first(choice), origin=origins.origin(exports),
+                     max_rows=TABLE_ROWS if a.rows_capped and top is None else None, more_hint=a.more_hint,
+                     unit_groups=a.unit_groups, text_min=a.text_min)
+
+    params = [inspect.Parameter("exports", inspect.Parameter.KEYWORD_ONLY, annotation=ExportsArg)]
+    if by_enum is not None:
+        option = typer.Option("--by", help=a.by_help)
+        params.append(inspect.Parameter("by", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[by_enum, option],
+                                        default=by_enum(a.default_by)))
+    for p in a.params:
+        option = typer.Option(p.option, help=p.help, show_default=p.show_default, min=p.min)
+        params.append(inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[p.type, option],
+                                        default=p.default))
+    if a.top is not None:
+        option = typer.Option("--top", min=1, help=a.top, show_default=False)
+        params.append(inspect.Parameter("top", inspect.Parameter.KEYWORD_ONLY,
+                                        annotation=Annotated[Optional[int], option], default=None))
+    params += [inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, annotation=Output),
+               inspect.Parameter("src", inspect.Parameter.KEYWORD_ONLY, annotation=Source)]
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__doc__ = a.help
+    command.__name__ = command.__qualname__ = a.name
+    return command
+
+
+def add_declared(app: typer.Typer, *, rest: bool = False) -> None:
+    """Add the declared analyses whose `after` command `app` has by now, each right after it (in `nsysql --help`);
+    `rest=True`: every declared analysis not yet added (one declared without `after`, or after a missing one)."""
+    names = {info.name for info in app.registered_commands}
+    while True:
+        ready = [a for a in analyses.DECLARED if a.name not in names and (rest or a.after in names)]
+        if not ready:
+            return
+        add_commands(app, **{ready[0].name: table_command(ready[0])})
+        names.add(ready[0].name)
