@@ -1,23 +1,24 @@
 """Declared analyses: the one place that says, as data, which query files an analysis runs, its `--by` choices,
 its parameters and how its table is shown. Each declaration becomes a table command (nsysql/commands/tables.py,
-with the shared option groups) and is what the `Export` method of the same name runs (`analyses.run`).
+with the shared option groups); in the library `Export.analysis(name, by=..., **params)` runs it, through the
+`Export` method of that name where there is one (`overhead`, `memcpy`, `efficiency` take their query from here).
 
 Adding an analysis takes one SQL file (queries/analysis/NAME.sql, with its header) and one declaration:
 
-    declare(Analysis(
-        name="busy_streams",                       # the command `nsysql busy_streams`; Export.busy_streams()
+    Analysis(
+        name="busy_streams",                       # the command `nsysql busy_streams`; t.analysis("busy_streams")
         help="GPU busy time per stream.",          # the command's help; its first sentence lists it in --help
         queries={"": "analysis.busy_streams"},     # one query; several: {"stream": ..., "device": ...} = --by
-    ))
+    )
 
-Queries from outside queries/ join the catalog with `catalog.add_queries(DIR)`. A declaration names no Python
-function: the command gathers the rows of every export given and renders them with the query's header (columns,
-types, units, decimals), so a renderer never looks a column up itself.
+in DECLARED below, or `declare(...)` for one's own, with `catalog.add_queries(DIR)` for query files outside
+queries/. A declaration names no Python function: the command gathers the rows of every export given and renders
+them with the query's header (columns, types, units, decimals), so a renderer never looks a column up itself.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 from . import catalog
 from .errors import NsysqlError
@@ -26,16 +27,19 @@ from .errors import NsysqlError
 @dataclass(frozen=True)
 class Param:
     """A parameter of an analysis: a keyword argument of its Export method and a command-line option
-    (`--min-gap-us` for `min_gap_us`, or `flag`). `sql` names the $param it binds when the analysis has no
-    Export method of its own (the value passes unchanged)."""
+    (`--min-gap-us` for `min_gap_us`, or `flag`, e.g. `--calls/--no-calls`). `sql` names the $param it binds when
+    the analysis has no Export method of its own (the value passes unchanged). `selects`: a flag that, set, runs
+    this query instead (`gaps --threads`: analysis.gaps_threads). A parameter named `top` is the command's own:
+    each export's first N rows (`Analysis.top_by`)."""
     name: str
-    type: type
+    type: Any
     default: Any
     help: str
     min: float | None = None
     flag: str | None = None
     show_default: bool = True
     sql: str | None = None
+    selects: str | None = None
 
     @property
     def option(self) -> str:
@@ -59,11 +63,14 @@ class Analysis:
     by_param: the queries are one file taking the choice as this $param (efficiency: `by`), not one file each.
     by_help: the `--by` option's help.
     params: the analysis's other parameters, in the order its options are listed.
-    top: the help of a `--top N` option keeping each export's first N rows (the file's ORDER BY decides).
+    top_by: a `top` parameter keeps, of each export, the rows of the first N values of these columns (gaps: the N
+      longest gaps, each with all its rows); by default the first N rows (the file's ORDER BY decides).
+    conflicts: (values, message): the command refuses these parameter values together, with this message.
     empty: exports with no rows are skipped among several, and an error when none has any.
     title: the table's title, formatted with `by` and the params (`"Launch overhead by {by}"`).
-    optional: columns a narrow table hides first (per `--by` choice when a dict); `unit_groups`: duration columns
-      shown in one shared unit; `text_min`: widths text columns keep before optional columns are hidden.
+    optional: columns a narrow table hides first (per variant when a dict: the `--by` choice, or the name of the
+      `selects` flag that is set, else ""); `unit_groups`: duration columns shown in one shared unit; `text_min`:
+      widths text columns keep before optional columns are hidden.
     rows_capped: table output shows the first 40 rows (unless `--top` is given); `more_hint` says how to see all.
     timestamps: the columns include `ns timestamp` instants, shown as ms since the capture start (tables).
     after: the command it follows in `nsysql --help` (new analyses: after the last command).
@@ -74,7 +81,8 @@ class Analysis:
     by_param: str | None = None
     by_help: str = ""
     params: tuple[Param, ...] = ()
-    top: str | None = None
+    top_by: tuple[str, ...] = ()
+    conflicts: tuple[tuple[Mapping[str, Any], str], ...] = ()
     empty: Empty | None = None
     title: str = ""
     optional: tuple | Mapping[str, tuple] = ()
@@ -94,8 +102,17 @@ class Analysis:
     def default_by(self) -> str | None:
         return self.choices[0] if self.choices else None
 
-    def query(self, by: str | None = None) -> catalog.Query:
-        """The query run for `by` (the default choice when None); an unknown choice is one clear error."""
+    def variant(self, by: str | None = None, **params) -> str:
+        """Which form of the analysis runs: the `selects` flag that is set, else the `--by` choice, else ""."""
+        chosen = [p.name for p in self.params if p.selects and params.get(p.name)]
+        return chosen[0] if chosen else (by or self.default_by or "")
+
+    def query(self, by: str | None = None, **params) -> catalog.Query:
+        """The query run for `by` (the default choice when None) and `params` (a `selects` flag set); an unknown
+        choice is one clear error."""
+        for p in self.params:
+            if p.selects and params.get(p.name):
+                return catalog.get(p.selects)
         if not self.choices:
             return catalog.get(self.queries[""])
         by = self.default_by if by is None else by
@@ -103,14 +120,20 @@ class Analysis:
             raise NsysqlError(f"{self.name} by {by!r}? choose one of: {', '.join(self.choices)}")
         return catalog.get(self.queries[by])
 
-    def columns(self, by: str | None = None) -> tuple[catalog.Column, ...]:
+    def columns(self, by: str | None = None, **params) -> tuple[catalog.Column, ...]:
         """The result's header: its columns with type, unit and decimals, from the query file."""
-        return self.query(by).columns
+        return self.query(by, **params).columns
 
-    def hidden_first(self, by: str | None = None) -> tuple:
+    def hidden_first(self, by: str | None = None, **params) -> tuple:
         if isinstance(self.optional, Mapping):
-            return tuple(self.optional[by or self.default_by or ""])
+            return tuple(self.optional[self.variant(by, **params)])
         return tuple(self.optional)
+
+    def check(self, **params) -> None:
+        """The declared conflicts between parameter values (each one line for the command line)."""
+        for values, message in self.conflicts:
+            if all(params.get(k) == v for k, v in values.items()):
+                raise NsysqlError(message)
 
     def caption(self, by: str | None = None, **params) -> str | None:
         return self.title.format(by=by, **params) if self.title else None
@@ -122,14 +145,15 @@ def run(export, analysis: Analysis, by: str | None = None, **params):
     method = getattr(type(export), analysis.name, None)
     if callable(method):
         return method(export, **({"by": by} if analysis.choices else {}), **params)
-    unknown = set(params) - {p.name for p in analysis.params}
+    own = [p for p in analysis.params if p.name != "top"]
+    unknown = set(params) - {p.name for p in own}
     if unknown:
-        takes = ", ".join(p.name for p in analysis.params) or "none"
+        takes = ", ".join(p.name for p in own) or "none"
         raise NsysqlError(f"{analysis.name} has no parameter {sorted(unknown)[0]!r}; it takes: {takes}")
-    bound = {p.sql or p.name: params.get(p.name, p.default) for p in analysis.params}
+    bound = {p.sql or p.name: params.get(p.name, p.default) for p in own if not p.selects}
     if analysis.by_param:
         bound[analysis.by_param] = by or analysis.default_by
-    return export.run(analysis.query(by).id, **bound)
+    return export.run(analysis.query(by, **params).id, **bound)
 
 
 NO_SHAPES_HINT = "capture under torch.autograd.profiler.emit_nvtx(record_shapes=True) (nsysql capture does)"
@@ -174,7 +198,8 @@ DECLARED: list[Analysis] = [
     """,
         queries={"op": "analysis.efficiency", "layer": "analysis.efficiency"}, by_param="by",
         by_help="op: per direction, op and input shapes; layer: per direction and layer.",
-        top="Only the N rows with the most kernel time (of each export).",
+        params=(Param("top", Optional[int], None, "Only the N rows with the most kernel time (of each export).",
+                      min=1, show_default=False),),
         empty=Empty(f"no {_SHAPED}", f"{{export}} has no {_SHAPED}; {NO_SHAPES_HINT}",
                     f"none of the exports has {_SHAPED}; {NO_SHAPES_HINT}"),
         title="Efficiency by {by}", rows_capped=True, more_hint=_ALL_ROWS,
@@ -220,6 +245,34 @@ DECLARED: list[Analysis] = [
         by_help="Group per copy/memory kind, per user NVTX range path and kind, or per device, stream and kind.",
         title="Memory copies and sets by {by}", optional=_COPY, unit_groups=(("total_ns", "sync_api_ns"),),
         text_min={"range_path": 30},
+    ),
+    Analysis(
+        name="gaps", after="memcpy",
+        help="""GPU idle gaps (no kernel, copy or set running on the device), longest first, with what the CPU was
+    doing: the thread that launched the op ending the gap, how late that launch came (launch_offset_ns),
+    the thread's innermost user NVTX range, and its longest CUDA API and OS runtime calls in the gap.
+
+    Table output shows the first 40 rows (--top N shows N gaps); table and markdown show gap_start as ms since the
+    capture start (as `nsysql plot`) and lengths in ms or µs. csv, json and parquet keep the exact nanoseconds
+    (gap_start_ns/gap_end_ns on the export's clock).
+    """,
+        queries={"": "analysis.gaps"},
+        params=(Param("min_gap_us", float, 100.0, "Shortest idle gap shown, in µs.", min=0),
+                Param("threads", bool, False, "One row per gap and CPU thread, instead of the thread that launched "
+                      "the work ending the gap.", selects="analysis.gaps_threads"),
+                Param("top", Optional[int], None, "Only the N longest gaps.", min=1, show_default=False),
+                Param("calls", bool, True, "Find each thread's longest CUDA API and OS runtime call in the gap "
+                      "(reads every call).", flag="--calls/--no-calls", sql="with_calls")),
+        top_by=("device_id", "gap_start_ns"),
+        conflicts=(({"threads": True, "calls": False}, "--threads shows each thread's calls; drop --no-calls"),),
+        title="GPU idle gaps of {min_gap_us:g} µs or more", timestamps=True, rows_capped=True, more_hint=_ALL_ROWS,
+        optional={
+            "": ("gap_end_ns", "pid", "cuda_calls_started", "cuda_call_ns", "os_call_ns", "before_op", "launch_api",
+                 "thread_name", "device_id", "after_op", "os_call", "tid", "cuda_call"),
+            "threads": ("gap_end_ns", "pid", "cuda_calls_started", "cuda_call_ns", "os_call_ns", "device_id",
+                        "launched_next", "os_call", "thread_name"),
+        },
+        unit_groups=(("gap_ns", "launch_offset_ns", "cuda_call_ns", "os_call_ns"),),
     ),
     Analysis(
         name="utilization", after="gaps",

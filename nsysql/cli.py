@@ -236,7 +236,7 @@ def summarize(
     findings with the time each could recover. Times in tables are durations; `--format json` keeps exact ns.
     With several exports: per-export totals and deviating ones, per-range spread, slowest export per step."""
     from . import multi, summary
-    from .render import table_width, use_color
+    from .render import table_width, use_color, write_text
     with src.errors():
         if fmt not in (Format.table, Format.markdown, Format.json):
             raise NsysqlError(f"summarize prints table, markdown or json, not {fmt.value}")
@@ -252,10 +252,7 @@ def summarize(
                                           deviation_pct=deviation)
             title = f"{len(paths)} exports ({', '.join(multi.labels(paths))})"
             text = summary.render_sections(title, sections, fmt, color=color, width=width)
-        if output is None:
-            sys.stdout.write(text)
-        else:
-            output.write_text(text, encoding="utf-8")
+        write_text(text, output)
 
 
 # Commands in their own modules: nsysql/commands/<name>.py, each with `register(app)`, in the order of `nsysql
@@ -271,7 +268,6 @@ COMMAND_MODULES = (
     "db",
     "sql",
     "parquet",
-    "gaps",
     "findings",
     "cache",
     "analyze",

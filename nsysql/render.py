@@ -708,6 +708,11 @@ def emit(df: pl.DataFrame, fmt: Format, *, columns: Iterable | None = None, outp
         text = to_table(df, decimals, title, color=use_color(output), width=table_width(output), columns=meta,
                         optional=optional, origin=origin, wide=wide, max_rows=max_rows, more_hint=more_hint,
                         notes=notes, text_min=text_min, unit_groups=unit_groups)
+    write_text(text, output)
+
+
+def write_text(text: str, output: Path | str | None = None) -> None:
+    """`text` to the file `output`, or to stdout."""
     if output is None:
         sys.stdout.write(text)
     else:

@@ -2,28 +2,12 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ..formats import Format
 from .common import SOURCE, ExportArg, OutputOpt, Source, add_commands
-
-DEFAULT_WIDTH = 100
-
-
-def output_width(output: Optional[Path]) -> int:
-    """The terminal's width when printing to one, else $COLUMNS if set, else 100."""
-    if output is None and sys.stdout.isatty():
-        try:
-            return os.get_terminal_size(sys.stdout.fileno()).columns
-        except (OSError, ValueError):
-            pass
-    env = os.environ.get("COLUMNS", "").strip()
-    return int(env) if env.isdigit() and int(env) > 0 else DEFAULT_WIDTH
 
 
 def findings(
@@ -43,12 +27,13 @@ def findings(
     overlap: do not add them up). Thresholds and formulas: the headers of queries/findings/*.sql."""
     from .. import findings as rules
     from ..errors import NsysqlError
+    from ..render import table_width, write_text
     with src.errors():
         with src.open(export) as ex:
             df = rules.run_findings(ex, top=top)
             header = f"Findings on {export}. " + rules.describe_steps(rules.analysed_steps(ex))
         if fmt is Format.table:
-            text = rules.render_text(df, output_width(output), header=header + " \"up to\": the most wall time a "
+            text = rules.render_text(df, table_width(output), header=header + " \"up to\": the most wall time a "
                                      "fix could save over these steps (findings overlap: do not add them up).")
         elif fmt is Format.markdown:
             text = rules.render_markdown(df, header=header)
@@ -61,10 +46,7 @@ def findings(
                 raise NsysqlError("parquet output is binary; give a file with -o FILE.parquet")
             df.write_parquet(output)
             return
-        if output is None:
-            sys.stdout.write(text)
-        else:
-            Path(output).write_text(text, encoding="utf-8")
+        write_text(text, output)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,6 @@
 """``nsysql overview EXPORT``: the steady-state overview, the first part of `summarize`."""
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -27,7 +26,7 @@ def overview(
     breakdown in exact nanoseconds.
     """
     from .. import catalog, summary
-    from ..render import emit, table_width, use_color
+    from ..render import emit, table_width, use_color, write_text
     with src.errors():
         with src.open(export) as ex:
             ov = ex.overview()
@@ -48,10 +47,7 @@ def overview(
                                                wide=wide)
         if not text.strip():
             raise NsysqlError("nothing to show")
-        if output is None:
-            sys.stdout.write(text)
-        else:
-            output.write_text(text, encoding="utf-8")
+        write_text(text, output)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,12 +1,12 @@
 """The table commands generated from the declared analyses (nsysql/analyses.py): `nsysql steps`, `efficiency`,
-`overhead`, `memcpy`, `utilization` and every analysis declared since. Each takes EXPORT..., its `--by` choices,
-its parameters and `--top` as declared, then the shared option groups; it gathers the rows of every export,
-and writes them with the query's header."""
+`overhead`, `memcpy`, `gaps`, `utilization` and every analysis declared since. Each takes EXPORT..., its `--by`
+choices and its parameters as declared, then the shared option groups; it gathers the rows of every export, and
+writes them with the query's header."""
 from __future__ import annotations
 
 import inspect
 from enum import Enum
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Callable
 
 import typer
 
@@ -24,11 +24,17 @@ def table_command(a: Analysis) -> Callable:
         from .several import gather_nonempty
         choice = by.value if by is not None else None
         with src.errors():
+            a.check(**values)
             origins = TimeOrigins(a.timestamps and out.for_people)
 
             def per_export(ex):
                 df = analyses.run(ex, a, choice, **values)
-                return df if top is None else df.head(top)
+                if top is None:
+                    return df
+                if not a.top_by:
+                    return df.head(top)
+                first = df.select(list(a.top_by)).unique(maintain_order=True).head(top)
+                return df.join(first, on=list(a.top_by), how="semi", maintain_order="left")
 
             if a.empty is None:
                 df = src.gather(exports, origins.wrap(per_export))
@@ -37,8 +43,8 @@ def table_command(a: Analysis) -> Callable:
                 df = gather_nonempty(exports, origins.wrap(per_export), src.cache_dir, src.no_cache,
                                      missing=empty.missing, single_error=lambda p: empty.single.format(export=p.name),
                                      none_error=empty.none)
-            out.emit(df, columns=a.columns(choice), title=a.caption(choice, **values),
-                     optional=a.hidden_first(choice), origin=origins.origin(exports),
+            out.emit(df, columns=a.columns(choice, **values), title=a.caption(choice, **values),
+                     optional=a.hidden_first(choice, **values), origin=origins.origin(exports),
                      max_rows=TABLE_ROWS if a.rows_capped and top is None else None, more_hint=a.more_hint,
                      unit_groups=a.unit_groups, text_min=a.text_min)
 
@@ -51,10 +57,6 @@ def table_command(a: Analysis) -> Callable:
         option = typer.Option(p.option, help=p.help, show_default=p.show_default, min=p.min)
         params.append(inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[p.type, option],
                                         default=p.default))
-    if a.top is not None:
-        option = typer.Option("--top", min=1, help=a.top, show_default=False)
-        params.append(inspect.Parameter("top", inspect.Parameter.KEYWORD_ONLY,
-                                        annotation=Annotated[Optional[int], option], default=None))
     params += [inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, annotation=Output),
                inspect.Parameter("src", inspect.Parameter.KEYWORD_ONLY, annotation=Source)]
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
