@@ -7,11 +7,9 @@ import json
 import textwrap
 from dataclasses import dataclass, field
 
-import duckdb
 import polars as pl
 
 from . import catalog, progress
-from .errors import NsysqlError
 from .export import Export
 from .inputs import printable
 from .overview import BREAKDOWN, BREAKDOWN_KEYS, Overview
