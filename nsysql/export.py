@@ -25,10 +25,6 @@ SOURCES = {
     "gpu": ("TARGET_INFO_GPU", "--trace=cuda"),
 }
 
-# A report $param value that reads a raw column older exports lack (the importer fills such a column with NULLs and lists
-# it in nsysql_missing_columns): (param, value) -> (raw table, column)
-PARAM_COLUMNS = {("name_form", "mangled"): ("CUPTI_ACTIVITY_KIND_KERNEL", "mangledName")}
-
 
 def report_defaults(q: catalog.Query) -> dict:
     """A report's $params at their header defaults (every report parameter has one)."""
@@ -72,8 +68,6 @@ class Export:
         self.con = connect(self.cache_path, read_only=True)
         macros.install(self.con)  # queries/macros/: the shared interval routines some queries call
         self._tables = {r[0] for r in self.con.execute("SELECT raw_table FROM nsysql_tables").fetchall()}
-        self._missing_columns = {tuple(r) for r in self.con.execute(
-            "SELECT raw_table, column_name FROM nsysql_missing_columns").fetchall()}
         self._materialized: set[str] = set()
 
     def _build(self, directory: Path) -> None:
@@ -174,10 +168,6 @@ class Export:
         values.update(catalog.report_params(q, catalog.split_report_spec(name)[1]))
         catalog.check_report_params(q, params, values)
         values.update(params)
-        for (param, value), (table, column) in PARAM_COLUMNS.items():
-            if values.get(param) == value and (table, column) in self._missing_columns:
-                raise MissingDataError(f"{self.path.name} has no {table}.{column} (older Nsight Systems did not export "
-                                       f"it), which {q.id}:{value} needs; use the report without :{value}")
         return self.run(q.id, **values)
 
     def analyze(self, rule: str, **options) -> pl.DataFrame:

@@ -82,9 +82,9 @@ def export_columns(con) -> dict[str, set[str]]:
 
 
 def fill_columns(table: str, has: set[str]) -> list[tuple[str, str]]:
-    """The columns of `table`'s stub that the export's table lacks (older exports: e.g. mangledName before 2021.x):
-    the raw view adds them as typed NULLs, and the cache lists them (nsysql_missing_columns) for the commands that
-    cannot do without one."""
+    """The columns of `table`'s stub that the export's table lacks (older exports: e.g. mangledName in a 2021 one):
+    the raw view adds them as typed NULLs, and the cache lists them (nsysql_missing_columns; `missing_columns` in
+    Export.info())."""
     return [(c, t) for c, t in stub_columns().get(table, []) if c != "rowid" and c.lower() not in has]
 
 
@@ -183,6 +183,8 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> di
             con.execute("CREATE TABLE nsysql_tables AS SELECT unnest($t::VARCHAR[]) AS raw_table ORDER BY 1",
                         {"t": sorted(tables | shimmed)})
             con.execute("CREATE TABLE nsysql_missing_columns (raw_table VARCHAR, column_name VARCHAR)")
+            con.execute("COMMENT ON TABLE nsysql_missing_columns IS 'Columns the normalized tables read that the export''s "
+                        "raw tables lack (older Nsight Systems): NULL in every row'")
             if filled:
                 con.executemany("INSERT INTO nsysql_missing_columns VALUES (?, ?)", filled)
             con.execute("CREATE TABLE nsysql_meta (key VARCHAR, value VARCHAR)")
