@@ -81,11 +81,11 @@ def export_columns(con) -> dict[str, set[str]]:
     return out
 
 
-def fill_columns(table: str, has: set[str]) -> list[tuple[str, str]]:
-    """The columns of `table`'s stub that the export's table lacks (older exports: e.g. mangledName in a 2021 one):
-    the raw view adds them as typed NULLs, and the cache lists them (nsysql_missing_columns; `missing_columns` in
-    Export.info())."""
-    return [(c, t) for c, t in stub_columns().get(table, []) if c != "rowid" and c.lower() not in has]
+def fill_columns(stub: list[tuple[str, str]], has: set[str]) -> list[tuple[str, str]]:
+    """The columns of a table's stub (stub_columns) that the export's table lacks (older exports: e.g. mangledName in
+    a 2021 one): the raw view adds them as typed NULLs, and the cache lists them (nsysql_missing_columns;
+    `missing_columns` in Export.info())."""
+    return [(c, t) for c, t in stub if c != "rowid" and c.lower() not in has]
 
 
 def raw_view(table: str, missing: list[tuple[str, str]]) -> str:
@@ -150,13 +150,13 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> di
                                       f"{shown}: could not apply {shim.id} ({str(exc).splitlines()[0]}); "
                                       f"export schema {schema} may be unsupported") from None
             shimmed = {_provided(shim) for shim in shims}
-            columns = export_columns(con)
+            columns, stubs = export_columns(con), stub_columns()
             filled: list[tuple[str, str]] = []  # (raw table, column) the export lacks, NULL in the raw view
             for name, stub in _stub_statements().items():
                 if name in shimmed:
                     continue
                 if name in tables:
-                    missing = [] if name in RAW_TABLES else fill_columns(name, columns.get(name, set()))
+                    missing = [] if name in RAW_TABLES else fill_columns(stubs[name], columns.get(name, set()))
                     filled += [(name, c) for c, _ in missing]
                     con.execute(RAW_TABLES.get(name) or raw_view(name, missing))
                 else:
