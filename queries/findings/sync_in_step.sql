@@ -1,6 +1,6 @@
 -- nsysql: findings.sync_in_step v2
 -- purpose: Finding: synchronizing CUDA calls inside the analysed steps (device/stream/event/context synchronize, and copies or memsets whose call blocked until they ended), with the GPU idle time they cost.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.busy_before, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.busy_before, macros.human_ns, macros.copy_is_sync
 -- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Synchronizing calls: CUDA API calls named cudaDeviceSynchronize, cudaStreamSynchronize,
 --   cudaEventSynchronize, cudaThreadSynchronize or their driver forms (cuCtxSynchronize, cuStreamSynchronize,
@@ -46,8 +46,7 @@ blocking AS (  -- synchronizing calls: by name, or a copy/set call that blocked 
     FROM gpu_op AS o
     JOIN runtime AS c ON c.runtime_id = o.runtime_id
     WHERE o.op_kind IN ('memcpy', 'memset') AND c.pid IN (SELECT pid FROM win)
-      AND ((regexp_matches(c.api_name, '^(cudaMemcpy|cudaMemset|cuMemcpy|cuMemset)') AND NOT contains(c.api_name, 'Async'))
-           OR c.end_ns >= o.end_ns)
+      AND copy_is_sync(c.api_name, c.end_ns, o.end_ns)  -- queries/macros/copy_is_sync.sql
 ),
 in_step AS (  -- the analysed step each call starts in
     SELECT b.runtime_id, b.pid, b.tid, b.api, b.start_ns, b.end_ns, w.step, w.end_ns AS step_end_ns
