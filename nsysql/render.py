@@ -11,7 +11,7 @@ Formats for people (`table`, `markdown`) show each column in its unit, read from
 - `ns` (a duration) -> one time unit per column (s, ms, µs or ns, chosen from the column's typical value; the
   columns of one `unit_groups` entry share one unit);
 - `ns timestamp` (an instant on the export's clock) -> ms since the capture start (`origin`, the same time
-  origin as `nsysql plot timeline`: analysis.plot_window);
+  origin as `nsysql plot timeline`: analysis._plot_window);
 - `bytes` -> B, KB, MB or GB (10^3 steps) per column; `GB/s`, `10^9 bytes/s` -> GB/s; `pct` -> %;
 - `count` and other numbers -> thousands separators; `id`, `index`, `position` -> plain;
 - text -> shortened in the middle with `…` to fit the width (tables only; markdown keeps it whole).
@@ -737,8 +737,8 @@ def emit(df: pl.DataFrame, fmt: Format, *, decimals: dict[str, int] | None = Non
 
 def time_origin(export) -> int | None:
     """The capture start on the export's clock (ns): where `ns timestamp` columns count from in tables and
-    markdown, and the zero of `nsysql plot timeline` (both read analysis.plot_window). None without events."""
-    return export.run("analysis.plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
+    markdown, and the zero of `nsysql plot timeline` (both read analysis._plot_window). None without events."""
+    return export.run("analysis._plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
 
 
 def human_format(fmt: Format) -> bool:
