@@ -52,7 +52,7 @@ def diff(
             df = a.diff(b, by=by.value, match=match.value)
         if top is not None:
             df = df.head(top)
-        out.emit(df, columns=catalog.get("analysis.diff").columns,
+        out.emit(df, columns=catalog.get("analysis._diff").columns,
                  title=f"{export_a} (A) vs {export_b} (B) by {by.value}" + (" base name" if match is Match.base else ""),
                  optional=OPTIONAL, max_rows=TABLE_ROWS if top is None else None,
                  more_hint="--top N, or -f csv / -f parquet -o FILE for all",
