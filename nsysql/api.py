@@ -42,6 +42,13 @@ class Export(export.Export):
         from .findings import run_findings
         return run_findings(self, top=top, **params)
 
+    def comm(self) -> pl.DataFrame:
+        """Communication against compute per rank (pid, device_id) and step: compute_ns, comm_ns, overlap_ns,
+        exposed_comm_ns (each a union of intervals; overlap + exposed = comm), memory_ns, and per step the
+        straggler (`slowest`, `behind_median_ns`: compute time against the median rank). nsysql/comm.py."""
+        from .comm import with_stragglers
+        return with_stragglers(self.run("analysis.comm"))
+
     # -- standalone copies (logic in nsysql/dataset.py) ------------------------------------------
     def to_duckdb(self, path: str | os.PathLike, *, force: bool = False):
         """Write a DuckDB file: the normalized tables plus every report and analysis as a documented view."""

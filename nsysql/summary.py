@@ -38,6 +38,7 @@ class Summary:
     findings: pl.DataFrame | None
     details: list[Section] = field(default_factory=list)  # --full
     origin: int | None = None  # capture start: where timestamps in the --full tables count from
+    comm: Section | None = None  # only when the export has communication kernels
 
 
 def build_summary(export: Export, *, top: int = 5, full: bool = False) -> Summary:
@@ -55,7 +56,27 @@ def _build_summary(export: Export, *, top: int, full: bool) -> Summary:
     findings = run_findings(export)
     details = detail_sections(export, top=top) if full else []
     origin = time_origin(export) if full else None
-    return Summary(export, capture, build_overview(export), findings, details, origin)
+    return Summary(export, capture, build_overview(export), findings, details, origin, communication_section(export))
+
+
+def communication_section(export: Export) -> Section | None:
+    """Per rank, the mean per analysed step of compute, communication, overlap and exposed communication, and in
+    how many steps it was the straggler (analysis.comm, nsysql/comm.py); None without communication kernels."""
+    if not (export.has("kernel") and export.has("runtime")) or not export.run("analysis._comm_present")["present"][0]:
+        return None
+    from .comm import with_stragglers
+    rows = with_stragglers(export.run("analysis.comm"))
+    analysed = rows.filter(pl.col("analysed")) if rows["analysed"].any() else rows
+    mean = [pl.col(c).mean().round(0).cast(pl.Int64).alias(c)
+            for c in ("wall_ns", "compute_ns", "comm_ns", "overlap_ns", "exposed_comm_ns")]
+    frame = (analysed.group_by("pid", "device_id", maintain_order=True)
+             .agg(pl.len().alias("steps"), *mean, pl.col("slowest").sum().cast(pl.Int64).alias("straggler_steps"))
+             .with_columns((100.0 * pl.col("exposed_comm_ns") / pl.col("comm_ns")).alias("exposed_pct"))
+             .sort("pid", "device_id"))
+    return Section("Communication per rank (mean per analysed step)", frame, {"exposed_pct": 1},
+                   "exposed = communication while the rank runs no compute; straggler = the rank with the most "
+                   "compute in a step of several ranks; `nsysql comm` for every step", key="communication",
+                   query="analysis.comm", optional=("wall_ns", "straggler_steps"))
 
 
 def detail_sections(export: Export, top: int = 10) -> list[Section]:
@@ -374,7 +395,7 @@ def render_text(summary: Summary, *, width: int, color: bool = False, top: int =
     notes = [line for note in ov.notes for line in _wrap(note, width)]
     blocks = [_header_lines(summary, width) + [""] + _scope_lines(ov, width) + _step_time_line(ov, width) + notes,
               _breakdown_lines(ov, width, max(top, 3), color), _gpu_lines(ov, width), _top_tables(ov, width, top, color, wide)]
-    for s in summary.details:
+    for s in ([summary.comm] if summary.comm else []) + summary.details:
         table = to_table(s.frame, s.decimals, s.title, color=color, width=width, columns=s.query,
                          optional=s.optional, wide=wide, origin=summary.origin).rstrip("\n").split("\n")
         blocks.append(table + (_wrap(s.note, width, "  ") if s.note else []))
@@ -397,7 +418,7 @@ def render_markdown(summary: Summary, top: int = 5) -> str:
                                 ("Top CUDA API calls", ov.top_api.head(top), "analysis.top_api")):
         if frame.height:
             parts += [f"## {title}", "", to_markdown(frame, columns=query)]
-    for s in summary.details:
+    for s in ([summary.comm] if summary.comm else []) + summary.details:
         parts += [f"## {s.title}", "", to_markdown(s.frame, s.decimals, columns=s.query, origin=summary.origin)]
         if s.note:
             parts += [f"_{s.note}_", ""]
@@ -415,7 +436,7 @@ def to_json(summary: Summary, top: int = 5) -> dict:
     """`summarize --format json`: stable snake_case keys; numbers are JSON numbers, durations exact ns."""
     doc: dict = {"export": str(summary.export.path), "capture": summary.capture,
                  "overview": summary.overview.to_json(top)}
-    for s in summary.details:
+    for s in ([summary.comm] if summary.comm else []) + summary.details:
         doc[s.key] = {"rows": _json_rows(s), **({"note": s.note} if s.note else {})}
     from .findings import to_records
     doc["findings"] = to_records(summary.findings) if summary.findings is not None else []

@@ -178,3 +178,15 @@ def test_idle_gaps_between_busy_intervals():
                                                          (1, 5, 9), (2, 50, 60))
         SELECT * FROM idle_gaps(busy, 5) ORDER BY device_id, gap_start_ns""").fetchall()
     assert got == [(0, 20, 25, 5), (0, 30, 100, 70)]
+
+
+def test_launch_stats_as_columns_of_a_grouped_select():
+    con = connection()
+    rows = con.execute("""
+        SELECT g, UNNEST(launch_stats(api_ns, queue_ns, kernel_ns))
+        FROM (VALUES (1, 10, 0, 5), (1, 20, 4, 30), (1, 30, 8, 1), (2, 7, 1, 7)) AS t(g, api_ns, queue_ns, kernel_ns)
+        GROUP BY g ORDER BY g""")
+    assert [d[0] for d in rows.description] == [
+        "g", "launches", "kernel_ns", "mean_api_ns", "median_api_ns", "p95_api_ns", "mean_queue_ns",
+        "median_queue_ns", "p95_queue_ns", "shorter_than_launch"]
+    assert rows.fetchall() == [(1, 3, 36, 20.0, 20.0, 29.0, 4.0, 4.0, 7.6, 2), (2, 1, 7, 7.0, 7.0, 7.0, 1.0, 1.0, 1.0, 0)]

@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_kernel v1
 -- purpose: Kernel launch overhead per kernel name: launches, CPU time in the launching calls, GPU busy time, API and queue time statistics, kernels shorter than their launch call, and whether launching costs more than the kernels run.
--- requires: kernel, runtime, macros.union_ns
+-- requires: kernel, runtime, macros.union_ns, macros.launch_stats
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -47,12 +47,7 @@ call_time AS (  -- each launching call once
     GROUP BY name_id
 ),
 stats AS (
-    SELECT name_id, COUNT(*) AS launches, SUM(kernel_ns) AS kernel_ns,
-           AVG(api_ns) AS mean_api_ns, quantile_cont(api_ns, 0.5) AS median_api_ns,
-           quantile_cont(api_ns, 0.95) AS p95_api_ns,
-           AVG(queue_ns) AS mean_queue_ns, quantile_cont(queue_ns, 0.5) AS median_queue_ns,
-           quantile_cont(queue_ns, 0.95) AS p95_queue_ns,
-           COUNT(*) FILTER (WHERE kernel_ns < api_ns) AS shorter_than_launch
+    SELECT name_id, UNNEST(launch_stats(api_ns, queue_ns, kernel_ns))  -- queries/macros/launch_stats.sql
     FROM launch
     GROUP BY name_id
 )

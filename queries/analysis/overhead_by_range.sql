@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_range v1
 -- purpose: Kernel launch overhead per user NVTX range (its full path of user ranges, PyTorch op-marker ranges rolled up into their nearest user ancestor): launches, range CPU time, GPU busy and idle time, API and queue time statistics, and whether the range is launch-bound.
--- requires: kernel, runtime, nvtx_range, macros.union_ns
+-- requires: kernel, runtime, nvtx_range, macros.union_ns, macros.launch_stats
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -82,14 +82,8 @@ union_busy AS (  -- the union of the group's kernel intervals (queries/macros/un
     SELECT grp AS group_id, busy_ns AS gpu_busy_ns FROM union_ns(kernel_interval)
 ),
 launch_stats AS (
-    SELECT group_id, MIN(pid) AS pid, MIN(tid) AS tid, COUNT(*) AS launches,
-           SUM(kernel_ns) AS kernel_ns,
-           AVG(api_ns) AS mean_api_ns, quantile_cont(api_ns, 0.5) AS median_api_ns,
-           quantile_cont(api_ns, 0.95) AS p95_api_ns,
-           AVG(queue_ns) AS mean_queue_ns, quantile_cont(queue_ns, 0.5) AS median_queue_ns,
-           quantile_cont(queue_ns, 0.95) AS p95_queue_ns,
-           COUNT(*) FILTER (WHERE kernel_ns < api_ns) AS shorter_than_launch,
-           MIN(api_start_ns) AS first_launch_ns
+    SELECT group_id, MIN(pid) AS pid, MIN(tid) AS tid, MIN(api_start_ns) AS first_launch_ns,
+           UNNEST(launch_stats(api_ns, queue_ns, kernel_ns))  -- queries/macros/launch_stats.sql
     FROM member
     GROUP BY group_id
 ),

@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_thread v1
 -- purpose: Kernel launch overhead per launching thread: launches, CPU time in launching calls, GPU busy and idle time over the thread's launching span, API and queue time statistics, kernels shorter than their launch call, and whether the thread is launch-bound.
--- requires: kernel, runtime, macros.union_ns
+-- requires: kernel, runtime, macros.union_ns, macros.launch_stats
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -50,14 +50,8 @@ call_time AS (  -- each launching call once
     GROUP BY global_tid
 ),
 stats AS (
-    SELECT global_tid, MIN(pid) AS pid, MIN(tid) AS tid, COUNT(*) AS launches,
-           MIN(api_start_ns) AS span_start_ns, MAX(api_end_ns) AS span_end_ns,
-           SUM(kernel_ns) AS kernel_ns,
-           AVG(api_ns) AS mean_api_ns, quantile_cont(api_ns, 0.5) AS median_api_ns,
-           quantile_cont(api_ns, 0.95) AS p95_api_ns,
-           AVG(queue_ns) AS mean_queue_ns, quantile_cont(queue_ns, 0.5) AS median_queue_ns,
-           quantile_cont(queue_ns, 0.95) AS p95_queue_ns,
-           COUNT(*) FILTER (WHERE kernel_ns < api_ns) AS shorter_than_launch
+    SELECT global_tid, MIN(pid) AS pid, MIN(tid) AS tid, MIN(api_start_ns) AS span_start_ns,
+           MAX(api_end_ns) AS span_end_ns, UNNEST(launch_stats(api_ns, queue_ns, kernel_ns))  -- queries/macros/launch_stats.sql
     FROM launch
     GROUP BY global_tid
 ),
