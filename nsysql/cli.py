@@ -269,6 +269,7 @@ COMMAND_MODULES = (
     "sql",
     "parquet",
     "findings",
+    "comm",
     "cache",
     "analyze",
 )

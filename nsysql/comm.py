@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import polars as pl
 
+from .catalog import Column
+
 RANK_KEYS = ("export", "pid", "device_id")
+# the columns with_stragglers adds to analysis.comm's
+STRAGGLER_COLUMNS = (Column("behind_median_ns", "BIGINT", "ns (compute time minus the median rank's in the step)"),
+                     Column("slowest", "BOOLEAN", "flag (the step's straggler)"))
 
 
 def with_stragglers(frame: pl.DataFrame) -> pl.DataFrame:

@@ -4,6 +4,7 @@ whose span holds its launching call, unions and intersections computed in Python
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -90,3 +91,39 @@ def test_one_rank_has_no_straggler():
     one = pl.DataFrame({"pid": [1, 1], "device_id": [0, 0], "step": [1, 2], "compute_ns": [5, 6]})
     out = with_stragglers(one)
     assert out["slowest"].to_list() == [False, False] and out["behind_median_ns"].to_list() == [0, 0]
+
+
+def test_comm_command_csv_has_the_contract_columns(export_files, tmp_path):
+    from typer.testing import CliRunner
+
+    from nsysql.cli import app
+    result = CliRunner().invoke(app, ["comm", str(export_files["cnn-nccl-1gpu"]), "-f", "csv",
+                                      "--cache-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    frame = pl.read_csv(result.stdout.encode())
+    assert frame.columns[:4] == ["pid", "device_id", "step", "global_step"]
+    assert {"compute_ns", "comm_ns", "overlap_ns", "exposed_comm_ns"} <= set(frame.columns)
+    assert (frame["overlap_ns"] + frame["exposed_comm_ns"] == frame["comm_ns"]).all()
+
+
+def test_comm_command_over_several_exports_puts_export_and_rank_first(export_files, tmp_path):
+    from typer.testing import CliRunner
+
+    from nsysql.cli import app
+    paths = [str(export_files[f]) for f in ("cnn-nccl-1gpu", "cnn-pinned-train")]
+    result = CliRunner().invoke(app, ["comm", *paths, "-f", "csv", "--cache-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    frame = pl.read_csv(result.stdout.encode())
+    assert frame.columns[:3] == ["export", "rank", "pid"]
+    # the straggler of each step is found across the exports: per step at most the ranks of the two exports
+    per_step = frame.group_by("step").agg(pl.col("slowest").sum().alias("n"), pl.len().alias("ranks"))
+    assert (per_step["n"] <= 1).all() and per_step["ranks"].max() == 2
+
+
+def test_comm_command_without_steps_is_one_line(export_files, tmp_path):
+    from typer.testing import CliRunner
+
+    from nsysql.cli import app
+    cpu_only = Path(__file__).resolve().parent.parent / "fixtures" / "cpu-nvtx-osrt-nsys2022.4" / "export.sqlite.xz"
+    result = CliRunner().invoke(app, ["comm", str(cpu_only), "--cache-dir", str(tmp_path)])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
