@@ -131,3 +131,16 @@ def test_no_cache_stores_nothing(export_files, tmp_path, monkeypatch):
     result = runner.invoke(app, ["report", "nvtx_sum", str(export), "--no-cache", "--cache-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert called == []
+
+
+def test_default_outputs_after_another_commands_first_open_compute_nothing(export_files, tmp_path):
+    """Through the CLI: after `report nvtx_sum` opened the export, the default `steps`, `layers`, `memcpy`,
+    `report nvtx_gpu_proj_sum` and `summarize` compute no query (each computed query would store a new answer)."""
+    export = export_files[FIXTURE]
+    cache = tmp_path / "cache"
+    assert runner.invoke(app, ["report", "nvtx_sum", str(export), "--cache-dir", str(cache)]).exit_code == 0
+    before = sorted(p.name for p in cache.glob("*.answers/*.parquet"))
+    for argv in (["steps"], ["layers"], ["memcpy"], ["report", "nvtx_gpu_proj_sum"], ["summarize"]):
+        result = runner.invoke(app, [*argv, str(export), "--cache-dir", str(cache)])
+        assert result.exit_code == 0, result.output
+        assert sorted(p.name for p in cache.glob("*.answers/*.parquet")) == before, argv
