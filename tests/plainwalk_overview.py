@@ -63,7 +63,8 @@ class PlainExport:
                                          smem=(smem_s or 0) + (smem_d or 0), name=strings.get(dn),
                                          short=strings.get(sn)))
         self.ops = list(self.kernels)  # kernels, copies and sets
-        for kind, table in (("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"), ("memset", "CUPTI_ACTIVITY_KIND_MEMSET")):
+        for kind, table in (("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"), ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"),
+                            ("graph", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")):  # graph: a whole CUDA graph, no kernel rows
             if table in tables:
                 for rowid, s, e, dev, gpid, corr in db.execute(
                         f"SELECT rowid, start, end, deviceId, globalPid, correlationId FROM {table}"):
@@ -202,7 +203,7 @@ def plain_breakdown(win, ops, calls, ranges, osrt):
     mine = [o for o in ops if o["pid"] == pid]
     my_calls = [c for c in calls if c["pid"] == pid]
     spans = {
-        "kernel_ns": clipped(o for o in mine if o["kind"] == "kernel"),
+        "kernel_ns": clipped(o for o in mine if o["kind"] in ("kernel", "graph")),  # a graph: kernels without rows
         "memcpy_ns": clipped(o for o in mine if o["kind"] == "memcpy"),
         "memset_ns": clipped(o for o in mine if o["kind"] == "memset"),
         "runtime_ns": clipped(my_calls),

@@ -1,11 +1,13 @@
--- nsysql: analysis.overview_gpus v1
+-- nsysql: analysis.overview_gpus v2
 -- purpose: Per GPU, within the analysed steps: utilization, estimated SM efficiency, estimated achieved occupancy and the share of kernel time on tensor cores (TensorBoard's GPU summary).
 -- requires: analysis.steady_steps, analysis.steady_windows, kernel|memcpy|memset, gpu_op
 -- params: none
 -- notes: Windows are the analysed steps (steady_steps.analysed); a GPU op counts for a window when it belongs to
 --   the window's process, clipped to the window. window_ns = total wall time of the analysed windows of the
 --   processes that used the GPU.
---   utilization_pct = 100 * |union of the GPU's ops (kernels, copies, sets) clipped to the windows| / window_ns.
+--   utilization_pct = 100 * |union of the GPU's ops (kernels, copies, sets, CUDA graphs traced at graph level) clipped to the windows| / window_ns.
+--   A graph traced at graph level has no kernel rows: it counts in busy_ns and utilization_pct, not in kernel_ns
+--   nor the kernel estimates below (its kernels' grids are not in the export).
 --   sm_efficiency_pct = 100 * sum over kernels of min(blocks / sm_count, 1) * clipped duration / window_ns
 --   (TensorBoard's estimate; blocks = grid_x * grid_y * grid_z), capped at utilization_pct: overlapping kernels
 --   on several streams cannot make the SMs busier than the GPU is. 0 on a GPU with copies but no kernel in the

@@ -1,5 +1,5 @@
 -- nsysql: normalize.nsys3.gpu_op_attribution v4
--- purpose: Every GPU op (kernel, memcpy, memset) charged to a direction (fprop, bprop, optim, other), a layer (user NVTX path), the PyTorch op or autograd node that launched it, its recorded input shapes and autograd sequence number.
+-- purpose: Every GPU op (kernel, memcpy, memset, graph-level CUDA graph) charged to a direction (fprop, bprop, optim, other), a layer (user NVTX path), the PyTorch op or autograd node that launched it, its recorded input shapes and autograd sequence number.
 -- requires: gpu_op_int, runtime_nvtx, nvtx_range, nvtx_context, user_range, thread
 -- params: none
 -- notes: Resolution, per launching CUDA API call (found by correlationId AND process, see gpu_op):
@@ -34,7 +34,7 @@
 --   direction and link are ENUMs (compare them with strings as usual): a 4-value VARCHAR column costs
 --   3x as much to write.
 -- columns:
---   op_kind | VARCHAR | kernel, memcpy or memset
+--   op_kind | VARCHAR | kernel, memcpy, memset or graph
 --   op_id | BIGINT | id
 --   direction | ENUM | fprop, bprop, optim or other
 --   layer_range_id | BIGINT | id (user range giving the layer; NULL = unknown, '?')

@@ -8,7 +8,7 @@
 --   the marker holding the shapes (for backward kernels the forward op's). Aggregates over layers should
 --   join user_range directly: this view always joins the marker texts.
 -- columns:
---   op_kind | VARCHAR | kernel, memcpy or memset
+--   op_kind | VARCHAR | kernel, memcpy, memset or graph
 --   op_id | BIGINT | id
 --   direction | VARCHAR | fprop, bprop, optim or other
 --   layer | VARCHAR | text ('?' when unknown)
