@@ -93,8 +93,7 @@ def build(export: Export) -> Overview:
 
 def graph_trace_note(export: Export) -> str:
     """What an export with CUDA graphs traced at graph level (nsys's default) shows of them, and what it cannot."""
-    launches, graphs, ns = export.sql("SELECT COUNT(*), COUNT(DISTINCT graph_id), COALESCE(SUM(end_ns - start_ns), 0) "
-                                      "FROM graph_trace").row(0)
+    launches, graphs, ns = export.run("analysis.graph_launches").row(0)
     return (f"CUDA graphs traced at graph level: {launches:,} graph launch{'es' * (launches != 1)} of {graphs:,} "
             f"graph{'s' * (graphs != 1)}, {ns / 1e6:,.3f} ms on the GPU, each counted as one GPU op (busy time, steps, "
             "gaps, utilization, layers); the kernels inside are not in the export, so kernel tables leave them out. "

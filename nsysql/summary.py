@@ -120,7 +120,7 @@ def detail_sections(export: Export, top: int = 10) -> list[Section]:
         note = (f"{_pct(total - user, total)} of kernel time is outside every user NVTX range on its launching "
                 f"thread ({_pct(none, total)} outside every range, op markers included): what `nsys stats` "
                 "projections miss.")
-        if export.sql("SELECT COUNT(*) AS n FROM thread WHERE thread_name LIKE 'pt_autograd_%'")["n"][0]:
+        if cov["thread_name"].str.starts_with("pt_autograd_").any():  # a PyTorch program's autograd thread
             note += (" Backward kernels run on PyTorch's autograd thread; the layers table above charges them to "
                      "their forward layer.")
         sections.append(Section("NVTX coverage of kernel time", cov, catalog.decimals("analysis.range_coverage"), note,

@@ -489,7 +489,7 @@ class PlainTimeline:
         """Copies and sets grouped by key(op) -> count, bytes, ns, sync count, sync API ns."""
         out = defaultdict(lambda: dict(count=0, total_bytes=0, total_ns=0, sync_count=0, sync_api_ns=0))
         for o in self.ops:
-            if o["kind"] == "kernel":
+            if o["kind"] in ("kernel", "graph"):
                 continue
             row = out[key(o)]
             row["count"] += 1
