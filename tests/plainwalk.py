@@ -263,7 +263,7 @@ class PlainAttribution:
                 direction = "optim"
             elif backward or (self.thread_name.get(gtid) or "").startswith("pt_autograd_"):
                 direction = "bprop"
-            elif st:
+            elif users or markers:  # a library's ranges alone (NCCL, cuBLAS, ...) are no user structure
                 direction = "fprop"
             elif lent:
                 if any("optim" in r["text"].lower() for r in lent):
