@@ -282,6 +282,10 @@ def plain_gpus(ops, gpus, windows):
         tc = 100.0 * sum(d for o, d in kern if is_tensor_core(o["name"])) / kernel_ns if kernel_ns else None
         out[dev] = dict(window_ns=window_ns, busy_ns=busy, kernel_ns=kernel_ns, utilization_pct=util,
                         sm_efficiency_pct=sm, achieved_occupancy_pct=occ, tensor_core_pct=tc)
+    for dev in gpus:  # every other GPU of the capture, idle in the windows
+        if dev not in out and wins:
+            out[dev] = dict(window_ns=sum(w["wall_ns"] for w in wins), busy_ns=0, kernel_ns=0, utilization_pct=0.0,
+                            sm_efficiency_pct=0.0, achieved_occupancy_pct=None, tensor_core_pct=None)
     return out
 
 
