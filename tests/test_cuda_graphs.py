@@ -298,3 +298,10 @@ def test_idle_gpus_are_listed_at_zero(export_files, tmp_path):
 def nsysql_analysed():
     import polars as pl
     return pl.col("analysed")
+
+
+def test_diff_by_layer_compares_graph_and_node_level(opened):
+    rows = {r["name"]: r for r in opened[NODE].diff(opened[GRAPH], by="layer").iter_rows(named=True)}
+    for name, replays in (("train_graph", 5), ("eval_graph", 5)):
+        assert rows[name]["b_count"] == replays and rows[name]["a_count"] > replays  # kernels at node level
+        assert 1.0 <= rows[name]["b_ns"] / rows[name]["a_ns"] <= 1.1
