@@ -57,6 +57,12 @@ def path(cache_path: Path, query: catalog.Query, params: dict) -> Path:
     return directory(cache_path) / f"{query.id}-{key(query, params)}.parquet"
 
 
+def stored_file(cache_path: Path, query: catalog.Query, params: dict) -> Path | None:
+    """The answer's file when there is one."""
+    file = path(cache_path, query, params)
+    return file if file.is_file() else None
+
+
 def load(cache_path: Path, query: catalog.Query, params: dict) -> pl.DataFrame | None:
     """The stored answer, or None when there is none (or it cannot be read: then it is recomputed)."""
     file = path(cache_path, query, params)

@@ -142,35 +142,73 @@ def _strip_comments(sql: str) -> str:
     return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
 
 
+HEADER_KEYS = ("purpose", "requires", "params", "notes", "columns", "args", "provides", "storage-of", "rows")
+"""Every key a header may have (docs/query-headers.md says what each means); any other is an error."""
+REQUIRED_KEYS = ("purpose", "requires", "params", "columns")
+_KEY_LINE = re.compile(r"^-- (?P<key>[a-z][a-z-]*):(?P<value>.*)$")
+_MORE_LINE = re.compile(r"^--  +(?P<text>\S.*)$")
+
+
+class HeaderError(ValueError):
+    """A query file's header breaks the contract (docs/query-headers.md): names the file and line."""
+
+
 def parse(text: str, path: str) -> Query:
+    """A query file's header, strictly (docs/query-headers.md): `-- key: value` lines with known keys, each value
+    continued by lines indented two or more spaces after `--` (joined with newlines), `columns:` followed by one
+    indented `name | TYPE | unit [| decimals]` line per column. The header ends at the first line that is not a
+    comment. Anything else is a HeaderError naming the file and line."""
     lines = text.splitlines()
     m = _HEADER.match(lines[0]) if lines else None
     if not m:
-        raise ValueError(f"{path}: first line must be '-- nsysql: <id> v<N>'")
-    meta: dict[str, str] = {}
+        raise HeaderError(f"{path}:1: first line must be '-- nsysql: <id> v<N>'")
+    values: dict[str, list[str]] = {}
     columns: list[Column] = []
-    in_columns = False
-    for line in lines[1:]:
+    key = ""
+    for number, line in enumerate(lines[1:], start=2):
         if not line.startswith("--"):
             break
-        body = line[2:].strip()
-        if in_columns and "|" in body:
-            parts = [p.strip() for p in body.split("|")]
-            decimals = int(parts[3]) if len(parts) > 3 and parts[3] else None
-            columns.append(Column(parts[0], parts[1], parts[2], decimals))
-            continue
-        in_columns = False
-        key, _, value = body.partition(":")
-        key = key.strip().lower()
-        if key == "columns":
-            in_columns = True
-        elif key:
-            meta[key] = value.strip()
-    requires = tuple(r.strip() for r in meta.get("requires", "").split(",") if r.strip() and r.strip() != "none")
+        where = f"{path}:{number}"
+        km, more = _KEY_LINE.match(line), _MORE_LINE.match(line)
+        if km:
+            key = km["key"]
+            if key not in HEADER_KEYS:
+                raise HeaderError(f"{where}: unknown header key {key!r}; known keys: {', '.join(HEADER_KEYS)}")
+            if key in values:
+                raise HeaderError(f"{where}: header key {key!r} given twice")
+            first = km["value"].strip()
+            if key == "columns" and first and not (first == "none" or first.startswith("(")):
+                raise HeaderError(f"{where}: 'columns:' stands alone with one column per indented line below it, "
+                                  "or says `none` or `(why)` for a file that returns no rows (DDL)")
+            values[key] = [first] if first else []
+        elif more and key == "columns":
+            columns.append(_column(more["text"], where))
+        elif more and key:
+            values[key].append(more["text"].strip())
+        else:
+            raise HeaderError(f"{where}: expected '-- key: value' or a continuation line indented two or more "
+                              f"spaces after '--', got {line[:60]!r}")
+    meta = {k: "\n".join(v) for k, v in values.items() if k != "columns"}
+    missing = [k for k in REQUIRED_KEYS if k not in values]
+    if missing:
+        raise HeaderError(f"{path}: header lacks {', '.join(repr(k) for k in missing)}")
+    if not columns and not values["columns"]:
+        raise HeaderError(f"{path}: header lists no columns (`columns: none` for a file that returns no rows)")
+    requires = tuple(r.strip() for r in meta["requires"].split(",") if r.strip() and r.strip() != "none")
     return Query(
-        id=m["id"], version=int(m["version"]), purpose=meta.get("purpose", ""),
-        requires=requires, params=meta.get("params", "none"), columns=tuple(columns),
+        id=m["id"], version=int(m["version"]), purpose=meta["purpose"],
+        requires=requires, params=meta["params"] or "none", columns=tuple(columns),
         sql=text, path=path, meta=meta)
+
+
+def _column(text: str, where: str) -> Column:
+    parts = [p.strip() for p in text.split("|")]
+    if len(parts) not in (3, 4) or not all(parts[:3]):
+        raise HeaderError(f"{where}: a column line is 'name | TYPE | unit [| decimals]', got {text[:60]!r}")
+    decimals = parts[3] if len(parts) == 4 else ""
+    if decimals and not decimals.isdigit():
+        raise HeaderError(f"{where}: a column's decimals are a whole number, got {decimals!r}")
+    return Column(parts[0], parts[1], parts[2], int(decimals) if decimals else None)
 
 
 def _root():

@@ -93,6 +93,7 @@ def write_duckdb(ex: Export, out: Path, *, force: bool = False) -> DuckdbWritten
             tables = [name for name, _ in relations(con)]
             macros.install(con, stored=True)  # the findings' views call them; stored, so the duckdb shell has them
             made = catalog_views.create_views(con, catalog_views.catalog_views(set(tables)), document=True)
+            made = catalog_views.create_macros(con, [v for v in made if not v.private])  # private: inputs only
             catalog_views.document_tables(con, view_set(con))
             con.execute("COMMENT ON TABLE nsysql_meta IS 'How this database was made: source export, export schema, "
                         "normalized view set and its version'")

@@ -20,7 +20,7 @@ from . import macros, multi
 from .dataset import check_duckdb_target, write_duckdb
 from .engine import connect, quote_ident, quote_literal
 from .errors import NsysqlError
-from .views import CatalogView
+from .views import CatalogView, create_macros
 
 _RESERVED = {"main", "temp", "information_schema", "pg_catalog", "system"}
 _SOURCE = "nsysql_one_export"  # the alias each one-export database is attached under while copied
@@ -84,7 +84,7 @@ def write_duckdb_schemas(paths: list[Path], opener: Callable, out: Path, *, forc
                         raise NsysqlError(f"{out} is an export or its cache; choose another output file")
                     written = write_duckdb(ex, one)
                 first = first or written
-                _copy_into_schema(con, one, e.schema)
+                _copy_into_schema(con, one, e.schema, written.views)
                 one.unlink()
                 con.execute("INSERT INTO nsysql_exports VALUES (?, ?, ?, ?)",
                             [e.schema, e.export, e.rank, str(e.path.resolve())])
@@ -98,8 +98,9 @@ def write_duckdb_schemas(paths: list[Path], opener: Callable, out: Path, *, forc
     return SchemasWritten(out, exports, len(first.tables), first.views)
 
 
-def _copy_into_schema(con: duckdb.DuckDBPyConnection, source: Path, schema: str) -> None:
-    """Tables, views (from their stored SQL, bound inside `schema`) and comments of a one-export database."""
+def _copy_into_schema(con: duckdb.DuckDBPyConnection, source: Path, schema: str, made: list[CatalogView]) -> None:
+    """Tables, views (from their stored SQL, bound inside `schema`), the parameterized queries' table macros (which
+    bind their tables when called: `USE schema` first) and comments of a one-export database."""
     con.execute(f"ATTACH {quote_literal(str(source))} AS {_SOURCE} (READ_ONLY)")
     home = con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]  # always one row
     try:
@@ -125,6 +126,7 @@ def _copy_into_schema(con: duckdb.DuckDBPyConnection, source: Path, schema: str)
             if len(failed) == len(pending):
                 raise NsysqlError(f"cannot copy a view into schema {schema}: {str(failed[0][1]).splitlines()[0]}")
             pending = [sql for sql, _ in failed]
+        create_macros(con, made)
         # COMMENT ON takes no bound parameters; the texts are nsysql's own, from its SQL headers.
         for kind, name, comment in con.execute(
                 "SELECT 'TABLE', table_name, comment FROM duckdb_tables() WHERE database_name = $db "

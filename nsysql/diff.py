@@ -1,8 +1,8 @@
 """Two exports side by side (`nsysql diff A B`).
 
 Each export's normalized DuckDB file is attached read-only to one in-memory connection; the side
-query (analysis.diff_ranges, diff_kernels or diff_layers) runs against each in turn into a temporary
-table, and analysis.diff joins the two. No rows pass through Python on the way.
+query (analysis._diff_ranges, diff_kernels or diff_layers) runs against each in turn into a temporary
+table, and analysis._diff joins the two. No rows pass through Python on the way.
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from .export import Export
 
 SIDE_QUERIES = {
-    "range": "analysis.diff_ranges",
-    "kernel": "analysis.diff_kernels",
-    "layer": "analysis.diff_layers",
+    "range": "analysis._diff_ranges",
+    "kernel": "analysis._diff_kernels",
+    "layer": "analysis._diff_layers",
 }
 MATCHES = ("exact", "base")
 
@@ -35,7 +35,7 @@ def diff(a: "Export", b: "Export", *, by: str = "range", match: str = "exact") -
     if match != "exact" and by != "kernel":
         raise NsysqlError("`match='base'` applies to kernels only; add `by='kernel'`")
     side = catalog.get(SIDE_QUERIES[by])
-    combine = catalog.get("analysis.diff")
+    combine = catalog.get("analysis._diff")
     con = connect()
     try:
         for alias, export in (("a", a), ("b", b)):

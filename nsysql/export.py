@@ -28,6 +28,10 @@ SOURCES = {
 }
 
 
+# an input analysis with at most this many rows is stored as an answer when another query computes it
+INPUT_ANSWER_ROWS = 50_000
+
+
 def report_defaults(q: catalog.Query) -> dict:
     """A report's $params at their header defaults (every report parameter has one)."""
     from .views import param_defaults
@@ -149,12 +153,30 @@ class Export:
             inner = catalog.get(requirement)
             # no require() here: without its raw data an input analysis is empty (the stub tables are), and
             # the reader decides what that means, e.g. steady_steps falls back to the span of GPU activity
-            self._materialize_inputs(inner)
+            stored = answers.stored_file(self.cache_path, inner, {}) if self._tmpdir is None else None
+            if stored is None:
+                self._materialize_inputs(inner)
             try:
-                self.con.execute(f"CREATE TEMP TABLE {quote_ident(name)} AS {inner.sql.rstrip().rstrip(';')}")
+                if stored is None:
+                    self.con.execute(f"CREATE TEMP TABLE {quote_ident(name)} AS {inner.sql.rstrip().rstrip(';')}")
+                    stored = self._keep_input_answer(inner, name)
+                if stored is not None:  # a small input is read as its own command reads it (the same types)
+                    self.con.execute(f"CREATE OR REPLACE TEMP TABLE {quote_ident(name)} AS "
+                                     "SELECT * FROM read_parquet($file)", {"file": str(stored)})
             except duckdb.Error as exc:
                 raise NsysqlError(f"{inner.id}: {str(exc).splitlines()[0]}") from None
             self._materialized.add(name)
+
+    def _keep_input_answer(self, inner: catalog.Query, name: str) -> Path | None:
+        """Store a small input analysis (`analysis.steps` under summarize) as its own answer, so the command
+        that shows it (`nsysql steps`) reads it back; big intermediate tables (a row per GPU op) are not kept."""
+        if self._tmpdir is not None or inner.param_names:
+            return None
+        rows = self.con.execute(f"SELECT COUNT(*) FROM {quote_ident(name)}").fetchone()
+        if rows is None or rows[0] > INPUT_ANSWER_ROWS:
+            return None
+        answers.store(self.cache_path, inner, {}, _to_polars(self.con.table(quote_ident(name))))
+        return answers.stored_file(self.cache_path, inner, {})
 
     def info(self) -> dict[str, str]:
         rows = self.con.execute("SELECT key, value FROM export_info UNION ALL SELECT key, value FROM nsysql_meta").fetchall()

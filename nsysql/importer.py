@@ -13,15 +13,17 @@ import duckdb
 
 from . import catalog, inputs, progress, readonly, sqlite_check
 from .build_graph import build_graph, build_workers
-from .engine import connect, error_line, quote_literal
+from .engine import connect, error_line, quote_ident, quote_literal
 from .errors import NsysqlError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Tables whose presence marks a file as an Nsight Systems export.
 NSYS_MARKERS = {"StringIds", "META_DATA_EXPORT", "EXPORT_META_DATA", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL",
                 "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API", "TARGET_INFO_SESSION_START_TIME"}
-VIEW_SETS = {3: "nsys3"}  # export schema major version -> queries/normalize/<set>
-SUPPORTED = "export schema 3.x, i.e. Nsight Systems 2022.4 to 2025.x"
+# export schema major version -> queries/normalize/<set>; 2.x (Nsight Systems 2021.x to 2022.3) is read by the 3.x set
+# through shims and filled-in columns (see fill_columns)
+VIEW_SETS = {2: "nsys3", 3: "nsys3"}
+SUPPORTED = "export schema 2.x and 3.x, i.e. Nsight Systems 2021.x to 2025.x, and exports without a metadata table"
 # Where the schema version is kept: 2025.x names the table META_DATA_EXPORT, 2022.4 EXPORT_META_DATA.
 METADATA_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
 # The raw table in which nsysql/sqlite_check.py stages SQLite's findings for the normalize statements that keep them.
@@ -59,6 +61,37 @@ def _stub_statements() -> dict[str, str]:
         if m:
             stubs[m.group(1)] = body
     return stubs
+
+
+def stub_columns() -> dict[str, list[tuple[str, str]]]:
+    """raw table -> [(column, type)] of its stub in raw_stubs.sql: the columns the normalized views read, rowid first."""
+    out = {}
+    for name, stub in _stub_statements().items():
+        body = stub[stub.index("(") + 1:stub.rindex(")")]
+        out[name] = [(c.split()[0].strip('"'), " ".join(c.split()[1:])) for c in body.split(",")]
+    return out
+
+
+def export_columns(con) -> dict[str, set[str]]:
+    """table -> its columns (lower case), as the attached export `nsys` has them."""
+    out: dict[str, set[str]] = {}
+    for table, column in con.execute("SELECT table_name, column_name FROM duckdb_columns() "
+                                     "WHERE database_name = 'nsys'").fetchall():
+        out.setdefault(table, set()).add(column.lower())
+    return out
+
+
+def fill_columns(stub: list[tuple[str, str]], has: set[str]) -> list[tuple[str, str]]:
+    """The columns of a table's stub (stub_columns) that the export's table lacks (older exports: e.g. mangledName in
+    a 2021 one): the raw view adds them as typed NULLs, and the cache lists them (nsysql_missing_columns;
+    `missing_columns` in Export.info())."""
+    return [(c, t) for c, t in stub if c != "rowid" and c.lower() not in has]
+
+
+def raw_view(table: str, missing: list[tuple[str, str]]) -> str:
+    """raw.<table> over the export's table, with `missing` columns as typed NULLs."""
+    filled = "".join(f", CAST(NULL AS {t}) AS {quote_ident(c)}" for c, t in missing)
+    return f"CREATE VIEW raw.{table} AS SELECT rowid AS rowid, *{filled} FROM nsys.{table}"
 
 
 def _ordered(view_set: str) -> list[catalog.Query]:
@@ -117,12 +150,15 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> di
                                       f"{shown}: could not apply {shim.id} ({str(exc).splitlines()[0]}); "
                                       f"export schema {schema} may be unsupported") from None
             shimmed = {_provided(shim) for shim in shims}
+            columns, stubs = export_columns(con), stub_columns()
+            filled: list[tuple[str, str]] = []  # (raw table, column) the export lacks, NULL in the raw view
             for name, stub in _stub_statements().items():
                 if name in shimmed:
                     continue
                 if name in tables:
-                    con.execute(RAW_TABLES.get(name) or
-                                f"CREATE VIEW raw.{name} AS SELECT rowid AS rowid, * FROM nsys.{name}")
+                    missing = [] if name in RAW_TABLES else fill_columns(stubs[name], columns.get(name, set()))
+                    filled += [(name, c) for c, _ in missing]
+                    con.execute(RAW_TABLES.get(name) or raw_view(name, missing))
                 else:
                     con.execute(stub)
             def failed(q: catalog.Query, exc: duckdb.Error) -> NsysqlError:
@@ -146,11 +182,17 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> di
             # the raw tables as the views saw them: a shimmed 3.x table counts as present
             con.execute("CREATE TABLE nsysql_tables AS SELECT unnest($t::VARCHAR[]) AS raw_table ORDER BY 1",
                         {"t": sorted(tables | shimmed)})
+            con.execute("CREATE TABLE nsysql_missing_columns (raw_table VARCHAR, column_name VARCHAR)")
+            con.execute("COMMENT ON TABLE nsysql_missing_columns IS 'Columns the normalized tables read that the export''s "
+                        "raw tables lack (older Nsight Systems): NULL in every row'")
+            if filled:
+                con.executemany("INSERT INTO nsysql_missing_columns VALUES (?, ?)", filled)
             con.execute("CREATE TABLE nsysql_meta (key VARCHAR, value VARCHAR)")
             con.executemany("INSERT INTO nsysql_meta VALUES (?, ?)", [
                 ("export_path", inputs.text(export.resolve())), ("export_schema", schema), ("view_set", view_set),
                 ("views_version", views_version(view_set)),
                 ("shims", ", ".join(shim.id for shim in shims) or "none"),
+                ("missing_columns", ", ".join(f"{t}.{c}" for t, c in filled) or "none"),
             ])
             con.execute("DROP SCHEMA raw CASCADE")
             con.execute("DETACH nsys")
@@ -203,7 +245,8 @@ def _version_tuple(schema: str) -> tuple[int, ...] | None:
 
 def _view_set(schema: str, tables: set[str], export: Path) -> str:
     if schema == "unknown":
-        # Exports older than any metadata table: the 3.x views read only long-standing columns.
+        # Exports older than any metadata table (2021.x): the 3.x views read only long-standing columns; shims for
+        # schema 0.0 and up and the filled-in columns bridge the rest.
         return "nsys3"
     try:
         major = int(schema.split(".")[0])
@@ -211,7 +254,7 @@ def _view_set(schema: str, tables: set[str], export: Path) -> str:
         raise NsysqlError(f"{export}: unreadable export schema version {schema!r} (supported: {SUPPORTED})") from None
     if major < min(VIEW_SETS):
         raise NsysqlError(f"{export}: export schema {schema} is older than nsysql supports ({SUPPORTED}); "
-                          "re-export the .nsys-rep with Nsight Systems 2022.4 or newer")
+                          "export the .nsys-rep again with a newer Nsight Systems")
     if major not in VIEW_SETS:
         raise NsysqlError(f"{export}: export schema {schema} is newer than nsysql supports ({SUPPORTED}); "
                           "export the .nsys-rep with Nsight Systems 2025.x, or update nsysql")
@@ -225,7 +268,8 @@ def _provided(shim: catalog.Query) -> str:
 def applicable_shims(schema: str, tables: set[str]) -> list[catalog.Query]:
     """The shims for this export: its schema version is in the shim folder's range, it has every
     table the shim reads (`requires: nsys.X`) and lacks the 3.x table the shim provides."""
-    version = _version_tuple(schema)
+    # no metadata table: a 2021-era export (every version since has one), older than any shim's lower bound
+    version = (0, 0) if schema == "unknown" else _version_tuple(schema)
     if version is None:
         return []
     chosen = []

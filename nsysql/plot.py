@@ -34,7 +34,7 @@ def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None,
     output = check_output(output)
     if step is not None and (start_ms is not None or end_ms is not None):
         raise NsysqlError("give either `step=` or `start_ms=`/`end_ms=`, not both")
-    window = ex.run("analysis.plot_window", start_ms=start_ms, end_ms=end_ms).row(0, named=True)
+    window = ex.run("analysis._plot_window", start_ms=start_ms, end_ms=end_ms).row(0, named=True)
     origin = window["origin_ns"]
     if origin is None:
         raise NsysqlError(f"{ex.path.name} holds no NVTX ranges, API calls or GPU ops to draw")
@@ -55,12 +55,12 @@ def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None,
         raise NsysqlError(f"empty time window ({(lo - origin) / 1e6:.3f} to {(hi - origin) / 1e6:.3f} ms after "
                           "the capture start); `end_ms=` must be greater than `start_ms=`")
     if ex.has("nvtx_range"):
-        ranges = ex.run("analysis.plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=op_markers)
+        ranges = ex.run("analysis._plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=op_markers)
     else:  # a program without NVTX (a CUDA application, OpenACC, ...): its GPU ops alone
         from . import catalog  # the same query over the (empty) normalized ranges: no ranges, typed columns
-        q = catalog.get("analysis.plot_timeline_ranges")
+        q = catalog.get("analysis._plot_timeline_ranges")
         ranges = ex.sql(q.sql, q.bound_params(dict(from_ns=lo, to_ns=hi, op_markers=op_markers)))
-    ops = ex.run("analysis.plot_timeline_ops", from_ns=lo, to_ns=hi)
+    ops = ex.run("analysis._plot_timeline_ops", from_ns=lo, to_ns=hi)
     if ranges.is_empty() and ops.is_empty():
         raise NsysqlError(f"nothing happens between {(lo - origin) / 1e6:.3f} and {(hi - origin) / 1e6:.3f} ms "
                           "after the capture start; widen `start_ms=`/`end_ms=`")
@@ -85,7 +85,7 @@ def layers(ex: "Export", output: str | Path, *, top: int = 25, depth: int = 0, m
 def kernels(ex: "Export", output: str | Path, *, top: int = 20) -> Path:
     """Horizontal bars of the kernels with the most GPU time, labelled with the op that launched them."""
     output = check_output(output)
-    df = ex.run("analysis.plot_kernels", top=top)
+    df = ex.run("analysis._plot_kernels", top=top)
     if df.is_empty():
         raise NsysqlError(f"{ex.path.name} has no kernels (capture with --trace=cuda)")
     fig = _draw_kernels(df, title=f"{_export_title(ex)}: top {df.height} kernels by GPU time")

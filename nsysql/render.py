@@ -11,7 +11,7 @@ Formats for people (`table`, `markdown`) show each column in its unit, read from
 - `ns` (a duration) -> one time unit per column (s, ms, µs or ns, chosen from the column's typical value; the
   columns of one `unit_groups` entry share one unit);
 - `ns timestamp` (an instant on the export's clock) -> ms since the capture start (`origin`, the same time
-  origin as `nsysql plot timeline`: analysis.plot_window);
+  origin as `nsysql plot timeline`: analysis._plot_window);
 - `bytes` -> B, KB, MB or GB (10^3 steps) per column; `GB/s`, `10^9 bytes/s` -> GB/s; `pct` -> %;
 - `count` and other numbers -> thousands separators; `id`, `index`, `position` -> plain;
 - text -> shortened in the middle with `…` to fit the width (tables only; markdown keeps it whole).
@@ -375,6 +375,8 @@ class Shown:
             text = compact_kernel(text)
             if len(text) > width:
                 text = _last_name(text)
+        elif "/" in text:  # a path (layer, range path): what tells two rows apart is usually one component
+            return shorten_path(text, width)
         return middle(text, width)
 
     def wrap_label(self) -> None:
@@ -497,6 +499,29 @@ def middle(text: str, width: int) -> str:
     head = (width - 1 + 1) // 2
     tail = width - 1 - head
     return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def shorten_path(text: str, width: int) -> str:
+    """A `/`-separated path in `width` characters, shortened component by component: the longest component
+    first (the last one after others of its length), a numbered one (`layer_12`: its number kept) only when
+    nothing else is left. So
+    `forward_pass/layer_0/attention_sublayer/attn` and its layer_1 twin stay two different, readable lines
+    where a single ellipsis in the middle would cut both to the same text."""
+    parts = text.split("/")
+    shortest = 4  # a component keeps at least two characters, the ellipsis and one more
+    if len(text) <= width or shortest * len(parts) + len(parts) - 1 > width:
+        return middle(text, width)
+    lengths = [len(x) for x in parts]
+    last = len(parts) - 1
+    while sum(lengths) + last > width:
+        i = min((j for j in range(len(parts)) if lengths[j] > shortest),
+                key=lambda j: (bool(_NUMBERED.search(parts[j])), -lengths[j], j == last))
+        lengths[i] -= 1
+    return "/".join(x if n == len(x) else "…" + x[1 - n:] if _NUMBERED.search(x) else middle(x, n)
+                    for x, n in zip(parts, lengths))
+
+
+_NUMBERED = re.compile(r"\d+$")
 
 
 # -- fitting ------------------------------------------------------------------------------------------
@@ -712,8 +737,8 @@ def emit(df: pl.DataFrame, fmt: Format, *, decimals: dict[str, int] | None = Non
 
 def time_origin(export) -> int | None:
     """The capture start on the export's clock (ns): where `ns timestamp` columns count from in tables and
-    markdown, and the zero of `nsysql plot timeline` (both read analysis.plot_window). None without events."""
-    return export.run("analysis.plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
+    markdown, and the zero of `nsysql plot timeline` (both read analysis._plot_window). None without events."""
+    return export.run("analysis._plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
 
 
 def human_format(fmt: Format) -> bool:

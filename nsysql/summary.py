@@ -7,11 +7,9 @@ import json
 import textwrap
 from dataclasses import dataclass, field
 
-import duckdb
 import polars as pl
 
-from . import catalog, progress, signals
-from .errors import NsysqlError
+from . import catalog, progress
 from .export import Export
 from .inputs import printable
 from .overview import BREAKDOWN, BREAKDOWN_KEYS, Overview
@@ -45,17 +43,6 @@ class Summary:
 def build_summary(export: Export, *, top: int = 5, full: bool = False) -> Summary:
     with progress.shown("summarizing"):
         return _build_summary(export, top=top, full=full)
-
-
-def prepare(export: Export) -> None:
-    """Compute and store (nsysql/answers.py) every answer a default `summarize` reads, right after the export's
-    cache is built. Best effort: what cannot be answered now is left for `summarize` to report."""
-    try:
-        with progress.shown("answering summarize ahead (once per export)"):  # the title a report's user sees
-            build_summary(export)
-    except (NsysqlError, duckdb.Error):
-        if signals.received():  # an interrupt DuckDB turned into an error stops the command
-            raise
 
 
 def _build_summary(export: Export, *, top: int, full: bool) -> Summary:

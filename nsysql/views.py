@@ -9,7 +9,11 @@ they always keep NVIDIA's report names.
 
 A view cannot take parameters: a query using `$name` gets its header's default
 (`-- params: top BIGINT default 10`, or `top = 10`) as a literal, and without one it is left
-out with a note saying so.
+out with a note saying so. A public query with parameters is also a table macro of the view's
+name whose parameters are named and default to the header's (`SELECT * FROM layers(depth := 2)`).
+
+Private queries (file name starting with `_`, docs/query-headers.md) are views only as the inputs of
+public ones: never documented in `nsysql_views`, no note when they cannot be views, no macro.
 """
 from __future__ import annotations
 
@@ -38,23 +42,44 @@ class CatalogView:
     def description(self) -> str:
         return self.query.purpose
 
+    @property
+    def private(self) -> bool:
+        return self.query.name.startswith("_")
+
 
 def catalog_views(taken: set[str]) -> list[CatalogView]:
     """Every report and analysis as a view; `taken` holds the normalized relations' names."""
     used = {t.lower() for t in taken}
     views = []
+    needed = _private_inputs()
     for group in VIEW_GROUPS:
         for q in _inputs_first(catalog.group(group)):
+            if q.name.startswith("_") and q.id not in needed:
+                continue
             name, notes = q.name, []
             if name.lower() in used:
                 notes.append(f"named {group}_{name}: {name} is already a table or view")
                 name = f"{group}_{name}"
             used.add(name.lower())
             sql, param_note = _with_defaults(q)
+            if sql is None and q.name.startswith("_"):
+                continue  # a private helper that takes parameters: nsysql runs it itself, nothing reads its view
             if param_note:
                 notes.append(param_note)
             views.append(CatalogView(q, name, sql, "; ".join(notes)))
     return views
+
+
+def _private_inputs() -> set[str]:
+    """The private queries that public views read, directly or through another private one."""
+    found: set[str] = set()
+    pending = [r for g in VIEW_GROUPS for q in catalog.group(g) if not q.name.startswith("_") for r in q.requires]
+    while pending:
+        qid = pending.pop()
+        if qid not in found and qid.rsplit(".", 1)[-1].startswith("_") and qid in catalog.all_queries():
+            found.add(qid)
+            pending += catalog.get(qid).requires
+    return found
 
 
 def _inputs_first(queries: list[catalog.Query]) -> list[catalog.Query]:
@@ -87,6 +112,8 @@ def create_views(con: duckdb.DuckDBPyConnection, views: list[CatalogView], *, te
             try:
                 con.execute(f"CREATE {kind} {quote_ident(v.view_name)} AS {_body(v.sql)}")
             except duckdb.Error as exc:
+                if v.private:
+                    continue  # e.g. analysis._diff, which reads tables nsysql makes while it runs
                 note = _join(note, f"not created: {str(exc).splitlines()[0]}")
                 v = CatalogView(v.query, v.view_name, None, note)
             else:
@@ -99,6 +126,51 @@ def create_views(con: duckdb.DuckDBPyConnection, views: list[CatalogView], *, te
                 v = CatalogView(v.query, v.view_name, v.sql, note)
         done.append(v)
     return done
+
+
+def create_macros(con: duckdb.DuckDBPyConnection, views: list[CatalogView]) -> list[CatalogView]:
+    """A table macro for each created public view whose query takes parameters: named parameters with the
+    header's defaults, so `SELECT * FROM layers(depth := 2)` runs in the stock duckdb shell. Macros bind their
+    tables when called (in a several-export file: after `USE <schema>`). Returns the views, a failure noted."""
+    done = []
+    for v in views:
+        names = v.query.param_names
+        if v.sql is not None and names and not v.private:
+            defaults = param_defaults(v.query)
+            signature = ", ".join(f"{quote_ident(n)} := {sql_literal(defaults[n])}" for n in names)
+            inner = quote_ident(f"_{v.view_name}_body")
+            try:
+                _create_body_macro(con, inner, v.query.sql, names)
+                con.execute(f"CREATE MACRO {quote_ident(v.view_name)}({signature}) AS TABLE "
+                            f"SELECT * FROM {inner}({', '.join(quote_ident(n) for n in names)})")
+            except duckdb.Error as exc:
+                v = CatalogView(v.query, v.view_name, v.sql,
+                                _join(v.note, f"no table macro: {str(exc).splitlines()[0]}"))
+        done.append(v)
+    return done
+
+
+def _create_body_macro(con: duckdb.DuckDBPyConnection, name: str, sql: str, names: list[str]) -> None:
+    """The query as a macro of positional parameters named `nsysql_param_<name>` (a macro's parameter would hide a
+    column of its name). DuckDB binds the body when the macro is made and rejects a parameter where a grouped query
+    needs a constant (`HAVING count(*) >= $min_run`): then the values come from a one-row CTE instead."""
+    params = ", ".join(f"nsysql_param_{n}" for n in names)
+    try:
+        con.execute(f"CREATE MACRO {name}({params}) AS TABLE "
+                    f"{_PARAM.sub(lambda m: f'nsysql_param_{m.group(1)}', _body(sql))}")
+        return
+    except duckdb.BinderException:
+        pass
+    args = "nsysql_args AS (SELECT " + ", ".join(f"nsysql_param_{n} AS {quote_ident(n)}" for n in names) + ")"
+    body = _PARAM.sub(lambda m: f"(SELECT {quote_ident(m.group(1))} FROM nsysql_args)", _body(sql))
+    lines = body.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--"))
+    head = re.match(r"\s*WITH(\s+RECURSIVE)?(\s|$)", lines[first], re.IGNORECASE)
+    if head:
+        lines[first] = f"{lines[first][:head.end()].rstrip()} {args}, {lines[first][head.end():]}"
+    else:
+        lines[first] = f"WITH {args} {lines[first]}"
+    con.execute(f"CREATE MACRO {name}({params}) AS TABLE " + "\n".join(lines))
 
 
 def document_tables(con: duckdb.DuckDBPyConnection, view_set: str) -> None:

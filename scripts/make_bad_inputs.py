@@ -181,7 +181,7 @@ CASES: list[tuple[str, Callable[[Path, Path], Path], str, str]] = [
     ("wal-mode", lambda g, d: _wal(g, d, leftover=False), "ok", ""),
     ("wal-leftover", lambda g, d: _wal(g, d, leftover=True), "ok", ""),
     # -- schema ---------------------------------------------------------------------------------------------
-    ("schema-too-old", lambda g, d: _schema(g, d, "2.9.1"), "error", "older than nsysql supports"),
+    ("schema-too-old", lambda g, d: _schema(g, d, "1.9.0"), "error", "older than nsysql supports"),
     ("schema-too-new", lambda g, d: _schema(g, d, "9.0.0"), "error", "newer than nsysql supports"),
     ("schema-garbage", lambda g, d: _schema(g, d, "x.y"), "error", "unreadable export schema"),
     ("kernel-column-dropped", lambda g, d: _without_column(g, d, K, "gridX"), "either", ""),

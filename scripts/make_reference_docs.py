@@ -87,11 +87,20 @@ def sql_reference() -> str:
            "and `json` print. [SQL internals](sql-internals.md) says how the files are organized.", ""]
     shown = set()
     for prefix, title, what in GROUPS:
-        members = [q for qid, q in sorted(queries.items()) if qid.startswith(prefix + ".")]
+        members = [q for qid, q in sorted(queries.items()) if qid.startswith(prefix + ".") and not q.name.startswith("_")]
         if not members:
             continue
         out += [f"## {title}", "", what, ""]
         for q in members:
+            shown.add(q.id)
+            out += _query(q)
+    private = [q for qid, q in sorted(queries.items()) if q.name.startswith("_") and qid not in shown]
+    if private:
+        out += ["## Private helper queries", "",
+                "Inputs of the queries above and of nsysql's own code ([a `_` name is private]"
+                "(query-headers.md#public-and-private-queries)): no documented view in `nsysql db` files, and "
+                "their columns may change with any release.", ""]
+        for q in private:
             shown.add(q.id)
             out += _query(q)
     rest = sorted(set(queries) - shown)

@@ -58,8 +58,8 @@ def test_parameters_and_sql_are_part_of_the_key(tmp_path):
     params = {"min_idle_pct": 1.0}
     assert answers.key(changed, params) != answers.key(q, params)
     # an analysis it reads changes its key too
-    step_label = catalog.get("analysis.step_label")
-    assert "analysis.step_label" in answers._inputs(q) and "analysis.steps" in answers._inputs(step_label)
+    step_label = catalog.get("analysis._step_label")
+    assert "analysis._step_label" in answers._inputs(q) and "analysis.steps" in answers._inputs(step_label)
 
 
 def test_cached_summarize_runs_no_query(tmp_path):

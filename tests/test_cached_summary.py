@@ -1,5 +1,6 @@
-"""Issue 12: once an export's cache exists, `summarize` reads small stored answers and runs no query over a big
-table, whichever command opened the export first."""
+"""Issue 12: once an export's cache exists, `summarize` and the default outputs of `steps`, `layers`, `memcpy` and
+`report nvtx_gpu_proj_sum` read small stored answers and run no query over a big table, whichever command opened
+the export first."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import answers, summary
+from nsysql import ahead, answers, summary
 from nsysql.cli import app
 from nsysql.export import Export
 
@@ -66,21 +67,24 @@ def row_counts(con) -> dict[str, int]:
     return {n: con.execute(f'SELECT count(*) FROM "{n}"').fetchone()[0] for n in names}
 
 
-def big_reads(ex: Export) -> list[str]:
-    """Run a default summarize on `ex` and return every statement it ran that read a table of more than BIG_ROWS
-    rows (what the recorder saw, checked against the cache's own row counts)."""
+def big_reads(ex: Export, work=None) -> list[str]:
+    """Run `work(ex)` (a default summarize when None) and return every statement it ran that read a table of more
+    than BIG_ROWS rows (what the recorder saw, checked against the cache's own row counts)."""
     counts = row_counts(ex.con)
     big = {name for name, n in counts.items() if n > BIG_ROWS}
     assert {"kernel", "runtime", "nvtx_range", "osrt"} <= big  # the guard means something on this fixture
     recorder = RecordingConnection(ex.con)
     ex.con = recorder
     try:
-        result = summary.build_summary(ex)
-        text = summary.render_text(result, width=80)
-        summary.to_json(result)
+        if work is None:
+            result = summary.build_summary(ex)
+            text = summary.render_text(result, width=80)
+            summary.to_json(result)
+            assert "Findings" in text and "Step time" in text
+        else:
+            work(ex)
     finally:
         ex.con = recorder._con
-    assert "Findings" in text and "Step time" in text
     return [sql for sql in recorder.statements if tables_read(ex.con, sql) & big]
 
 
@@ -94,14 +98,19 @@ def test_summarize_after_another_command_reads_no_big_table(export_files, tmp_pa
     with Export(export, cache_dir=cache) as ex:
         assert ex.cache_hit
         assert big_reads(ex) == []
+        for name, compute in ahead.DEFAULT_OUTPUTS:
+            assert big_reads(ex, compute) == [], name
 
 
 def test_the_guard_sees_a_summarize_that_computes(export_files, tmp_path, monkeypatch):
     """Without stored answers the same check names the big tables read: the guard above can fail."""
     monkeypatch.setattr(answers, "load", lambda *args: None)
+    monkeypatch.setattr(answers, "stored_file", lambda *args: None)
     with Export(export_files[FIXTURE], cache_dir=tmp_path / "cache") as ex:
         read = big_reads(ex)
-    assert read and any("gpu_op" in sql or "kernel" in sql for sql in read)
+        assert read and any("gpu_op" in sql or "kernel" in sql for sql in read)
+        for name, compute in ahead.DEFAULT_OUTPUTS:
+            assert big_reads(ex, compute), name
 
 
 def test_first_open_by_any_command_answers_summarize(export_files, tmp_path):
@@ -117,7 +126,7 @@ def test_first_open_by_any_command_answers_summarize(export_files, tmp_path):
 def test_no_cache_stores_nothing(export_files, tmp_path, monkeypatch):
     """--no-cache keeps nothing, so it computes no summary it would throw away."""
     called = []
-    monkeypatch.setattr(summary, "prepare", lambda ex: called.append(ex))
+    monkeypatch.setattr(ahead, "answer_ahead", lambda ex, **kw: called.append(ex))
     export = export_files[FIXTURE]
     result = runner.invoke(app, ["report", "nvtx_sum", str(export), "--no-cache", "--cache-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output

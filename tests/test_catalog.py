@@ -1,6 +1,7 @@
 """The rules every SQL file follows (a checker, not a reviewer)."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -56,3 +57,72 @@ def test_normalized_tables_have_their_header_columns_and_types(q, opened):
     assert [name for name, _ in got] == [c.name for c in q.columns]
     for (name, data_type), c in zip(got, q.columns):
         assert data_type.split("(")[0] == c.type, f"{q.name}.{name} is {data_type}, header says {c.type}"
+
+
+# -- the header contract (docs/query-headers.md): a strict parser -------------------------------------------------
+GOOD = """-- nsysql: analysis.toy v3
+-- purpose: A toy.
+-- requires: kernel, analysis.steps
+-- params: $top BIGINT default 10 (rows shown,
+--   at most)
+-- notes: First line.
+--   Second line, indented.
+-- columns:
+--   name | VARCHAR | text
+--   total_ns | BIGINT | ns (all of it)
+--   pct | DOUBLE | pct | 1
+SELECT 1;
+"""
+
+
+def test_header_parser_reads_multi_line_values():
+    q = catalog.parse(GOOD, "analysis/toy.sql")
+    assert (q.id, q.version, q.purpose, q.requires) == ("analysis.toy", 3, "A toy.", ("kernel", "analysis.steps"))
+    assert q.meta["notes"] == "First line.\nSecond line, indented."
+    assert q.params == "$top BIGINT default 10 (rows shown,\nat most)"
+    assert [(c.name, c.type, c.unit, c.decimals) for c in q.columns] == [
+        ("name", "VARCHAR", "text", None), ("total_ns", "BIGINT", "ns (all of it)", None), ("pct", "DOUBLE", "pct", 1)]
+    assert set(q.meta) == {"purpose", "requires", "params", "notes"}  # no junk keys from continuation lines
+
+
+@pytest.mark.parametrize("line, number, message", [
+    ("-- remarks: x", 6, "unknown header key 'remarks'"),
+    ("-- purpose: again", 6, "given twice"),
+    ("--x", 6, "expected '-- key: value'"),
+    ("-- Free text without a key", 6, "expected '-- key: value'"),
+])
+def test_header_parser_rejects_with_file_and_line(line, number, message):
+    text = GOOD.replace("-- notes: First line.", line, 1)
+    with pytest.raises(catalog.HeaderError, match=f"^analysis/toy.sql:{number}: .*{re.escape(message)}"):
+        catalog.parse(text, "analysis/toy.sql")
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("--   pct | DOUBLE", "a column line is"), ("--   pct | DOUBLE | pct | one", "a column.s decimals are a whole number")])
+def test_header_parser_rejects_bad_columns(bad, message):
+    with pytest.raises(catalog.HeaderError, match=f"toy.sql:11: {message}"):
+        catalog.parse(GOOD.replace("--   pct | DOUBLE | pct | 1", bad), "analysis/toy.sql")
+
+
+def test_header_parser_needs_the_required_keys():
+    with pytest.raises(catalog.HeaderError, match="lacks 'requires'"):
+        catalog.parse(GOOD.replace("-- requires: kernel, analysis.steps\n", ""), "analysis/toy.sql")
+
+
+def test_header_lock_rule():
+    """scripts/check_headers.py: columns changed at the same version fail; a raised version only needs the lock."""
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(
+        "check_headers", Path(__file__).resolve().parent.parent / "scripts" / "check_headers.py")
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    locked = {"a.x": {"version": 1, "columns": ["n | BIGINT | count"]}}
+    assert check.problems(locked, locked) == ([], [])
+    bump, _ = check.problems(locked, {"a.x": {"version": 1, "columns": ["n | DOUBLE | count"]}})
+    assert "raise it to v2" in bump[0]
+    bump, stale = check.problems(locked, {"a.x": {"version": 2, "columns": ["n | DOUBLE | count"]}})
+    assert not bump and stale == ["a.x: v1 -> v2"]
+    assert check.problems(locked, {}) == ([], ["a.x: removed"])
+    lock = json.loads(check.LOCK.read_text(encoding="utf-8"))
+    assert check.problems(lock, check.current()) == ([], []), "run python scripts/check_headers.py --update"

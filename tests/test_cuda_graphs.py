@@ -197,7 +197,7 @@ def test_timeline_draws_graphs(opened, raw, tmp_path):
     ex = opened[GRAPH]
     lo = min(o["start"] for o in raw[GRAPH].ops)
     hi = max(o["end"] for o in raw[GRAPH].ops)
-    ops = ex.run("analysis.plot_timeline_ops", from_ns=lo, to_ns=hi)
+    ops = ex.run("analysis._plot_timeline_ops", from_ns=lo, to_ns=hi)
     assert (ops["op_kind"] == "graph").sum() == 14
     assert plot.timeline(ex, tmp_path / "t.png", step=3).exists()
 

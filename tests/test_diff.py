@@ -29,7 +29,7 @@ def raw_kernels(path):
 
 
 def base_name(full: str, short: str) -> str:
-    """The base-name rule as analysis.diff_kernels documents it, written again in Python."""
+    """The base-name rule as analysis._diff_kernels documents it, written again in Python."""
     low = full.lower()
     if re.search(r"convolution|convolve|conv[123]d|fprop|dgrad|wgrad|implicit_gemm|winograd", low):
         return "conv*"

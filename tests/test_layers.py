@@ -18,7 +18,7 @@ LAYERS = {
              "catalog", "macros", "views", "answers", "build_graph", "importer", "rules", "export"],
     "rendering": ["formats", "render"],
     "features": ["annotate", "multi", "adhoc", "attribution", "sanity", "diff", "dataset", "dataset_schemas",
-                 "overview", "findings", "plot", "summary", "summary_many"],
+                 "overview", "findings", "plot", "summary", "summary_many", "ahead"],
     "facade": ["nsysql", "api"],  # nsysql/__init__.py and the Export users get from nsysql.open()
     "commands": ["commands", "commands.*"],
     "cli": ["cli", "__main__"],

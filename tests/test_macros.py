@@ -6,7 +6,7 @@ import duckdb
 
 from nsysql import catalog, macros
 
-# two processes' disjoint busy intervals, as analysis.process_busy gives them (before_ns, idx)
+# two processes' disjoint busy intervals, as analysis._process_busy gives them (before_ns, idx)
 BUSY = {100: [(10, 20), (30, 50), (60, 61)], 200: [(0, 1000)]}
 PROBES = [(1, 100, 0, 100), (2, 100, 15, 35), (3, 100, 20, 30), (4, 100, 55, 60), (5, 200, 500, 700),
           (6, 100, 45, 60), (7, 300, 0, 10)]  # (id, pid, s, e); pid 300 has no busy interval
@@ -59,7 +59,7 @@ def test_busy_inside_far_apart_in_time():
 
 
 def test_busy_in_step_equals_a_plain_walk():
-    """Probes inside analysed steps against the steps' clipped busy intervals (analysis.step_busy's rows)."""
+    """Probes inside analysed steps against the steps' clipped busy intervals (analysis._step_busy's rows)."""
     con = duckdb.connect()
     steps = {1: (100, 5, 45), 2: (100, 55, 70), 3: (200, 400, 800)}  # step -> (pid, start, end)
     rows, idx = [], 0
@@ -105,3 +105,76 @@ def test_human_ns_picks_the_unit_and_three_digits():
              4.12e4: "41.2 µs", 4120.0: "4.12 µs", 412.0: "412 ns", 0.0: "0 ns"}
     got = {x: con.execute("SELECT human_ns($x::DOUBLE)", {"x": x}).fetchone()[0] for x in cases}
     assert got == cases
+
+
+def test_calls_in_finds_the_longest_overlap_and_the_calls_started():
+    """Per probe interval and call source: the call overlapping it longest (open at its start or starting inside),
+    and how many start inside; buckets of width span/count, so probes far apart in time are covered too."""
+    con = connection()
+    got = con.execute("""
+        WITH probe(id, tid, s, e) AS (VALUES (1, 7, 100, 200), (2, 7, 300, 310), (3, 7, 5000, 6000), (4, 8, 0, 10),
+                                             (5, 7, 150, 160)),
+        call(tid, start_ns, end_ns, call_id, source) AS (VALUES
+            (7, 50, 120, 11, 0),    -- open at probe 1's start: 20 ns inside it
+            (7, 130, 190, 12, 0),   -- starts inside probe 1: 60 ns, the longest; also covers all of probe 5
+            (7, 140, 150, 13, 0),   -- starts inside probe 1
+            (7, 150, 400, 14, 1),   -- another source: 50 ns of probe 1, open at probe 2's start: all 10 ns
+            (7, 4000, 9000, 15, 0), -- open across probe 3
+            (7, 200, 250, 16, 0),   -- starts at probe 1's end: not inside
+            (9, 0, 10, 17, 0))      -- another thread
+        SELECT id, source, call_id, overlap_ns, started FROM calls_in(probe, call) ORDER BY id, source""").fetchall()
+    assert got == [(1, 0, 12, 60, 2), (1, 1, 14, 50, 1), (2, 1, 14, 10, 0), (3, 0, 15, 1000, 0), (5, 0, 12, 10, 0),
+                   (5, 1, 14, 10, 0)]  # 14 starts at 150 = s: open at the start, not inside
+
+
+def test_innermost_range_at_an_instant():
+    """Nested ranges of one thread: the innermost open at each point; an end is not open, a zero-length range never."""
+    con = connection()
+    got = con.execute("""
+        WITH ranges(range_id, tid, start_ns, end_ns) AS (VALUES
+            (1, 7, 0, 100), (2, 7, 10, 50), (3, 7, 20, 30), (4, 7, 60, 60), (5, 7, 60, 80), (6, 8, 0, 1000)),
+        point(id, tid, t) AS (VALUES (1, 7, 5), (2, 7, 25), (3, 7, 30), (4, 7, 50), (5, 7, 60), (6, 7, 100),
+                                     (7, 8, 999), (8, 9, 5), (9, 7, 10))
+        SELECT id, range_id FROM innermost_range_at(point, ranges) ORDER BY id""").fetchall()
+    assert got == [(1, 1), (2, 3), (3, 2), (4, 1), (5, 5), (7, 6), (9, 2)]
+
+
+def test_union_ns_counts_overlaps_once_per_group():
+    """Busy time is the length of the union, never a sum: overlapping, nested, touching and disjoint intervals;
+    groups apart (a negative one too) never merge, and against a plain walk over the same intervals."""
+    con = connection()
+    rows = [(1, 0, 10), (1, 5, 15), (1, 6, 8), (1, 15, 20), (1, 30, 31), (2, 0, 100), (-3, 7, 9), (-3, 8, 9)]
+    values = ", ".join(f"({g}, {s}, {e})" for g, s, e in rows)
+    got = dict(con.execute(f"WITH intervals(grp, s, e) AS (VALUES {values}) "
+                           "SELECT grp, busy_ns FROM union_ns(intervals) ORDER BY grp").fetchall())
+
+    def walk(g: int) -> int:
+        covered = set()
+        for grp, s, e in rows:
+            if grp == g:
+                covered |= set(range(s, e))
+        return len(covered)
+
+    assert got == {g: walk(g) for g in (1, 2, -3)}
+    assert got == {1: 21, 2: 100, -3: 2}  # spelled out
+
+
+def test_host_memory_and_copy_is_sync():
+    con = connection()
+    got = con.execute("""
+        SELECT host_memory(src, dst), copy_is_sync(api, api_end, op_end)
+        FROM (VALUES ('Pageable', 'Device', 'cudaMemcpyAsync', 10, 20), ('Device', 'Pinned', 'cudaMemcpy', 10, 20),
+                     ('Device', 'Device', 'cudaMemcpyAsync', 30, 20), ('Device', '-', 'cuMemsetD32_v2', 10, 20),
+                     ('Pinned', 'Pageable', NULL, NULL, 20)) AS t(src, dst, api, api_end, op_end)""").fetchall()
+    assert got == [("Pageable", False), ("Pinned", True), (None, True), (None, True), ("Pageable", False)]
+
+
+def test_idle_gaps_between_busy_intervals():
+    """Only between consecutive busy intervals of a device (not before the first or after the last), at least the
+    minimum long."""
+    con = connection()
+    got = con.execute("""
+        WITH busy(device_id, start_ns, end_ns) AS (VALUES (0, 10, 20), (0, 25, 30), (0, 100, 110), (1, 0, 5),
+                                                         (1, 5, 9), (2, 50, 60))
+        SELECT * FROM idle_gaps(busy, 5) ORDER BY device_id, gap_start_ns""").fetchall()
+    assert got == [(0, 20, 25, 5), (0, 30, 100, 70)]

@@ -32,15 +32,15 @@ def test_timeline_window_rows_match_raw(fp32):
     pa = PlainAttribution(path)
     step = ex.steps().row(0, named=True)
     lo, hi = step["start_ns"], step["end_ns"]
-    ranges = ex.run("analysis.plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=False)
+    ranges = ex.run("analysis._plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=False)
     expected = {r["id"] for r in pa.ranges if r["user"] and r["end"] >= lo and r["start"] <= hi}
     assert set(ranges["range_id"]) == expected
-    with_markers = ex.run("analysis.plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=True)
+    with_markers = ex.run("analysis._plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=True)
     assert set(with_markers["range_id"]) == {r["id"] for r in pa.ranges if r["end"] >= lo and r["start"] <= hi}
     # without markers the level counts user ranges only: profiled_step 0, forward_pass 1, layer_0 2
     level = dict(zip(ranges["text"], ranges["level"]))
     assert (level["profiled_step"], level["forward_pass"], level["layer_0"]) == (0, 1, 2)
-    ops = ex.run("analysis.plot_timeline_ops", from_ns=lo, to_ns=hi)
+    ops = ex.run("analysis._plot_timeline_ops", from_ns=lo, to_ns=hi)
     assert ops.height == sum(1 for o in pa.ops if o[3] >= lo and o[2] <= hi)
     direction = {(kind, rowid): d for kind, rowid, d, *_ in pa.attribute()}
     got = Counter(ops["direction"])
@@ -49,8 +49,8 @@ def test_timeline_window_rows_match_raw(fp32):
 
 def test_window_from_milliseconds(fp32):
     ex, _ = fp32
-    whole = ex.run("analysis.plot_window", start_ms=None, end_ms=None).row(0, named=True)
-    part = ex.run("analysis.plot_window", start_ms=1.5, end_ms=2.25).row(0, named=True)
+    whole = ex.run("analysis._plot_window", start_ms=None, end_ms=None).row(0, named=True)
+    part = ex.run("analysis._plot_window", start_ms=1.5, end_ms=2.25).row(0, named=True)
     assert part["origin_ns"] == whole["origin_ns"] == whole["from_ns"]
     assert (part["from_ns"] - part["origin_ns"], part["to_ns"] - part["origin_ns"]) == (1_500_000, 2_250_000)
     assert whole["to_ns"] > whole["from_ns"]
@@ -62,7 +62,7 @@ def test_top_kernels_match_raw(fp32):
     for full, _, d in raw_kernels(path):
         ns[full] += d
         count[full] += 1
-    df = ex.run("analysis.plot_kernels", top=5)
+    df = ex.run("analysis._plot_kernels", top=5)
     top = sorted(ns.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
     assert list(zip(df["kernel_name"], df["total_ns"])) == top
     assert df["instances"].to_list() == [count[k] for k, _ in top]
@@ -71,7 +71,7 @@ def test_top_kernels_match_raw(fp32):
 
 def test_labels_are_distinct(fp32):
     ex, _ = fp32
-    labels = plot._kernel_labels(ex.run("analysis.plot_kernels", top=40))
+    labels = plot._kernel_labels(ex.run("analysis._plot_kernels", top=40))
     assert len(set(labels)) == len(labels)
     assert all(len(label) < 130 for label in labels)
     paths = ["forward_pass/layer_0/attention_sublayer/scaled_dot_product_attention/annotated/computing softmax",

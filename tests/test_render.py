@@ -17,6 +17,7 @@ from nsysql.render import (
     number,
     people_columns,
     scaled,
+    shorten_path,
     table_width,
     time_unit,
     to_csv,
@@ -64,6 +65,24 @@ def test_number_groups_thousands_and_rounds_half_up():
 ])
 def test_time_unit_per_column(values, unit):
     assert time_unit(values)[0] == unit
+
+
+@pytest.mark.parametrize("width", [24, 30, 40])
+def test_paths_keep_the_component_that_tells_rows_apart(width):
+    """A single middle ellipsis cuts layer_10 and layer_11 of the same sublayer to one text; component by
+    component, the numbers stay and the last component stays whole."""
+    rows = [f"forward_pass/layer_{n}/attention_sublayer/attn" for n in (10, 11)]
+    assert middle(rows[0], width) == middle(rows[1], width)  # what this replaces
+    shown = [shorten_path(r, width) for r in rows]
+    assert all(len(x) == width for x in shown) and shown[0] != shown[1]
+    assert all(x.endswith("/attn") for x in shown)
+    assert ["layer_10" in shown[0], "layer_11" in shown[1]] == [True, True]
+
+
+def test_paths_too_narrow_for_their_components_fall_back_to_one_ellipsis():
+    assert shorten_path("forward_pass/layer_10/attention_sublayer/attn", 16) == middle(
+        "forward_pass/layer_10/attention_sublayer/attn", 16)
+    assert shorten_path("a/b", 10) == "a/b"
 
 
 def test_middle_ellipsis_keeps_both_ends():
@@ -196,7 +215,7 @@ def test_long_text_is_shortened_to_fit():
                        "launches": [828]})
     text = to_table(df, width=40)
     row = data_lines(text)[0]
-    assert len(row) <= 40 and "…" in row and row.startswith("forward_pass/") and row.rstrip().endswith("828")
+    assert len(row) <= 40 and "…" in row and "/layer_0/" in row and row.rstrip().endswith("828")
 
 
 def test_first_rows_and_how_many_more():

@@ -87,7 +87,7 @@ def test_metadata_reaches_export_info_through_the_shim(ex):
     assert info["EXPORT_SCHEMA_VERSION"] == "3.0.0"
     assert info["EXPORT_PRODUCT_VERSION"].startswith("2022.4")
     assert info["export_schema"] == "3.0.0" and info["view_set"] == "nsys3"
-    assert info["shims"] == "normalize.shims.v3_0_to_v3_15.meta_data_export"
+    assert info["shims"] == "normalize.shims.v2_0_to_v3_15.meta_data_export"
     # 2022.4's export-parameter keys appear under the 3.20 names (and its OUTUPT typo mended)
     assert info["EXPORT_PARAM_INPUT_FILE"].endswith(".nsys-rep")
     assert info["EXPORT_PARAM_OUTPUT_FILE"].endswith(".sqlite")
@@ -240,17 +240,24 @@ def test_shim_presents_a_stub_table_with_its_columns(shim):
     assert re.fullmatch(r"v\d+_\d+_to_v\d+_\d+", folder)
     provided = shim.meta["provides"].removeprefix("raw.")
     assert [c.name for c in shim.columns] == stub_columns()[provided]
-    assert shim.requires and all(r.startswith("nsys.") for r in shim.requires)
+    assert all(r.startswith("nsys.") for r in shim.requires)
+    assert shim.requires or "VALUES" in shim.sql, "a shim that reads no table is data (an ENUM's rows)"
     assert f"CREATE VIEW raw.{provided} AS" in shim.sql
 
 
 def test_shims_apply_only_in_range_and_where_needed():
     old = {"EXPORT_META_DATA", "StringIds"}
+    enums = ["enum_cuda_mem_kind", "enum_cuda_memcpy_oper"]
     assert [s.name for s in importer.applicable_shims("3.0.0", old)] == ["meta_data_export"]
     assert importer.applicable_shims("3.20.3", old) == []                       # outside the folder's range
     assert importer.applicable_shims("3.0.0", old | {"META_DATA_EXPORT"}) == []  # the 3.x table is there
     assert importer.applicable_shims("3.0.0", {"StringIds"}) == []               # nothing to read
-    assert importer.applicable_shims("unknown", old) == []
+    assert sorted(s.name for s in importer.applicable_shims("2.9.1", old)) == enums + ["meta_data_export"]
+    assert [s.name for s in importer.applicable_shims("2.9.1", old | {"ENUM_CUDA_MEM_KIND"})] == [
+        "enum_cuda_memcpy_oper", "meta_data_export"]
+    # no metadata table: older than every version that has one, so only the shims whose range starts at 0.0
+    assert sorted(s.name for s in importer.applicable_shims("unknown", old)) == enums
+    assert importer.applicable_shims("unknown", old | {"ENUM_CUDA_MEM_KIND", "ENUM_CUDA_MEMCPY_OPER"}) == []
 
 
 def test_editing_a_shim_changes_the_cache_key(monkeypatch):
@@ -288,9 +295,11 @@ def test_no_metadata_table_is_read_as_3x(tmp_path):
 
 
 @pytest.mark.parametrize("version,words", [
-    ("2.9.1", "export schema 2.9.1 is older than nsysql supports (export schema 3.x, i.e. Nsight Systems 2022.4 to 2025.x)"),
-    ("4.0.0", "export schema 4.0.0 is newer than nsysql supports (export schema 3.x, i.e. Nsight Systems 2022.4 to 2025.x)"),
-    ("next", "unreadable export schema version 'next' (supported: export schema 3.x"),
+    ("1.9.0", "export schema 1.9.0 is older than nsysql supports (export schema 2.x and 3.x, i.e. Nsight Systems 2021.x "
+              "to 2025.x, and exports without a metadata table); export the .nsys-rep again with a newer Nsight Systems"),
+    ("4.0.0", "export schema 4.0.0 is newer than nsysql supports (export schema 2.x and 3.x, i.e. Nsight Systems 2021.x "
+              "to 2025.x, and exports without a metadata table)"),
+    ("next", "unreadable export schema version 'next' (supported: export schema 2.x and 3.x"),
 ])
 @pytest.mark.parametrize("table", ["META_DATA_EXPORT", "EXPORT_META_DATA"])
 def test_unsupported_schema_is_one_line(tmp_path, version, words, table):

@@ -103,7 +103,7 @@ def test_piped_output_is_100_wide_and_wide_shows_everything(export_files, cache_
 def test_steps_values_in_ms_since_the_plot_origin(export_files, cache_dir, opened):
     """The table's start is the csv's start_ns in ms since the capture start, the zero of `nsysql plot`."""
     path = export_files[MAIN]
-    origin = opened[MAIN].run("analysis.plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
+    origin = opened[MAIN].run("analysis._plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
     rows = csv_rows(["steps", path], cache_dir)
     table, _ = rows_of(run(["steps", path], cache_dir, columns="200"))
     for row, line in zip(rows, table):
@@ -120,7 +120,7 @@ def test_origin_falls_back_when_analysis_details_is_on_another_clock(tmp_path):
 
     from conftest import FIXTURES
     with nsysql.open(FIXTURES / "cpu-nvtx-osrt-nsys2022.4" / "export.sqlite.xz", cache_dir=tmp_path) as ex:
-        origin = ex.run("analysis.plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
+        origin = ex.run("analysis._plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
         first = ex.sql("SELECT MIN(start_ns) AS t FROM nvtx_range")["t"][0]
         assert ex.sql("SELECT MIN(start_ns) AS t FROM capture_span")["t"][0] > first  # the other clock
         assert origin == first

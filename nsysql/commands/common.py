@@ -59,16 +59,16 @@ def user_errors(debug: bool):
 
 def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool, *, answer_summary: bool = True):
     """Open an export for a command; rows no profiler writes are named on stderr, one `warning:` line each.
-    `answer_summary=False`: the command is `summarize`, which computes those answers itself right away."""
+    `answer_summary=False`: the command is `summarize`, which computes its own answers right away."""
     from .. import open as open_nsysql
     ex = open_nsysql(export, cache_dir=cache_dir, use_cache=not no_cache)
     for line in ex.sanity():
         typer.echo(inputs.printable(f"warning: {inputs.text(export.name)}: {line}"), err=True)
-    if answer_summary and not ex.cache_hit and not no_cache:
-        # the cache was just built: answer summarize's sections now, so that a later `summarize` reads small
-        # stored answers whichever command opened the export first (issue 12)
-        from ..summary import prepare
-        prepare(ex)
+    if not ex.cache_hit and not no_cache:
+        # the cache was just built: answer summarize and the other default outputs now, so that a later command
+        # reads small stored answers whichever command opened the export first (issue 12)
+        from ..ahead import answer_ahead
+        answer_ahead(ex, summary=answer_summary)
     return ex
 
 

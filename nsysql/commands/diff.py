@@ -56,7 +56,7 @@ def diff(
             df = a.diff(b, by=by.value, match=match.value)
         if top is not None:
             df = df.head(top)
-        emit(df, fmt, query="analysis.diff", output=output,
+        emit(df, fmt, query="analysis._diff", output=output,
              title=f"{export_a} (A) vs {export_b} (B) by {by.value}" + (" base name" if match is Match.base else ""),
              optional=OPTIONAL, wide=wide, max_rows=TABLE_ROWS if top is None else None,
              more_hint="--top N, or -f csv / -f parquet -o FILE for all", unit_groups=[("a_ns", "b_ns", "delta_ns")],

@@ -1,7 +1,7 @@
 -- nsysql: analysis.kernel_table_pyprof v1
 -- purpose: The kernels of one step in the seed tables' PyProf layout (Idx, Direction, Layer, Op, Params, Kernel), numbered from 1 within the step.
 -- requires: gpu_op, gpu_op_label, kernel, runtime, user_range
--- params: step BIGINT (1 = first step range in time; 0 = every kernel in the export)
+-- params: step BIGINT default 1 (1 = first step range in time; 0 = every kernel in the export)
 -- notes: A step is a top-level step range (user_range.is_step). A kernel belongs to it when its launching
 --   call starts inside the step's time span in the same process, on any thread: the backward pass runs
 --   on the autograd thread, outside the main thread's ranges. Layer: the layer path with a leading

@@ -1,6 +1,6 @@
 -- nsysql: analysis.memcpy v2
 -- purpose: Memory copies per copy kind and source/destination memory kind (pageable vs pinned host memory), with memsets as their own kind: count, bytes, GPU time, achieved bandwidth, and how many were synchronous.
--- requires: memcpy|memset
+-- requires: memcpy|memset, macros.host_memory, macros.copy_is_sync
 -- params: none
 -- notes: Copy and memory kinds are NVIDIA's labels (ENUM_CUDA_MEMCPY_OPER, ENUM_CUDA_MEM_KIND), as nsys stats's
 --   cuda_gpu_mem_time_sum / cuda_gpu_mem_size_sum print them; per copy kind, count, total_ns and total_bytes
@@ -39,10 +39,8 @@ ops AS (
 ),
 classified AS (
     SELECT *,
-           CASE WHEN 'Pageable' IN (src_kind, dst_kind) THEN 'Pageable'
-                WHEN 'Pinned' IN (src_kind, dst_kind) THEN 'Pinned' END AS host_memory,
-           COALESCE((regexp_matches(api_name, '^(cudaMemcpy|cudaMemset|cuMemcpy|cuMemset)')
-                     AND NOT contains(api_name, 'Async')) OR api_end_ns >= end_ns, false) AS is_sync
+           host_memory(src_kind, dst_kind) AS host_memory,  -- queries/macros/host_memory.sql
+           copy_is_sync(api_name, api_end_ns, end_ns) AS is_sync  -- queries/macros/copy_is_sync.sql
     FROM ops
 )
 SELECT copy_kind, src_kind, dst_kind, host_memory, COUNT(*) AS count, SUM(bytes) AS total_bytes,

@@ -1,6 +1,6 @@
 -- nsysql: analysis.memcpy_by_range v1
 -- purpose: Memory copies and memsets per user NVTX range (innermost user range of the launching call, PyTorch op-marker ranges rolled up into it) and copy kind: count, bytes, GPU time, achieved bandwidth, pageable vs pinned host memory, synchronous copies.
--- requires: memcpy|memset, runtime, nvtx_range
+-- requires: memcpy|memset, runtime, nvtx_range, macros.host_memory, macros.copy_is_sync
 -- params: none
 -- notes: Each op counts once, under the innermost user range (not nvtx_range.is_op_marker) open on its thread around
 --   the CUDA call that launched it (correlationId AND process; runtime_nvtx, then up the nesting tree skipping op
@@ -53,11 +53,9 @@ path AS (
 ),
 classified AS (
     SELECT COALESCE(p.range_path, '(outside user ranges)') AS range_path, i.copy_kind, i.src_kind, i.dst_kind,
-           CASE WHEN 'Pageable' IN (i.src_kind, i.dst_kind) THEN 'Pageable'
-                WHEN 'Pinned' IN (i.src_kind, i.dst_kind) THEN 'Pinned' END AS host_memory,
+           host_memory(i.src_kind, i.dst_kind) AS host_memory,  -- queries/macros/host_memory.sql
            i.bytes, i.start_ns, i.end_ns - i.start_ns AS dur, i.api_ns,
-           COALESCE((regexp_matches(i.api_name, '^(cudaMemcpy|cudaMemset|cuMemcpy|cuMemset)')
-                     AND NOT contains(i.api_name, 'Async')) OR i.api_end_ns >= i.end_ns, false) AS is_sync
+           copy_is_sync(i.api_name, i.api_end_ns, i.end_ns) AS is_sync  -- queries/macros/copy_is_sync.sql
     FROM innermost AS i
     LEFT JOIN nearest_user AS u USING (innermost_id)
     LEFT JOIN path AS p ON p.range_id = u.range_id

@@ -1,6 +1,6 @@
 -- nsysql: analysis.memcpy_by_stream v1
 -- purpose: Memory copies and memsets per GPU, stream and copy kind: count, bytes, GPU time, achieved bandwidth, pageable vs pinned host memory, synchronous copies.
--- requires: memcpy|memset
+-- requires: memcpy|memset, macros.host_memory, macros.copy_is_sync
 -- params: none
 -- notes: host_memory, synchronous and gb_per_s as in analysis.memcpy: host_memory is Pageable when either side is
 --   pageable, else Pinned when either is pinned; synchronous = the launching CUDA call (correlationId AND process)
@@ -35,10 +35,8 @@ ops AS (
 ),
 classified AS (
     SELECT *,
-           CASE WHEN 'Pageable' IN (src_kind, dst_kind) THEN 'Pageable'
-                WHEN 'Pinned' IN (src_kind, dst_kind) THEN 'Pinned' END AS host_memory,
-           COALESCE((regexp_matches(api_name, '^(cudaMemcpy|cudaMemset|cuMemcpy|cuMemset)')
-                     AND NOT contains(api_name, 'Async')) OR api_end_ns >= end_ns, false) AS is_sync
+           host_memory(src_kind, dst_kind) AS host_memory,  -- queries/macros/host_memory.sql
+           copy_is_sync(api_name, api_end_ns, end_ns) AS is_sync  -- queries/macros/copy_is_sync.sql
     FROM ops
 )
 SELECT device_id, stream_id, copy_kind, src_kind, dst_kind, host_memory, COUNT(*) AS count,

@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_kernel v2
 -- purpose: Kernel launch overhead per kernel name: launches, CPU time in the launching calls, GPU busy time, API and queue time statistics, kernels shorter than their launch call, and whether launching costs more than the kernels run.
--- requires: kernel|graph_trace, runtime
+-- requires: kernel|graph_trace, runtime, macros.union_ns
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -41,20 +41,9 @@ launch AS MATERIALIZED (
     JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
     JOIN name AS n ON n.kernel_name IS NOT DISTINCT FROM k.kernel_name
 ),
-reach AS (
-    -- furthest end among earlier runs of the name: the union counts only what lies past it.
-    -- One ordered pass over all names (a window partitioned by name is several times slower on big ones):
-    -- the running maximum of name * 2^64 + end, minus name * 2^64, is negative until the name's first end.
-    SELECT name_id, kernel_start_ns, kernel_end_ns,
-           MAX(name_id * 18446744073709551616::HUGEINT + kernel_end_ns) OVER (ORDER BY name_id, kernel_start_ns, kernel_end_ns
-                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) - name_id * 18446744073709551616::HUGEINT AS reach_ns
-    FROM launch
-),
-union_busy AS (
-    SELECT name_id,
-           SUM(GREATEST(kernel_end_ns - GREATEST(kernel_start_ns, COALESCE(reach_ns, kernel_start_ns)), 0)) AS gpu_busy_ns
-    FROM reach
-    GROUP BY name_id
+kernel_interval AS (SELECT name_id AS grp, kernel_start_ns AS s, kernel_end_ns AS e FROM launch),
+union_busy AS (  -- the union of the group's kernel intervals (queries/macros/union_ns.sql)
+    SELECT grp AS name_id, busy_ns AS gpu_busy_ns FROM union_ns(kernel_interval)
 ),
 call_time AS (  -- each launching call once
     SELECT name_id, SUM(api_ns) AS cpu_ns

@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_range v2
 -- purpose: Kernel launch overhead per user NVTX range (its full path of user ranges, PyTorch op-marker ranges rolled up into their nearest user ancestor): launches, range CPU time, GPU busy and idle time, API and queue time statistics, and whether the range is launch-bound.
--- requires: kernel|graph_trace, runtime, nvtx_range
+-- requires: kernel|graph_trace, runtime, nvtx_range, macros.union_ns
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -80,20 +80,9 @@ member AS (  -- (launch, group) pairs: one per enclosing user range, or the thre
     FROM launch AS l
     WHERE NOT EXISTS (SELECT 1 FROM user_stack AS u WHERE u.innermost_id = l.innermost_id)
 ),
-reach AS (
-    -- furthest kernel end among earlier kernels of the group: the union counts only what lies past it.
-    -- One ordered pass over all groups (a window partitioned by group is several times slower on big groups):
-    -- the running maximum of group * 2^64 + end, minus group * 2^64, is negative until the group's first end.
-    SELECT group_id, kernel_start_ns, kernel_end_ns,
-           MAX(group_id * 18446744073709551616::HUGEINT + kernel_end_ns) OVER (ORDER BY group_id, kernel_start_ns, kernel_end_ns
-                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) - group_id * 18446744073709551616::HUGEINT AS reach_ns
-    FROM member
-),
-union_busy AS (
-    SELECT group_id,
-           SUM(GREATEST(kernel_end_ns - GREATEST(kernel_start_ns, COALESCE(reach_ns, kernel_start_ns)), 0)) AS gpu_busy_ns
-    FROM reach
-    GROUP BY group_id
+kernel_interval AS (SELECT group_id AS grp, kernel_start_ns AS s, kernel_end_ns AS e FROM member),
+union_busy AS (  -- the union of the group's kernel intervals (queries/macros/union_ns.sql)
+    SELECT grp AS group_id, busy_ns AS gpu_busy_ns FROM union_ns(kernel_interval)
 ),
 launch_stats AS (
     SELECT group_id, MIN(pid) AS pid, MIN(tid) AS tid, COUNT(*) AS launches,

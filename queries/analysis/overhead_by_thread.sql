@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_thread v2
 -- purpose: Kernel launch overhead per launching thread: launches, CPU time in launching calls, GPU busy and idle time over the thread's launching span, API and queue time statistics, kernels shorter than their launch call, and whether the thread is launch-bound.
--- requires: kernel|graph_trace, runtime
+-- requires: kernel|graph_trace, runtime, macros.union_ns
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -43,20 +43,9 @@ launch AS MATERIALIZED (
           SELECT start_ns, end_ns, device_id, correlation_id, pid FROM graph_trace) AS k
     JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
 ),
-reach AS (
-    -- furthest kernel end among the thread's earlier kernels: the union counts only what lies past it.
-    -- One ordered pass over all threads (a window partitioned by thread is several times slower on big ones):
-    -- the running maximum of thread * 2^64 + end, minus thread * 2^64, is negative until the thread's first end.
-    SELECT global_tid, kernel_start_ns, kernel_end_ns,
-           MAX(global_tid * 18446744073709551616::HUGEINT + kernel_end_ns) OVER (ORDER BY global_tid, kernel_start_ns, kernel_end_ns
-                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) - global_tid * 18446744073709551616::HUGEINT AS reach_ns
-    FROM launch
-),
-union_busy AS (
-    SELECT global_tid,
-           SUM(GREATEST(kernel_end_ns - GREATEST(kernel_start_ns, COALESCE(reach_ns, kernel_start_ns)), 0)) AS gpu_busy_ns
-    FROM reach
-    GROUP BY global_tid
+kernel_interval AS (SELECT global_tid AS grp, kernel_start_ns AS s, kernel_end_ns AS e FROM launch),
+union_busy AS (  -- the union of the group's kernel intervals (queries/macros/union_ns.sql)
+    SELECT grp AS global_tid, busy_ns AS gpu_busy_ns FROM union_ns(kernel_interval)
 ),
 call_time AS (  -- each launching call once
     SELECT global_tid, SUM(api_ns) AS cpu_ns

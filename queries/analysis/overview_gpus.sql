@@ -1,6 +1,6 @@
 -- nsysql: analysis.overview_gpus v3
 -- purpose: Per GPU, within the analysed steps: utilization, estimated SM efficiency, estimated achieved occupancy and the share of kernel time on tensor cores (TensorBoard's GPU summary).
--- requires: analysis.steady_steps, analysis.steady_windows, kernel|memcpy|memset, gpu_op
+-- requires: analysis.steady_steps, analysis._steady_windows, kernel|memcpy|memset, gpu_op
 -- params: none
 -- notes: Windows are the analysed steps (steady_steps.analysed); a GPU op counts for a window when it belongs to
 --   the window's process, clipped to the window. window_ns = total wall time of the analysed windows of the
@@ -38,7 +38,7 @@
 --   tensor_core_pct | DOUBLE | pct of kernel_ns | 1
 WITH
 win AS (SELECT step, pid, start_ns, end_ns FROM steady_steps WHERE analysed),
-bucket AS (SELECT MIN(bucket_ns) AS ns FROM steady_windows),
+bucket AS (SELECT MIN(bucket_ns) AS ns FROM _steady_windows),
 cut AS (  -- each GPU op in the time bucket(s) it spans (most span one)
     SELECT *, start_ns // (SELECT ns FROM bucket) AS bucket
     FROM gpu_op
@@ -51,7 +51,7 @@ cut AS (  -- each GPU op in the time bucket(s) it spans (most span one)
 ops AS MATERIALIZED (  -- each op clipped to each analysed step of its process it overlaps (each pair once)
     SELECT o.device_id, w.step, o.op_kind, o.op_id,
            GREATEST(o.start_ns, w.start_ns) AS s, LEAST(o.end_ns, w.end_ns) AS e
-    FROM cut AS o JOIN steady_windows AS w ON w.pid = o.pid AND w.bucket = o.bucket
+    FROM cut AS o JOIN _steady_windows AS w ON w.pid = o.pid AND w.bucket = o.bucket
     WHERE o.start_ns < w.end_ns AND o.end_ns > w.start_ns
       AND o.bucket = GREATEST(o.start_ns, w.start_ns) // (SELECT ns FROM bucket)
 ),

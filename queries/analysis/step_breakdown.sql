@@ -1,6 +1,6 @@
 -- nsysql: analysis.step_breakdown v2
 -- purpose: TensorBoard's step time breakdown for each analysed step: every instant of the step's wall time in exactly one category, so the seven columns add up to wall_ns.
--- requires: analysis.steady_steps, analysis.steady_windows, gpu_op
+-- requires: analysis.steady_steps, analysis._steady_windows, gpu_op
 -- params: none
 -- notes: The categories, in priority order (an instant goes to the first that holds):
 --   kernel: a kernel of the step's process runs on any GPU (or a CUDA graph traced at graph level, whose kernels
@@ -17,7 +17,7 @@
 --   those threads waiting in OS runtime calls with nothing above happening. Without OS runtime data
 --   (--trace=osrt off) nothing is known to be a wait, so the whole remainder is cpu_exec.
 --   Every interval is clipped to each analysed step it overlaps (found by a hash join on time buckets, see
---   analysis.steady_windows); a sweep per step over the clipped intervals' boundaries gives each elementary
+--   analysis._steady_windows); a sweep per step over the clipped intervals' boundaries gives each elementary
 --   segment the highest-priority category open in it (the six open counts are packed 20 bits each into two
 --   running sums, so a category may have up to 1,048,575 intervals open at once in one step).
 -- columns:
@@ -32,7 +32,7 @@
 --   other_ns | BIGINT | ns
 WITH
 win AS (SELECT step, pid, tid, start_ns, end_ns FROM steady_steps WHERE analysed AND end_ns > start_ns),
-bucket AS (SELECT MIN(bucket_ns) AS ns FROM steady_windows),
+bucket AS (SELECT MIN(bucket_ns) AS ns FROM _steady_windows),
 spans AS NOT MATERIALIZED (  -- candidate intervals: (pid, tid, category, start, end); category = priority (1 kernel .. 6 OS call)
     SELECT o.pid, CAST(NULL AS BIGINT) AS tid, CASE o.op_kind WHEN 'kernel' THEN 1 WHEN 'graph' THEN 1 WHEN 'memcpy' THEN 2 ELSE 3 END AS cat,
            o.start_ns AS s, o.end_ns AS e
@@ -59,7 +59,7 @@ cut AS (  -- each interval in the time bucket(s) it spans (most span one)
 ),
 clipped AS MATERIALIZED (  -- each interval clipped to each analysed step it overlaps (each pair once)
     SELECT w.step, c.tid, c.cat, GREATEST(c.s, w.start_ns) AS s, LEAST(c.e, w.end_ns) AS e
-    FROM cut AS c JOIN steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
+    FROM cut AS c JOIN _steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
     WHERE c.s < w.end_ns AND c.e > w.start_ns AND c.bucket = GREATEST(c.s, w.start_ns) // (SELECT ns FROM bucket)
 ),
 step_threads AS (  -- the step's own thread and every thread of its process that made a CUDA call in it

@@ -1,6 +1,6 @@
 -- nsysql: analysis.top_api v1
 -- purpose: CUDA runtime and driver API calls of the analysed steps by total time, synchronizing calls marked.
--- requires: analysis.steady_steps, analysis.steady_windows, runtime
+-- requires: analysis.steady_steps, analysis._steady_windows, runtime
 -- params: none
 -- notes: A call counts when it starts inside an analysed step on any thread of the step's process.
 --   synchronizing: the call blocks the CPU until GPU work ends - by name (cudaDeviceSynchronize,
@@ -18,14 +18,14 @@
 --   pct | DOUBLE | pct of API time in the analysed steps | 1
 --   synchronizing | BOOLEAN | flag
 WITH
-bucket AS (SELECT MIN(bucket_ns) AS ns FROM steady_windows),
+bucket AS (SELECT MIN(bucket_ns) AS ns FROM _steady_windows),
 blocking AS (  -- calls CUPTI recorded a CPU-blocking synchronization for
     SELECT DISTINCT pid, correlation_id FROM sync WHERE sync_type IN ('Event sync', 'Stream sync', 'Context sync')
 ),
 calls AS (  -- calls starting in an analysed step (a hash join on the step's time buckets)
     SELECT r.api_short_name AS api_name, r.end_ns - r.start_ns AS dur, b.pid IS NOT NULL AS recorded
     FROM (SELECT *, start_ns // (SELECT ns FROM bucket) AS bucket FROM runtime) AS r
-    JOIN steady_windows AS w ON w.pid = r.pid AND w.bucket = r.bucket
+    JOIN _steady_windows AS w ON w.pid = r.pid AND w.bucket = r.bucket
     LEFT JOIN blocking AS b ON b.pid = r.pid AND b.correlation_id = r.correlation_id
     WHERE r.start_ns >= w.start_ns AND r.start_ns < w.end_ns
 )

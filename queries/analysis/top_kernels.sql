@@ -1,6 +1,6 @@
 -- nsysql: analysis.top_kernels v1
 -- purpose: Kernels of the analysed steps grouped by short name (nsys's shortName: no template or argument lists), with their share of kernel time.
--- requires: analysis.steady_steps, analysis.steady_windows, kernel
+-- requires: analysis.steady_steps, analysis._steady_windows, kernel
 -- params: none
 -- notes: A kernel counts when it starts inside an analysed step of its process; its whole duration counts.
 --   pct = share of the summed duration of all those kernels. full_name is the demangled name of the
@@ -13,11 +13,11 @@
 --   pct | DOUBLE | pct of kernel time in the analysed steps | 1
 --   full_name | VARCHAR | text
 WITH
-bucket AS (SELECT MIN(bucket_ns) AS ns FROM steady_windows),
+bucket AS (SELECT MIN(bucket_ns) AS ns FROM _steady_windows),
 k AS (  -- kernels starting in an analysed step (a hash join on the step's time buckets)
     SELECT COALESCE(k.short_name, k.kernel_name) AS short_name, k.kernel_name, k.end_ns - k.start_ns AS dur
     FROM (SELECT *, start_ns // (SELECT ns FROM bucket) AS bucket FROM kernel) AS k
-    JOIN steady_windows AS w ON w.pid = k.pid AND w.bucket = k.bucket
+    JOIN _steady_windows AS w ON w.pid = k.pid AND w.bucket = k.bucket
     WHERE k.start_ns >= w.start_ns AND k.start_ns < w.end_ns
 ),
 names AS (SELECT short_name, kernel_name, SUM(dur) AS ns FROM k GROUP BY ALL)

@@ -1,6 +1,6 @@
 -- nsysql: analysis.top_ops v1
 -- purpose: Operators of the analysed steps by GPU time (TensorBoard's operator view): PyTorch ops from emit_nvtx op markers with calls, device self/total and host self/total time; without op markers, the innermost user ranges.
--- requires: analysis.steady_steps, analysis.steady_windows, nvtx_range, nvtx_ancestor, user_range, gpu_op, gpu_op_attribution
+-- requires: analysis.steady_steps, analysis._steady_windows, nvtx_range, nvtx_ancestor, user_range, gpu_op, gpu_op_attribution
 -- params: none
 -- notes: An op marker (nvtx_range.is_op_marker, the `autograd::engine::evaluate_function: X` wrappers left out
 --   since the node marker X inside them is the op) counts when it starts inside an analysed step of its process.
@@ -26,11 +26,11 @@
 --   host_self_ns | BIGINT | ns
 --   host_total_ns | BIGINT | ns
 WITH
-bucket AS (SELECT MIN(bucket_ns) AS ns FROM steady_windows),
+bucket AS (SELECT MIN(bucket_ns) AS ns FROM _steady_windows),
 markers AS MATERIALIZED (  -- op markers starting in an analysed step (a hash join on its time buckets)
     SELECT r.range_id, r.duration_ns, r.text
     FROM (SELECT *, start_ns // (SELECT ns FROM bucket) AS bucket FROM nvtx_range) AS r
-    JOIN steady_windows AS w ON w.pid = r.pid AND w.bucket = r.bucket
+    JOIN _steady_windows AS w ON w.pid = r.pid AND w.bucket = r.bucket
     WHERE r.start_ns >= w.start_ns AND r.start_ns < w.end_ns
       AND r.is_op_marker AND NOT starts_with(r.text, 'autograd::engine::evaluate_function: ')
 ),
@@ -78,7 +78,7 @@ ops AS (
 leaves AS (  -- innermost user ranges in the analysed steps, used only without op markers
     SELECT u.range_id, u.layer, u.end_ns - u.start_ns AS dur
     FROM (SELECT *, start_ns // (SELECT ns FROM bucket) AS bucket FROM user_range) AS u
-    JOIN steady_windows AS w ON w.pid = u.pid AND w.bucket = u.bucket
+    JOIN _steady_windows AS w ON w.pid = u.pid AND w.bucket = u.bucket
     WHERE u.start_ns >= w.start_ns AND u.start_ns < w.end_ns AND NOT u.is_step AND NOT EXISTS (SELECT 1 FROM user_range AS c WHERE c.user_parent_id = u.range_id)
       AND NOT EXISTS (SELECT 1 FROM markers)
 ),

@@ -1,6 +1,6 @@
 -- nsysql: findings.dataloader_wait v3
 -- purpose: Finding: the step's thread waiting for its next batch (inside a data-loading NVTX range) while the GPU has nothing to do, in the analysed steps.
--- requires: analysis.steady_steps, analysis.step_label, analysis.step_busy, nvtx_range, thread, macros.busy_in_step, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._step_busy, nvtx_range, thread, macros.busy_in_step, macros.human_ns
 -- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Data-loading range: an NVTX range (user range or PyTorch marker) on the step's own thread whose text
 --   matches, ignoring case, dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|
@@ -8,7 +8,7 @@
 --   `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` profiler marker. Its part inside an analysed step
 --   of its process counts; nested or overlapping ones are merged.
 --   recoverable_ns = sum over analysed steps of |data-loading time ∩ GPU idle| = |L| - |L ∩ busy|, busy being the
---   busy intervals of the process's devices (analysis.process_busy, clipped to the step: analysis.step_busy):
+--   busy intervals of the process's devices (analysis._process_busy, clipped to the step: analysis._step_busy):
 --   the time the GPU waited while the step fetched data. Loading ahead (worker processes, prefetching) could hide at most that. Part of
 --   gpu_idle_in_step's idle time. Waiting for data before a step range opens is outside every step and not
 --   counted (gpu_idle_in_step does not count it either).
@@ -46,7 +46,7 @@ merged AS (
 probe AS (
     SELECT ROW_NUMBER() OVER () AS id, step, pid, s, e FROM merged
 ),
-probe_busy AS (SELECT * FROM busy_in_step(probe, step_busy)),  -- queries/macros/busy_in_step.sql
+probe_busy AS (SELECT * FROM busy_in_step(probe, _step_busy)),  -- queries/macros/busy_in_step.sql
 merged_idle AS MATERIALIZED (
     SELECT p.step, p.pid, p.e - p.s AS load_ns, (p.e - p.s) - b.busy_ns AS idle_ns
     FROM probe AS p JOIN probe_busy AS b USING (id)
@@ -68,7 +68,7 @@ fired AS (
     SELECT p.*, n.names, l.label, COALESCE(t.thread_name, '?') || ' (' || p.tid || ')' AS thread
     FROM per_pid AS p
     JOIN names AS n USING (pid)
-    JOIN step_label AS l USING (pid)
+    JOIN _step_label AS l USING (pid)
     LEFT JOIN (SELECT pid, tid, MIN(thread_name) AS thread_name FROM thread GROUP BY pid, tid) AS t
            ON t.pid = p.pid AND t.tid = p.tid
     WHERE p.idle_ns > 0 AND 100.0 * p.idle_ns >= $min_pct * p.wall_ns

@@ -1,6 +1,6 @@
 -- nsysql: findings.exposed_comm v2
 -- purpose: Finding: communication (NCCL kernels) inside the analysed steps that no compute kernel overlaps on its GPU: time the step waits for the collective.
--- requires: analysis.steady_steps, analysis.step_label, kernel, runtime, runtime_nvtx, nvtx_ancestor, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, kernel, runtime, runtime_nvtx, nvtx_ancestor, macros.human_ns
 -- params: $min_exposed_pct DOUBLE default 30 (fires when at least this share of the communication time is exposed, %), $min_ns_per_step BIGINT default 10000 (and the exposed time is at least this much per analysed step, on average, ns)
 -- notes: Communication kernel: a kernel whose demangled name contains `nccl` (any case: ncclDevKernel_*,
 --   ncclKernel_*), or whose launching CUDA call (correlationId AND process) lies inside an NVTX range of the NCCL
@@ -126,7 +126,7 @@ fired AS (
     JOIN per_pid AS p USING (pid)
     JOIN kernels AS k USING (pid, device_id)
     JOIN names AS n USING (pid, device_id)
-    JOIN step_label AS l USING (pid)
+    JOIN _step_label AS l USING (pid)
     WHERE d.exposed_ns > 0 AND 100.0 * d.exposed_ns >= $min_exposed_pct * d.comm_ns
       AND d.exposed_ns >= $min_ns_per_step * p.steps
 ),

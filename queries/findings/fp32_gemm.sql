@@ -1,6 +1,6 @@
 -- nsysql: findings.fp32_gemm v2
 -- purpose: Finding: fp32 matrix multiplications and convolutions running on CUDA cores (no tensor cores) inside the analysed steps, which TF32 or bf16 autocast would move to tensor cores.
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.step_busy, kernel, gpu_op_attribution, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns
 -- params: $min_busy_pct DOUBLE default 10 (fires when those kernels take at least this share of the GPU busy time of the analysed steps, %), $speedup BIGINT default 8 (assumed ceiling of the tensor-core speedup)
 -- notes: A kernel counts when its demangled name
 --   (a) is a GEMM/GEMV/convolution kernel: matches, ignoring case, gemm|gemv|xmma|cutlass|splitkreduce|
@@ -13,8 +13,8 @@
 --   (c) computes in fp32: it matches f32f32|sgemm|ffma|float|_s1688|fp32 and none of bf16|bfloat16|f16|fp16|half|tf32|
 --       double|dgemm|int8|i8.
 --   Kernels of a process with analysed steps, clipped to its analysed steps. busy = |union of those kernels ∩ the
---   steps|; the share compares it with the GPU busy time inside the steps (analysis.step_busy: the busy intervals
---   of the process's devices, analysis.process_busy, clipped to the steps).
+--   steps|; the share compares it with the GPU busy time inside the steps (analysis._step_busy: the busy intervals
+--   of the process's devices, analysis._process_busy, clipped to the steps).
 --   recoverable_ns = busy x ($speedup - 1) / $speedup in integer arithmetic (floor): if the same work ran $speedup
 --   times faster, that much GPU time would go. The default 8 is the ratio of dense TF32 tensor-core to fp32 CUDA-core
 --   peak throughput in NVIDIA's data sheets (A100: 156 / 19.5 TFLOP/s = 8; H100 SXM: 494.7 / 66.9 = 7.4), a ceiling:
@@ -36,8 +36,8 @@ WITH
 win AS (  -- the analysed steady-state step windows
     SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
 ),
-bucket AS (  -- bucket width of analysis.steady_windows: the analysed steps an interval meets are a hash join away
-    SELECT MIN(bucket_ns) AS ns FROM steady_windows
+bucket AS (  -- bucket width of analysis._steady_windows: the analysed steps an interval meets are a hash join away
+    SELECT MIN(bucket_ns) AS ns FROM _steady_windows
 ),
 kernel_class AS (  -- each distinct kernel name once: is it an fp32 GEMM/convolution off the tensor cores? (any_value:
     -- the optimizer cannot push the name tests below the grouping, so they run per name, not per kernel)
@@ -65,12 +65,12 @@ gemm AS (  -- those kernels of the processes with analysed steps, cut at the buc
 ops AS MATERIALIZED (  -- the fp32 GEMMs clipped to the analysed steps they overlap (each pair once: in the bucket where it starts)
     SELECT g.kernel_id AS op_id, g.pid, w.step, GREATEST(g.start_ns, w.start_ns) AS s, LEAST(g.end_ns, w.end_ns) AS e
     FROM gemm AS g
-    JOIN steady_windows AS w ON w.pid = g.pid AND w.bucket = g.bucket
+    JOIN _steady_windows AS w ON w.pid = g.pid AND w.bucket = g.bucket
     WHERE g.start_ns < w.end_ns AND g.end_ns > w.start_ns
       AND g.bucket = GREATEST(g.start_ns, w.start_ns) // (SELECT ns FROM bucket)
 ),
 busy_in AS (  -- GPU busy time inside the analysed steps (the busy intervals, clipped to the steps, are disjoint)
-    SELECT pid, SUM(end_ns - start_ns) AS busy_ns FROM step_busy GROUP BY pid
+    SELECT pid, SUM(end_ns - start_ns) AS busy_ns FROM _step_busy GROUP BY pid
 ),
 reach AS (
     SELECT pid, s, e, MAX(e) OVER (PARTITION BY pid ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS r
@@ -135,7 +135,7 @@ fired AS (
     JOIN unions AS u USING (pid)
     JOIN counts AS c USING (pid)
     JOIN top_kernels AS k USING (pid)
-    JOIN step_label AS l USING (pid)
+    JOIN _step_label AS l USING (pid)
     LEFT JOIN top_ops AS o USING (pid)
     WHERE u.gemm_ns > 0 AND 100.0 * u.gemm_ns >= $min_busy_pct * u.busy_ns
 ),

@@ -1,10 +1,10 @@
 -- nsysql: findings.gpu_idle_in_step v3
 -- purpose: Finding: the GPU idle inside the analysed steady-state steps, with what the step's own thread was doing meanwhile (its ranges, CUDA API calls, OS calls).
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.step_busy, user_range, runtime, thread, macros.busy_in_step, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, user_range, runtime, thread, macros.busy_in_step, macros.human_ns
 -- params: $min_idle_pct DOUBLE default 10 (fires when the GPU idles at least this share of the analysed steps' wall time, %)
 -- notes: Windows: the analysed steps of analysis.steady_steps (warm-up excluded); one finding per process with
---   analysed steps. Busy = the busy intervals of the process's devices (analysis.process_busy: any kernel, copy or
---   set running on a device it used; analysis.step_busy clips them to the steps); idle in a step = wall - |busy
+--   analysed steps. Busy = the busy intervals of the process's devices (analysis._process_busy: any kernel, copy or
+--   set running on a device it used; analysis._step_busy clips them to the steps); idle in a step = wall - |busy
 --   clipped to the step|.
 --   Fires when total idle >= $min_idle_pct % of the total wall time of the process's analysed steps.
 --   recoverable_ns = sum over the analysed steps of (wall - busy): the wall time the steps would lose if the GPU
@@ -31,18 +31,18 @@ WITH
 win AS (  -- the analysed steady-state step windows
     SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
 ),
-bucket AS (  -- bucket width of analysis.steady_windows: the window holding time t is a hash join away
-    SELECT MIN(bucket_ns) AS ns FROM steady_windows
+bucket AS (  -- bucket width of analysis._steady_windows: the window holding time t is a hash join away
+    SELECT MIN(bucket_ns) AS ns FROM _steady_windows
 ),
 -- Probe intervals (kind, step, pid, name, s, e): the windows themselves, the step thread's child ranges, its
--- CUDA calls and its OS calls, each clipped to its analysed step (found by bucket: analysis.steady_windows).
+-- CUDA calls and its OS calls, each clipped to its analysed step (found by bucket: analysis._steady_windows).
 thread_range AS (
     SELECT w.step, w.pid, r.text, u.user_depth, u.is_step,
            GREATEST(u.start_ns, w.start_ns) AS s, LEAST(u.end_ns, w.end_ns) AS e
     FROM (SELECT range_id, pid, user_depth, is_step, start_ns, end_ns, start_ns // (SELECT ns FROM bucket) AS bucket
           FROM user_range) AS u
     JOIN nvtx_range AS r ON r.range_id = u.range_id
-    JOIN steady_windows AS w ON w.pid = u.pid AND w.bucket = u.bucket
+    JOIN _steady_windows AS w ON w.pid = u.pid AND w.bucket = u.bucket
     WHERE r.tid = w.tid AND u.start_ns >= w.start_ns AND u.start_ns < w.end_ns
 ),
 child AS (
@@ -53,7 +53,7 @@ child AS (
 cuda_call AS (
     SELECT w.step, w.pid, GREATEST(c.start_ns, w.start_ns) AS s, LEAST(c.end_ns, w.end_ns) AS e
     FROM (SELECT pid, tid, start_ns, end_ns, start_ns // (SELECT ns FROM bucket) AS bucket FROM runtime) AS c
-    JOIN steady_windows AS w ON w.pid = c.pid AND w.tid = c.tid AND w.bucket = c.bucket
+    JOIN _steady_windows AS w ON w.pid = c.pid AND w.tid = c.tid AND w.bucket = c.bucket
     WHERE c.start_ns >= w.start_ns AND c.start_ns < w.end_ns
 ),
 os_call AS (
@@ -61,7 +61,7 @@ os_call AS (
            GREATEST(c.start_ns, w.start_ns) AS s, LEAST(c.end_ns, w.end_ns) AS e
     FROM (SELECT pid, tid, api_name, nesting_level, start_ns, end_ns, start_ns // (SELECT ns FROM bucket) AS bucket
           FROM osrt) AS c
-    JOIN steady_windows AS w ON w.pid = c.pid AND w.tid = c.tid AND w.bucket = c.bucket
+    JOIN _steady_windows AS w ON w.pid = c.pid AND w.tid = c.tid AND w.bucket = c.bucket
     WHERE c.start_ns >= w.start_ns AND c.start_ns < w.end_ns
 ),
 call_reach AS (  -- CUDA calls (kind 'cuda'), OS calls ('os') and both ('calls') of the thread, merged per step
@@ -87,7 +87,7 @@ probe AS (
           UNION ALL
           SELECT 'os_name', step, pid, api_name, s, e FROM os_call WHERE nesting_level = 0)
 ),
-probe_busy AS (SELECT * FROM busy_in_step(probe, step_busy)),  -- queries/macros/busy_in_step.sql
+probe_busy AS (SELECT * FROM busy_in_step(probe, _step_busy)),  -- queries/macros/busy_in_step.sql
 probe_idle AS MATERIALIZED (
     SELECT p.kind, p.step, p.pid, p.name, (p.e - p.s) - b.busy_ns AS idle_ns
     FROM probe AS p JOIN probe_busy AS b USING (id)
@@ -123,7 +123,7 @@ fired AS (
            l.label, COALESCE(t.thread_name, '?') || ' (' || p.tid || ')' AS thread
     FROM per_pid AS p
     JOIN context AS c USING (pid)
-    JOIN step_label AS l USING (pid)
+    JOIN _step_label AS l USING (pid)
     LEFT JOIN (SELECT pid, tid, MIN(thread_name) AS thread_name FROM thread GROUP BY pid, tid) AS t
            ON t.pid = p.pid AND t.tid = p.tid
     WHERE p.idle_ns > 0 AND 100.0 * p.idle_ns >= $min_idle_pct * p.wall_ns

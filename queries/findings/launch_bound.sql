@@ -1,10 +1,10 @@
 -- nsysql: findings.launch_bound v3
 -- purpose: Finding: threads that cannot launch GPU work as fast as the GPU runs it inside the analysed steps (kernels shorter than their launch calls, the GPU idle between them), which CUDA graphs or torch.compile would fix.
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, gpu_op, runtime, gpu_op_attribution, user_range, thread, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, gpu_op_attribution, user_range, thread, macros.human_ns
 -- params: $min_launches_per_step BIGINT default 20 (fewest launches per analysed step, on average), $min_short_pct DOUBLE default 50 (share of the thread's kernels that ran shorter than their launch call, %), $max_gap_ns BIGINT default 1000000 (longest idle gap counted as waiting for a launch, ns), $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Launch: a GPU op (kernel, copy, set) and the CUDA call that launched it (correlationId AND process); it
 --   belongs to the analysed step of its process in which the call starts, and to the call's thread.
---   Busy = the busy intervals of the process's devices (analysis.process_busy); a gap is the idle time between two
+--   Busy = the busy intervals of the process's devices (analysis._process_busy); a gap is the idle time between two
 --   consecutive ones. The op of the process that ends a gap starts exactly at its end (of several: one with a
 --   launching call, then kernels first, then by kind and id); a gap ended by another process's op is not counted. The GPU waited for that op's launch when its call returned after the gap began
 --   (call end > gap start): the work reached the GPU only after it had run dry.
@@ -31,8 +31,8 @@ WITH
 win AS (  -- the analysed steady-state step windows
     SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
 ),
-bucket AS (  -- bucket width of analysis.steady_windows: the analysed step holding time t is a hash join away
-    SELECT MIN(bucket_ns) AS ns FROM steady_windows
+bucket AS (  -- bucket width of analysis._steady_windows: the analysed step holding time t is a hash join away
+    SELECT MIN(bucket_ns) AS ns FROM _steady_windows
 ),
 launch AS MATERIALIZED (  -- every launch in an analysed step, with its thread
     SELECT c.pid, c.tid, w.step, o.op_kind, o.end_ns - o.start_ns AS op_ns, c.end_ns - c.start_ns AS api_ns,
@@ -40,13 +40,13 @@ launch AS MATERIALIZED (  -- every launch in an analysed step, with its thread
     FROM gpu_op AS o
     JOIN (SELECT runtime_id, pid, tid, start_ns, end_ns, start_ns // (SELECT ns FROM bucket) AS bucket FROM runtime) AS c
       ON c.runtime_id = o.runtime_id
-    JOIN steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
+    JOIN _steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
     WHERE c.start_ns >= w.start_ns AND c.start_ns < w.end_ns
 ),
-gap AS MATERIALIZED (  -- idle gaps of the process's GPUs no longer than $max_gap_ns (analysis.process_busy) that an op
+gap AS MATERIALIZED (  -- idle gaps of the process's GPUs no longer than $max_gap_ns (analysis._process_busy) that an op
     -- launched in an analysed step ends: only those can count (below), so the others are never joined to the ops
     SELECT g.pid, g.start_ns, g.prev_end_ns
-    FROM process_busy AS g
+    FROM _process_busy AS g
     SEMI JOIN launch AS l ON l.op_pid = g.pid AND l.op_start_ns = g.start_ns
     WHERE g.pid IN (SELECT pid FROM win) AND g.prev_end_ns IS NOT NULL
       AND g.start_ns - g.prev_end_ns <= $max_gap_ns
@@ -73,7 +73,7 @@ waited AS MATERIALIZED (  -- gaps the GPU spent waiting for a launch, in the ana
     FROM gap_op AS g
     JOIN (SELECT runtime_id, pid, tid, start_ns, end_ns, start_ns // (SELECT ns FROM bucket) AS bucket FROM runtime) AS c
       ON c.runtime_id = g.runtime_id
-    JOIN steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
+    JOIN _steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
     WHERE c.start_ns >= w.start_ns AND c.start_ns < w.end_ns AND c.end_ns > g.gap_start_ns
       AND LEAST(g.gap_end_ns, w.end_ns) > GREATEST(g.gap_start_ns, w.start_ns)
 ),
@@ -112,7 +112,7 @@ fired AS (
     FROM per_thread AS t
     JOIN per_pid AS p USING (pid)
     JOIN wait_thread AS w USING (pid, tid)
-    JOIN step_label AS s USING (pid)
+    JOIN _step_label AS s USING (pid)
     LEFT JOIN layers AS l USING (pid, tid)
     LEFT JOIN (SELECT pid, tid, MIN(thread_name) AS thread_name FROM thread GROUP BY pid, tid) AS n
            ON n.pid = t.pid AND n.tid = t.tid

@@ -1,6 +1,6 @@
 -- nsysql: findings.outlier_step v2
 -- purpose: Finding: analysed steps much slower than the typical step of their process, and which of the step thread's ranges took the extra time.
--- requires: analysis.steady_steps, analysis.steady_windows, user_range, thread, macros.human_ns
+-- requires: analysis.steady_steps, analysis._steady_windows, user_range, thread, macros.human_ns
 -- params: $factor DOUBLE default 1.5 (a step is an outlier when its wall time exceeds this multiple of the median; 1.5 as analysis.steady_steps's slow leading steps), $min_steps BIGINT default 3 (fewest analysed steps of a process to judge)
 -- notes: Per process with at least $min_steps analysed steps: median = the median wall time of its analysed steps
 --   (quantile_cont 0.5: the mean of the two middle ones for an even count). An analysed step is an outlier when
@@ -38,10 +38,10 @@ thread_range AS (  -- the step thread's user ranges inside each analysed step, c
     SELECT w.step, w.pid, r.text, u.user_depth, u.is_step,
            LEAST(u.end_ns, w.end_ns) - GREATEST(u.start_ns, w.start_ns) AS dur_ns
     FROM (SELECT range_id, pid, user_depth, is_step, start_ns, end_ns,
-                 start_ns // (SELECT MIN(bucket_ns) FROM steady_windows) AS bucket
+                 start_ns // (SELECT MIN(bucket_ns) FROM _steady_windows) AS bucket
           FROM user_range WHERE pid IN (SELECT pid FROM per_pid)) AS u
     JOIN nvtx_range AS r ON r.range_id = u.range_id
-    JOIN steady_windows AS w ON w.pid = u.pid AND w.bucket = u.bucket
+    JOIN _steady_windows AS w ON w.pid = u.pid AND w.bucket = u.bucket
     WHERE r.tid = w.tid AND u.start_ns >= w.start_ns AND u.start_ns < w.end_ns
 ),
 child AS MATERIALIZED (  -- one level below the step

@@ -1,6 +1,6 @@
 -- nsysql: findings.pageable_copy v2
 -- purpose: Finding: memory copies between the GPU and pageable (unpinned) host memory inside the analysed steps: staged by the driver, slower, and unable to overlap with compute.
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, memcpy, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, memcpy, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.human_ns
 -- params: $min_ns_per_step BIGINT default 10000 (fires when the pageable copies take at least this much GPU time per analysed step, on average, ns)
 -- notes: Pageable copy: a memcpy whose source or destination memory kind is Pageable (NVIDIA's label, as
 --   analysis.memcpy's host_memory), of a process with analysed steps. Its GPU interval counts where it
@@ -27,8 +27,8 @@ WITH
 win AS (  -- the analysed steady-state step windows
     SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
 ),
-bucket AS (  -- bucket width of analysis.steady_windows: the analysed steps an interval meets are a hash join away
-    SELECT MIN(bucket_ns) AS ns FROM steady_windows
+bucket AS (  -- bucket width of analysis._steady_windows: the analysed steps an interval meets are a hash join away
+    SELECT MIN(bucket_ns) AS ns FROM _steady_windows
 ),
 pageable_row AS (  -- pageable copies of the processes with analysed steps, at each bucket they span
     SELECT m.*, UNNEST(generate_series(m.start_ns // (SELECT ns FROM bucket),
@@ -41,7 +41,7 @@ pageable AS MATERIALIZED (  -- pageable copies overlapping an analysed step, cli
            GREATEST(m.start_ns, w.start_ns) AS s, LEAST(m.end_ns, w.end_ns) AS e,
            c.runtime_id, c.tid, c.end_ns - c.start_ns AS api_ns
     FROM pageable_row AS m
-    JOIN steady_windows AS w ON w.pid = m.pid AND w.bucket = m.bucket
+    JOIN _steady_windows AS w ON w.pid = m.pid AND w.bucket = m.bucket
     LEFT JOIN runtime AS c ON c.correlation_id = m.correlation_id AND c.pid = m.pid
     WHERE m.start_ns < w.end_ns AND m.end_ns > w.start_ns
       AND m.bucket = GREATEST(m.start_ns, w.start_ns) // (SELECT ns FROM bucket)
@@ -110,7 +110,7 @@ fired AS (
     JOIN busy AS b USING (pid)
     JOIN totals AS t USING (pid)
     JOIN kinds AS k USING (pid)
-    JOIN step_label AS s USING (pid)
+    JOIN _step_label AS s USING (pid)
     LEFT JOIN layers AS l USING (pid)
     LEFT JOIN threads AS th USING (pid)
     LEFT JOIN pinned AS pn USING (pid)

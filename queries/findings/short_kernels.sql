@@ -1,6 +1,6 @@
 -- nsysql: findings.short_kernels v3
 -- purpose: Finding: streams running long runs of back-to-back kernels that are each shorter than the CUDA call that launched them, with the GPU idle between them: work to fuse.
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, kernel, runtime, macros.busy_inside, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, kernel, runtime, macros.busy_inside, macros.human_ns
 -- params: $min_run BIGINT default 8 (fewest consecutive short kernels that make a run), $max_gap_ns BIGINT default 1000000 (longest time between two kernels of a run that counts, ns), $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Kernels with a launching call (correlationId AND process), in the analysed step of their process in which
 --   the call starts. A kernel is short when it ran for less time than its launching call took (end - start of the
@@ -9,7 +9,7 @@
 --   kernels, and counts when it has at least $min_run kernels.
 --   recoverable_ns (per device and stream) = sum, over consecutive kernels k1, k2 of a counted run with
 --   0 < k2.start - k1.end <= $max_gap_ns, of |[k1.end, k2.start]| - |busy ∩ [k1.end, k2.start]|, busy being the
---   process's busy intervals (analysis.process_busy: any stream, any of its devices): the GPU idle between the short kernels, which
+--   process's busy intervals (analysis._process_busy: any stream, any of its devices): the GPU idle between the short kernels, which
 --   fusing them (or replaying them as a graph) would remove. A longer pause (the thread doing something else) is
 --   not the kernels' doing and is left out. These intervals of one stream never overlap; two streams' findings can,
 --   and all are part of gpu_idle_in_step's idle time (mostly the same gaps launch_bound counts per thread).
@@ -29,8 +29,8 @@ WITH
 win AS (  -- the analysed steady-state step windows
     SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
 ),
-bucket AS (  -- bucket width of analysis.steady_windows: the analysed step holding time t is a hash join away
-    SELECT MIN(bucket_ns) AS ns FROM steady_windows
+bucket AS (  -- bucket width of analysis._steady_windows: the analysed step holding time t is a hash join away
+    SELECT MIN(bucket_ns) AS ns FROM _steady_windows
 ),
 launched AS (
     SELECT k.kernel_id, k.pid, k.device_id, k.stream_id, k.start_ns, k.end_ns, w.step, w.start_ns AS step_start_ns,
@@ -42,7 +42,7 @@ launched AS (
     FROM kernel AS k
     JOIN (SELECT pid, correlation_id, start_ns, end_ns, start_ns // (SELECT ns FROM bucket) AS bucket FROM runtime) AS c
       ON c.correlation_id = k.correlation_id AND c.pid = k.pid
-    JOIN steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
+    JOIN _steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
     WHERE c.start_ns >= w.start_ns AND c.start_ns < w.end_ns
 ),
 grouped AS (  -- a new group at every kernel that is not short: the short kernels after it form one run
@@ -69,7 +69,7 @@ probe AS (  -- the time between consecutive kernels of a run, where short enough
     FROM in_runs
     WHERE prev_end_ns IS NOT NULL AND start_ns > prev_end_ns AND start_ns - prev_end_ns <= $max_gap_ns
 ),
-probe_busy AS (SELECT * FROM busy_inside(probe, process_busy)),  -- queries/macros/busy_inside.sql
+probe_busy AS (SELECT * FROM busy_inside(probe, _process_busy)),  -- queries/macros/busy_inside.sql
 run_idle AS MATERIALIZED (
     SELECT p.pid, p.device_id, p.stream_id, (p.e - p.s) - b.busy_ns AS idle_ns
     FROM probe AS p JOIN probe_busy AS b USING (id)
@@ -101,7 +101,7 @@ fired AS (
     JOIN per_pid AS p USING (pid)
     JOIN stats AS st USING (pid, device_id, stream_id)
     JOIN names AS n USING (pid, device_id, stream_id)
-    JOIN step_label AS l USING (pid)
+    JOIN _step_label AS l USING (pid)
     WHERE s.idle_ns > 0 AND 100.0 * s.idle_ns >= $min_pct * p.wall_ns
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...

@@ -1,6 +1,6 @@
 -- nsysql: findings.sync_in_step v2
 -- purpose: Finding: synchronizing CUDA calls inside the analysed steps (device/stream/event/context synchronize, and copies or memsets whose call blocked until they ended), with the GPU idle time they cost.
--- requires: analysis.steady_steps, analysis.step_label, analysis.steady_windows, analysis.process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.busy_before, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.busy_before, macros.human_ns, macros.copy_is_sync
 -- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Synchronizing calls: CUDA API calls named cudaDeviceSynchronize, cudaStreamSynchronize,
 --   cudaEventSynchronize, cudaThreadSynchronize or their driver forms (cuCtxSynchronize, cuStreamSynchronize,
@@ -12,7 +12,7 @@
 --   until the CPU hands it new work after c returns. Its window is [c.start, r] with r = c.end when the process's
 --   GPUs are busy at c.end, else the start of their next busy interval after c.end, capped at the step's end. The time the CPU spent blocked while the GPU still had queued work is not lost and is not counted.
 --   recoverable_ns = sum over analysed steps of |GPU idle ∩ union of the windows of the step's calls|, GPU idle
---   being the complement of the busy intervals of the process's devices (analysis.process_busy): an upper
+--   being the complement of the busy intervals of the process's devices (analysis._process_busy): an upper
 --   bound of what removing the synchronizations could save. It is part of gpu_idle_in_step's idle time.
 --   Fires when recoverable_ns >= $min_pct % of the process's analysed wall time.
 --   where: steps, the calling threads, and the three innermost user ranges (layer paths, the step range left
@@ -30,8 +30,8 @@ WITH
 win AS (  -- the analysed steady-state step windows
     SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
 ),
-bucket AS (  -- bucket width of analysis.steady_windows: the analysed step holding time t is a hash join away
-    SELECT MIN(bucket_ns) AS ns FROM steady_windows
+bucket AS (  -- bucket width of analysis._steady_windows: the analysed step holding time t is a hash join away
+    SELECT MIN(bucket_ns) AS ns FROM _steady_windows
 ),
 blocking AS (  -- synchronizing calls: by name, or a copy/set call that blocked until its op ended
     SELECT runtime_id, pid, tid, api_short_name AS api, start_ns, end_ns
@@ -46,13 +46,12 @@ blocking AS (  -- synchronizing calls: by name, or a copy/set call that blocked 
     FROM gpu_op AS o
     JOIN runtime AS c ON c.runtime_id = o.runtime_id
     WHERE o.op_kind IN ('memcpy', 'memset') AND c.pid IN (SELECT pid FROM win)
-      AND ((regexp_matches(c.api_name, '^(cudaMemcpy|cudaMemset|cuMemcpy|cuMemset)') AND NOT contains(c.api_name, 'Async'))
-           OR c.end_ns >= o.end_ns)
+      AND copy_is_sync(c.api_name, c.end_ns, o.end_ns)  -- queries/macros/copy_is_sync.sql
 ),
 in_step AS (  -- the analysed step each call starts in
     SELECT b.runtime_id, b.pid, b.tid, b.api, b.start_ns, b.end_ns, w.step, w.end_ns AS step_end_ns
     FROM (SELECT *, start_ns // (SELECT ns FROM bucket) AS bucket FROM blocking) AS b
-    JOIN steady_windows AS w ON w.pid = b.pid AND w.bucket = b.bucket
+    JOIN _steady_windows AS w ON w.pid = b.pid AND w.bucket = b.bucket
     WHERE b.start_ns >= w.start_ns AND b.start_ns < w.end_ns
 ),
 points AS (  -- per call: its start (side 0), its end (1) and its step's end (2)
@@ -60,12 +59,12 @@ points AS (  -- per call: its start (side 0), its end (1) and its step's end (2)
     UNION ALL SELECT runtime_id, pid, end_ns, 1 FROM in_step
     UNION ALL SELECT runtime_id, pid, step_end_ns, 2 FROM in_step
 ),
-looked AS MATERIALIZED (  -- the busy interval starting last at or before each point (analysis.process_busy, found by
+looked AS MATERIALIZED (  -- the busy interval starting last at or before each point (analysis._process_busy, found by
     -- macros.busy_before: one sorted sweep); busy_to = B(t), the busy time up to t
     SELECT p.id, p.side, p.t, b.idx, b.end_ns AS last_end_ns,
            COALESCE(b.before_ns + LEAST(p.t, b.end_ns) - b.start_ns, 0) AS busy_to
-    FROM busy_before(points, process_busy) AS p  -- queries/macros/busy_before.sql
-    LEFT JOIN process_busy AS b ON b.idx = p.idx AND b.pid = p.pid
+    FROM busy_before(points, _process_busy) AS p  -- queries/macros/busy_before.sql
+    LEFT JOIN _process_busy AS b ON b.idx = p.idx AND b.pid = p.pid
 ),
 resumed AS (  -- when the GPU got work again after the call: at its end if busy then, else at the next busy
     -- interval's start; capped at the step's end. b_* = B() at the call's start and at that moment.
@@ -80,8 +79,8 @@ resumed AS (  -- when the GPU got work again after the call: at its end if busy 
     JOIN looked AS s ON s.id = c.runtime_id AND s.side = 0
     JOIN looked AS e ON e.id = c.runtime_id AND e.side = 1
     JOIN looked AS x ON x.id = c.runtime_id AND x.side = 2
-    LEFT JOIN process_busy AS n
-           ON n.pid = c.pid AND n.idx = COALESCE(e.idx + 1, (SELECT MIN(idx) FROM process_busy AS f WHERE f.pid = c.pid))
+    LEFT JOIN _process_busy AS n
+           ON n.pid = c.pid AND n.idx = COALESCE(e.idx + 1, (SELECT MIN(idx) FROM _process_busy AS f WHERE f.pid = c.pid))
 ),
 call_idle AS MATERIALIZED (  -- each call's own idle time (for ranking where, and per API)
     SELECT *, (resume_ns - start_ns) - (b_resume - b_start) AS idle_ns FROM resumed
@@ -137,7 +136,7 @@ fired AS (
     FROM per_pid AS p
     JOIN per_api AS a USING (pid)
     JOIN threads AS t USING (pid)
-    JOIN step_label AS s USING (pid)
+    JOIN _step_label AS s USING (pid)
     LEFT JOIN layers AS l USING (pid)
     WHERE p.calls > 0 AND p.idle_ns > 0 AND 100.0 * p.idle_ns >= $min_pct * p.wall_ns
 ),

@@ -1,5 +1,5 @@
 -- nsysql: macros.busy_before v1
--- purpose: For each of a set of time points, the last busy interval of its process starting at or before it: `busy_before(point, process_busy)` reads the table or CTE named `point` (columns id, side, pid, t) and returns one row per point (id, side, pid, t, idx), idx being that interval's in analysis.process_busy (NULL when the process has none that early; an idx of another process counts as none).
+-- purpose: For each of a set of time points, the last busy interval of its process starting at or before it: `busy_before(point, process_busy)` reads the table or CTE named `point` (columns id, side, pid, t) and returns one row per point (id, side, pid, t, idx), idx being that interval's in analysis._process_busy (NULL when the process has none that early; an idx of another process counts as none).
 -- requires: none
 -- params: none
 -- notes: One sweep over the points and the process's busy intervals in (pid, time) order, intervals first at equal
@@ -14,7 +14,7 @@
 --   side | INTEGER | index (the point's)
 --   pid | BIGINT | id
 --   t | BIGINT | ns timestamp
---   idx | BIGINT | index (analysis.process_busy.idx)
+--   idx | BIGINT | index (analysis._process_busy.idx)
 CREATE OR REPLACE TEMP MACRO busy_before(point, busy) AS TABLE
 WITH
 point_bucket AS (SELECT DISTINCT pid, t // 16777216 AS bucket FROM query_table(point)),

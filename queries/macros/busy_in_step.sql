@@ -1,5 +1,5 @@
 -- nsysql: macros.busy_in_step v1
--- purpose: Busy time of a process's GPUs inside each of a set of probe intervals that lie within analysed steps: `busy_in_step(probe, step_busy)` reads the table or CTE named `probe` (columns id, step, s, e: one interval inside analysed step `step`, ws <= s <= e <= we) and returns one row per probe id with busy_ns, the part of [s, e] covered by the step's busy intervals (analysis.step_busy).
+-- purpose: Busy time of a process's GPUs inside each of a set of probe intervals that lie within analysed steps: `busy_in_step(probe, step_busy)` reads the table or CTE named `probe` (columns id, step, s, e: one interval inside analysed step `step`, ws <= s <= e <= we) and returns one row per probe id with busy_ns, the part of [s, e] covered by the step's busy intervals (analysis._step_busy).
 -- requires: none
 -- params: none
 -- notes: busy_ns = B(e) - B(s), B(t) = before_ns + LEAST(t, end_ns) - start_ns of the step's last busy interval

@@ -1,5 +1,5 @@
 -- nsysql: macros.busy_inside v1
--- purpose: Busy time of a process's GPUs inside each of a set of probe intervals: `busy_inside(probe, process_busy)` reads the table or CTE named `probe` (columns id, pid, s, e: one interval of process pid from s to e) and returns one row per probe id with busy_ns, the part of [s, e] covered by the busy intervals of analysis.process_busy (both passed by name: DuckDB binds a macro's tables when it is created).
+-- purpose: Busy time of a process's GPUs inside each of a set of probe intervals: `busy_inside(probe, process_busy)` reads the table or CTE named `probe` (columns id, pid, s, e: one interval of process pid from s to e) and returns one row per probe id with busy_ns, the part of [s, e] covered by the busy intervals of analysis._process_busy (both passed by name: DuckDB binds a macro's tables when it is created).
 -- requires: macros.busy_before
 -- params: none
 -- notes: busy_ns = B(e) - B(s), B(t) = the process's busy time up to t = before_ns of its last busy interval starting

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.gpu_op_label v1
+-- nsysql: normalize.nsys3.gpu_op_label v2
 -- purpose: gpu_op_attribution in words: per GPU op its direction, layer path, PyTorch op or autograd node, and recorded input shapes, resolved from the ids the table stores; a view, so the texts are read only by queries that print them.
 -- requires: gpu_op_attribution, user_range, nvtx_range
 -- params: none

@@ -1,4 +1,4 @@
--- nsysql: analysis.diff_kernels v1
+-- nsysql: analysis._diff_kernels v1
 -- purpose: One side of `nsysql diff --by kernel`: kernel time per kernel name, or per base name so that the same work in another dtype or tile shape matches (fp32 vs bf16 GEMMs).
 -- requires: kernel
 -- params: match VARCHAR default 'exact' (exact: full demangled name; base: base name, below)

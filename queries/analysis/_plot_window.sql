@@ -1,4 +1,4 @@
--- nsysql: analysis.plot_window v2
+-- nsysql: analysis._plot_window v2
 -- purpose: The time window of `nsysql plot timeline`: the capture's start (the time origin of plots and of the times tables show) and the window's absolute bounds from --start-ms/--end-ms relative to it (NULL = capture start / end).
 -- requires: none
 -- params: start_ms DOUBLE, end_ms DOUBLE (milliseconds after the capture start; NULL for the capture's own bounds)

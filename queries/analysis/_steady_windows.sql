@@ -1,4 +1,4 @@
--- nsysql: analysis.steady_windows v1
+-- nsysql: analysis._steady_windows v1
 -- purpose: The analysed steady-state windows of analysis.steady_steps cut into fixed time buckets, so that finding the analysed step holding a timestamp is a hash join on (pid, bucket) rather than a range or ASOF join.
 -- requires: analysis.steady_steps
 -- params: none

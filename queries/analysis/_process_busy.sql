@@ -1,4 +1,4 @@
--- nsysql: analysis.process_busy v1
+-- nsysql: analysis._process_busy v1
 -- purpose: When each process's GPUs were busy: the busy intervals (gpu_busy) of the devices it ran GPU work on, merged across its devices, in time order, with the busy time before each (a prefix sum) and the end of the one before; idle time inside any time span of the process follows from it without an interval join.
 -- requires: gpu_op, gpu_busy
 -- params: none

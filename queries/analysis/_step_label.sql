@@ -1,4 +1,4 @@
--- nsysql: analysis.step_label v1
+-- nsysql: analysis._step_label v1
 -- purpose: Per process, the analysed steady-state steps in words (`steps 2-9`, `step 4`, `steps 1-3, 7`, or `all GPU activity (no steps)`), as the findings' `where` names them.
 -- requires: analysis.steady_steps
 -- params: none

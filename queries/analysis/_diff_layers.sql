@@ -1,4 +1,4 @@
--- nsysql: analysis.diff_layers v2
+-- nsysql: analysis._diff_layers v2
 -- purpose: One side of `nsysql diff --by layer`: GPU time per attributed layer (forward, backward and optimizer work together), so that the same layer of two runs matches.
 -- requires: gpu_op, gpu_op_attribution, user_range
 -- params: none

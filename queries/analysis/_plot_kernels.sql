@@ -1,4 +1,4 @@
--- nsysql: analysis.plot_kernels v1
+-- nsysql: analysis._plot_kernels v1
 -- purpose: The kernels with the most GPU time (per full name) with a readable label source: short name and the PyTorch op or autograd node that launched most of their instances, for `nsysql plot kernels`.
 -- requires: kernel, gpu_op_label
 -- params: top BIGINT default 20

@@ -1,4 +1,4 @@
--- nsysql: analysis.plot_timeline_ops v1
+-- nsysql: analysis._plot_timeline_ops v1
 -- purpose: GPU ops (kernels, copies, sets) overlapping a time window with their device, stream and attributed direction, for the GPU rows of `nsysql plot timeline`.
 -- requires: gpu_op, gpu_op_attribution
 -- params: from_ns BIGINT, to_ns BIGINT (window, absolute)

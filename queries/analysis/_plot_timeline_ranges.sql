@@ -1,4 +1,4 @@
--- nsysql: analysis.plot_timeline_ranges v1
+-- nsysql: analysis._plot_timeline_ranges v1
 -- purpose: NVTX ranges overlapping a time window, with the row each is drawn on in `nsysql plot timeline`: per thread, one row per nesting level of the ranges shown.
 -- requires: nvtx_range, user_range, thread
 -- params: from_ns BIGINT, to_ns BIGINT (window, absolute), op_markers BOOLEAN (also PyTorch op markers and library ranges)

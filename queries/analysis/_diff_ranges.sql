@@ -1,4 +1,4 @@
--- nsysql: analysis.diff_ranges v1
+-- nsysql: analysis._diff_ranges v1
 -- purpose: One side of `nsysql diff --by range`: wall time of the user's NVTX ranges per path (texts from the top down, op markers and a top-level step range left out), so that the same range of two runs matches.
 -- requires: nvtx_range, user_range
 -- params: none

@@ -1,12 +1,12 @@
--- nsysql: analysis.step_busy v1
--- purpose: The busy intervals of analysis.process_busy inside each analysed step, clipped to the step, with the step's busy time before each: busy time inside any span of an analysed step without sweeping the whole capture's intervals.
--- requires: analysis.steady_steps, analysis.steady_windows, analysis.process_busy
+-- nsysql: analysis._step_busy v1
+-- purpose: The busy intervals of analysis._process_busy inside each analysed step, clipped to the step, with the step's busy time before each: busy time inside any span of an analysed step without sweeping the whole capture's intervals.
+-- requires: analysis.steady_steps, analysis._steady_windows, analysis._process_busy
 -- params: none
 -- notes: An interval of the step's process counts where it overlaps the step (found by a hash join on time buckets,
---   analysis.steady_windows: each interval in every bucket it spans, each pair of interval and step once), clipped
+--   analysis._steady_windows: each interval in every bucket it spans, each pair of interval and step once), clipped
 --   to the step. Busy time inside [s, e] within step w = B(e) - B(s), B(t) = before_ns + LEAST(t, end_ns) - start_ns
 --   of the step's last interval starting at or before t (0 when there is none): the same figure as
---   analysis.process_busy gives, since the clipped part is all that lies inside the step. idx numbers the rows in
+--   analysis._process_busy gives, since the clipped part is all that lies inside the step. idx numbers the rows in
 --   (step, start_ns) order, so a sweep in (step, time) order finds that interval as the running maximum of idx
 --   (macros.busy_in_step).
 -- columns:
@@ -17,24 +17,24 @@
 --   before_ns | BIGINT | ns (busy time of the step before start_ns)
 --   idx | BIGINT | index (1, 2, ... in (step, start_ns) order)
 WITH
-bucket AS (SELECT MIN(bucket_ns) AS ns FROM steady_windows),
+bucket AS (SELECT MIN(bucket_ns) AS ns FROM _steady_windows),
 cut AS (  -- the busy intervals of the processes with analysed steps in the bucket(s) they span (most span one)
     SELECT pid, start_ns, end_ns, start_ns // (SELECT ns FROM bucket) AS bucket
-    FROM process_busy
-    WHERE pid IN (SELECT pid FROM steady_windows)
+    FROM _process_busy
+    WHERE pid IN (SELECT pid FROM _steady_windows)
       AND start_ns // (SELECT ns FROM bucket) = (GREATEST(end_ns, start_ns + 1) - 1) // (SELECT ns FROM bucket)
     UNION ALL
     SELECT pid, start_ns, end_ns,
            UNNEST(generate_series(start_ns // (SELECT ns FROM bucket),
                                   (GREATEST(end_ns, start_ns + 1) - 1) // (SELECT ns FROM bucket)))
-    FROM process_busy
-    WHERE pid IN (SELECT pid FROM steady_windows)
+    FROM _process_busy
+    WHERE pid IN (SELECT pid FROM _steady_windows)
       AND start_ns // (SELECT ns FROM bucket) <> (GREATEST(end_ns, start_ns + 1) - 1) // (SELECT ns FROM bucket)
 ),
 clipped AS (  -- each interval clipped to each analysed step it overlaps (each pair once: where the overlap starts)
     SELECT w.step, b.pid, GREATEST(b.start_ns, w.start_ns) AS start_ns, LEAST(b.end_ns, w.end_ns) AS end_ns
     FROM cut AS b
-    JOIN steady_windows AS w ON w.pid = b.pid AND w.bucket = b.bucket
+    JOIN _steady_windows AS w ON w.pid = b.pid AND w.bucket = b.bucket
     WHERE b.start_ns < w.end_ns AND b.end_ns > w.start_ns
       AND b.bucket = GREATEST(b.start_ns, w.start_ns) // (SELECT ns FROM bucket)
 )
