@@ -1,6 +1,6 @@
 -- nsysql: analysis.graph_launches v1
 -- purpose: CUDA graphs traced at graph level (graph_trace, nsys's default --cuda-graph-trace=graph) in one row: how many launches of how many graphs and their GPU time, for the summary's note that the kernels inside are not in the export.
--- requires: graph_trace
+-- requires: kernel|memcpy|memset|graph_trace
 -- params: none
 -- rows: one
 -- columns:
