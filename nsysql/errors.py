@@ -19,7 +19,7 @@ class MissingDataError(NsysqlError):
     """The export lacks a table that a report needs."""
 
 
-def cli_text(exc: BaseException) -> str:
+def cli_text(exc: BaseException | str) -> str:
     """`exc`'s message as the command line shows it: each `argument=value` written as its option."""
     return _ARGUMENT.sub(_as_option, str(exc))
 

@@ -19,6 +19,8 @@ SOURCES = {
     "runtime": ("CUPTI_ACTIVITY_KIND_RUNTIME", "--trace=cuda"),
     "memcpy": ("CUPTI_ACTIVITY_KIND_MEMCPY", "--trace=cuda (the program made no memory copies?)"),
     "memset": ("CUPTI_ACTIVITY_KIND_MEMSET", "--trace=cuda (the program made no memsets?)"),
+    "graph_trace": ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+                    "--trace=cuda (the program launched no CUDA graph, or nsys traced them with --cuda-graph-trace=node)"),
     "sync": ("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "--trace=cuda"),
     "nvtx_range": ("NVTX_EVENTS", "--trace=nvtx"),
     "osrt": ("OSRT_API", "--trace=osrt"),
@@ -244,6 +246,10 @@ class Export:
     def overhead(self, by: str = "range") -> pl.DataFrame:
         """Kernel launch overhead per user NVTX range (`by="range"`), kernel name (`"kernel"`) or launching
         thread (`"thread"`): launches, CPU and GPU busy time, API/queue time mean/median/p95, launch_bound."""
+        if by == "range" and self.has("kernel") and not self.has("nvtx_range"):
+            raise MissingDataError(f"{self.path.name} has no NVTX_EVENTS, which overhead per NVTX range (the default) "
+                                   "needs; per launching thread (`by='thread'`) or per kernel (`by='kernel'`) works "
+                                   "without NVTX; capture with --trace=nvtx for ranges")
         return self.run(analyses.get("overhead").query(by).id)
 
     def gaps(self, min_gap_us: float = 100.0, threads: bool = False, calls: bool = True) -> pl.DataFrame:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import glob
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Callable
 
 import polars as pl
 
 from . import inputs
-from .errors import NsysqlError
+from .errors import MissingDataError, NsysqlError, cli_text
 
 # rank in a file name: rank3, rank_3, rank-03, or r3 (r/rank not glued to a letter or digit before it)
 _RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank|r)[_-]?(\d+)(?:[^0-9]|$)", re.IGNORECASE)
@@ -62,16 +63,43 @@ def rank_of(path: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def gather(paths: list[Path], analysis: Callable, opener: Callable) -> pl.DataFrame:
+def gather(paths: list[Path], analysis: Callable, opener: Callable,
+           on_skip: Callable[[str, str], None] | None = None) -> pl.DataFrame:
     """`analysis(export)` for each path. One path: its frame unchanged (so single-export output stays
-    identical to `nsys stats`). Several: one frame, rows prefixed with `export` and `rank`."""
+    identical to `nsys stats`), and its error raised. Several: one frame, rows prefixed with `export` and `rank`;
+    an export that fails to open or lacks the data the analysis needs (MissingDataError) is skipped and named through
+    `on_skip(label, reason)` (by default `note: skipped <label>: <reason>` on stderr); it fails only when none
+    succeeds."""
     if len(paths) == 1:
         with opener(paths[0]) as ex:
             return analysis(ex)
-    frames = []
+    frames, failures = [], []
     for path, name in zip(paths, labels(paths)):
-        with opener(path) as ex:
-            df = analysis(ex)
+        try:
+            ex = opener(path)
+        except NsysqlError as exc:  # not an export nsysql can open (damaged, truncated, too old, ...)
+            reason = str(exc).removeprefix(f"{name}: ")
+            failures.append((name, reason))
+            (on_skip or note_skipped)(name, reason)
+            continue
+        try:
+            with ex:
+                df = analysis(ex)
+        except MissingDataError as exc:  # other errors (a bad query or option) would fail every export alike
+            reason = str(exc).removeprefix(f"{name}: ")
+            failures.append((name, reason))
+            (on_skip or note_skipped)(name, reason)
+            continue
         frames.append(df.select(pl.lit(name).alias("export"), pl.lit(rank_of(path), dtype=pl.Int64).alias("rank"),
                                 pl.all()))
+    if not frames:
+        reasons = {reason for _, reason in failures}
+        if len(reasons) == 1:
+            raise NsysqlError(f"every export failed: {reasons.pop()}")
+        raise NsysqlError("every export failed: " + "; ".join(f"{name}: {reason}" for name, reason in failures))
     return pl.concat(frames, how="diagonal_relaxed")
+
+
+def note_skipped(name: str, reason: str) -> None:
+    """The default note for an export left out of a several-export answer."""
+    print(f"note: skipped {name}: {cli_text(reason)}", file=sys.stderr)

@@ -82,11 +82,22 @@ def build(export: Export) -> Overview:
         notes.append("No CUDA API calls in this export (CUPTI_ACTIVITY_KIND_RUNTIME; capture with --trace=cuda): GPU "
                      "work cannot be tied to the ranges that launched it, so operator GPU times and CUDA API calls "
                      "are left out.")
+    if export.has("graph_trace"):
+        notes.append(graph_trace_note(export))
     top_ops = (export.run("analysis.top_ops") if export.has("nvtx_range") and (export.has("runtime") or not has_gpu)
                else _empty("analysis.top_ops"))
     top_kernels = export.run("analysis.top_kernels") if export.has("kernel") else _empty("analysis.top_kernels")
     top_api = export.run("analysis.top_api") if export.has("runtime") else _empty("analysis.top_api")
     return Overview(windows, stats, breakdown, gpus, top_ops, top_kernels, top_api, tuple(notes))
+
+
+def graph_trace_note(export: Export) -> str:
+    """What an export with CUDA graphs traced at graph level (nsys's default) shows of them, and what it cannot."""
+    launches, graphs, ns = export.run("analysis.graph_launches").row(0)
+    return (f"CUDA graphs traced at graph level: {launches:,} graph launch{'es' * (launches != 1)} of {graphs:,} "
+            f"graph{'s' * (graphs != 1)}, {ns / 1e6:,.3f} ms on the GPU, each counted as one GPU op (busy time, steps, "
+            "gaps, utilization, layers); the kernels inside are not in the export, so kernel tables leave them out. "
+            "Per-kernel detail inside graphs needs `nsys profile --cuda-graph-trace=node`.")
 
 
 def _empty(query_id: str) -> pl.DataFrame:

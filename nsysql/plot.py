@@ -54,7 +54,12 @@ def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None,
     if hi <= lo:
         raise NsysqlError(f"empty time window ({(lo - origin) / 1e6:.3f} to {(hi - origin) / 1e6:.3f} ms after "
                           "the capture start); `end_ms=` must be greater than `start_ms=`")
-    ranges = ex.run("analysis._plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=op_markers)
+    if ex.has("nvtx_range"):
+        ranges = ex.run("analysis._plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=op_markers)
+    else:  # a program without NVTX (a CUDA application, OpenACC, ...): its GPU ops alone
+        from . import catalog  # the same query over the (empty) normalized ranges: no ranges, typed columns
+        q = catalog.get("analysis._plot_timeline_ranges")
+        ranges = ex.sql(q.sql, q.bound_params(dict(from_ns=lo, to_ns=hi, op_markers=op_markers)))
     ops = ex.run("analysis._plot_timeline_ops", from_ns=lo, to_ns=hi)
     if ranges.is_empty() and ops.is_empty():
         raise NsysqlError(f"nothing happens between {(lo - origin) / 1e6:.3f} and {(hi - origin) / 1e6:.3f} ms "

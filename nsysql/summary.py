@@ -119,7 +119,7 @@ def detail_sections(export: Export, top: int = 10) -> list[Section]:
                                     "thread's backward included); fprop/bprop/optim from kernel attribution; "
                                     "`nsysql steps`", key="steps", query="analysis.steps",
                                     optional=("kernels", "off_thread_ops", "optim_ns")))
-    if export.has("kernel"):
+    if export.has("kernel") and export.has("nvtx_range"):  # layers and coverage are of NVTX ranges
         sections.append(_layers(export, top))
         cov = export.run("analysis.range_coverage")
         total = int(cov["kernel_ns"].sum() or 0)  # sums of BIGINT ns
@@ -127,8 +127,10 @@ def detail_sections(export: Export, top: int = 10) -> list[Section]:
         none = int(cov["in_no_range_ns"].sum() or 0)
         note = (f"{_pct(total - user, total)} of kernel time is outside every user NVTX range on its launching "
                 f"thread ({_pct(none, total)} outside every range, op markers included): what `nsys stats` "
-                "projections miss. Backward kernels run on PyTorch's autograd thread; the layers table above "
-                "charges them to their forward layer.")
+                "projections miss.")
+        if cov["thread_name"].str.starts_with("pt_autograd_").any():  # a PyTorch program's autograd thread
+            note += (" Backward kernels run on PyTorch's autograd thread; the layers table above charges them to "
+                     "their forward layer.")
         sections.append(Section("NVTX coverage of kernel time", cov, catalog.decimals("analysis.range_coverage"), note,
                                 key="coverage", query="analysis.range_coverage"))
     return sections
@@ -157,8 +159,9 @@ def _layers(export: Export, top: int) -> Section:
 def _launch_overhead(export: Export) -> Section:
     """Launch overhead per launching thread (the per-range view is its own command: it costs more)."""
     note = ("cpu = time in launching calls; queue = kernel start - launch call end (>= 0); launch_bound = GPU idle "
-            "more than half of the thread's first-to-last launch span; `nsysql overhead --by range` says which NVTX "
-            "ranges are launch-bound")
+            "more than half of the thread's first-to-last launch span" +
+            ("; `nsysql overhead --by range` says which NVTX ranges are launch-bound" if export.has("nvtx_range")
+             else ""))
     return Section("Launch overhead by launching thread (capture-wide)",
                    export.overhead(by="thread").select(LAUNCH_COLUMNS), catalog.decimals("analysis.overhead_by_thread"),
                    note, key="launch_overhead", query="analysis.overhead_by_thread",

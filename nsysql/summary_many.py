@@ -8,30 +8,53 @@ from typing import Callable
 import polars as pl
 
 from . import multi
+from .errors import MissingDataError, NsysqlError
 from .summary import Section
 
 
 def build(paths: list[Path], opener: Callable, top: int = 10, deviation_pct: float = 10.0) -> list[Section]:
     names = multi.labels(paths)
-    totals, ranges, steps = [], [], []
+    totals: list[dict] = []
+    ranges: list[pl.DataFrame] = []
+    steps: list[pl.DataFrame] = []
+    failures: list[str] = []
     for path, name in zip(paths, names):
-        with opener(path) as ex:
-            tag = dict(export=name, rank=multi.rank_of(path))
-            t = ex.run("analysis.export_totals").row(0, named=True)
-            totals.append({**tag, **{k: t[k] for k in ("duration_ns", "kernels", "kernel_ns", "gpu_busy_ns")}})
-            if ex.has("nvtx_range") and ex.has("kernel"):
-                r = (ex.gpu_time_by_range().filter(~pl.col("is_op_marker"))  # user ranges only
-                     .select("range_name", "inclusive_busy_ns"))
-                ranges.append(r.with_columns(pl.lit(name).alias("export"), pl.lit(tag["rank"], pl.Int64).alias("rank")))
-            if ex.has("nvtx_range"):
-                s = ex.steps().select("step", "wall_ns", "gpu_busy_ns")
-                steps.append(s.with_columns(pl.lit(name).alias("export"), pl.lit(tag["rank"], pl.Int64).alias("rank")))
+        try:
+            ex = opener(path)
+        except NsysqlError as exc:  # cannot be opened: skipped and named; the command fails only when none succeeds
+            failures.append(f"{name}: {exc}")
+            multi.note_skipped(name, str(exc))
+            continue
+        try:
+            _one(ex, name, multi.rank_of(path), totals, ranges, steps)
+        except MissingDataError as exc:  # skipped and named likewise
+            failures.append(f"{name}: {exc}")
+            multi.note_skipped(name, str(exc))
+    if not totals:
+        raise NsysqlError("every export failed: " + "; ".join(failures))
     sections = [_totals(pl.DataFrame(totals), deviation_pct)]
     if ranges:
-        sections.append(_range_spread(pl.concat(ranges), len(paths), top))
+        sections.append(_range_spread(pl.concat(ranges), len(totals), top))
     if steps and pl.concat(steps).height:
         sections.append(_slowest_per_step(pl.concat(steps)))
     return sections
+
+
+def _one(ex, name: str, rank: int | None, totals: list, ranges: list, steps: list) -> None:
+    """One export's rows, appended only once all of them are computed (a failure leaves no partial rows)."""
+    r = s = None
+    with ex:
+        tag = dict(export=name, rank=rank)
+        t = ex.run("analysis.export_totals").row(0, named=True)
+        if ex.has("nvtx_range") and ex.has("kernel"):
+            r = (ex.gpu_time_by_range().filter(~pl.col("is_op_marker"))  # user ranges only
+                 .select("range_name", "inclusive_busy_ns"))
+        if ex.has("nvtx_range"):
+            s = ex.steps().select("step", "wall_ns", "gpu_busy_ns")
+    totals.append({**tag, **{k: t[k] for k in ("duration_ns", "kernels", "kernel_ns", "gpu_busy_ns")}})
+    for frame, into in ((r, ranges), (s, steps)):
+        if frame is not None:
+            into.append(frame.with_columns(pl.lit(name).alias("export"), pl.lit(tag["rank"], pl.Int64).alias("rank")))
 
 
 def _totals(df: pl.DataFrame, deviation_pct: float) -> Section:

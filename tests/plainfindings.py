@@ -130,7 +130,7 @@ class PlainFindings:
             if call["pid"] in self.pids and SYNC_API.match(short_api(call["name"])):
                 blocking[id(call)] = call
         for o in self.tl.ops:
-            if o["kind"] != "kernel" and o["pid"] in self.pids and self.tl.is_sync(o):
+            if o["kind"] in ("memcpy", "memset") and o["pid"] in self.pids and self.tl.is_sync(o):
                 blocking[id(o["call"])] = o["call"]
         per_step = defaultdict(list)
         for c in blocking.values():
@@ -190,7 +190,7 @@ class PlainFindings:
             if o["kind"] == "kernel":
                 kernels[key] += 1
                 short[key] += (o["end"] - o["start"]) < (c["end"] - c["start"])
-        kind_order = {"kernel": 0, "memcpy": 1, "memset": 2}
+        kind_order = {"kernel": 0, "memcpy": 1, "memset": 2, "graph": 3}
         waited = defaultdict(int)
         for pid in self.pids:
             busy = self.busy[pid]

@@ -35,11 +35,14 @@ class Plain:
             self.runtime[(pid, corr)] = (start, end, gtid, strings[name_id])
         self.ops = []  # (kind, start, end, pid, corr, bytes)
         for kind, table in (("kernel", "CUPTI_ACTIVITY_KIND_KERNEL"), ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"),
-                            ("memset", "CUPTI_ACTIVITY_KIND_MEMSET")):
-            if table in tables:
-                cols = "start, end, globalPid, correlationId, " + ("0" if kind == "kernel" else "bytes")
+                            ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"), ("graph", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")):
+            if table in tables:  # graph: a CUDA graph traced at graph level, one row per launch, no kernel rows
+                cols = "start, end, globalPid, correlationId, " + ("0" if kind in ("kernel", "graph") else "bytes")
                 for s, e, gpid, corr, nbytes in db.execute(f"SELECT {cols} FROM {table}"):
                     self.ops.append((kind, s, e, (gpid >> 24) & 0xFFFFFF, corr, nbytes))
+        if "NVTX_EVENTS" not in tables:  # an export without NVTX: read as no ranges
+            db.execute("CREATE TEMP TABLE NVTX_EVENTS (start, end, eventType, globalTid, endGlobalTid, text, textId, "
+                       "domainId)")
         max_ts = db.execute("SELECT MAX(MAX(start, COALESCE(end, start))) FROM NVTX_EVENTS "
                             "WHERE eventType IN (59, 60, 70, 71)").fetchone()[0]
         domains = {}  # (pid, domainId) -> name, from domain-create events (eventType 75)
@@ -131,12 +134,15 @@ class PlainAttribution:
             self.calls[((gtid >> 24) & 0xFFFFFF, corr)] = (start, end, gtid)
         self.ops = []  # (kind, rowid, start, end, pid, corr)
         for kind, table in (("kernel", "CUPTI_ACTIVITY_KIND_KERNEL"), ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"),
-                            ("memset", "CUPTI_ACTIVITY_KIND_MEMSET")):
+                            ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"), ("graph", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")):
             if table in tables:
                 for rowid, s, e, gpid, corr in db.execute(
                         f"SELECT rowid, start, end, globalPid, correlationId FROM {table}"):
                     self.ops.append((kind, rowid, s, e, (gpid >> 24) & 0xFFFFFF, corr))
         self.ops.sort(key=lambda o: (o[2], o[0], o[1]))
+        if "NVTX_EVENTS" not in tables:  # an export without NVTX: read as no ranges
+            db.execute("CREATE TEMP TABLE NVTX_EVENTS (start, end, eventType, globalTid, endGlobalTid, text, textId, "
+                       "domainId)")
         last = db.execute("SELECT MAX(MAX(start, COALESCE(end, start))) FROM NVTX_EVENTS "
                           "WHERE eventType IN (59, 60, 70, 71)").fetchone()[0]
         domains = {}
@@ -257,7 +263,7 @@ class PlainAttribution:
                 direction = "optim"
             elif backward or (self.thread_name.get(gtid) or "").startswith("pt_autograd_"):
                 direction = "bprop"
-            elif st:
+            elif users or markers:  # a library's ranges alone (NCCL, cuBLAS, ...) are no user structure
                 direction = "fprop"
             elif lent:
                 if any("optim" in r["text"].lower() for r in lent):
@@ -353,6 +359,11 @@ class PlainTimeline:
                     "FROM CUPTI_ACTIVITY_KIND_MEMSET"):
                 self._op("memset", s, e, dev, stream, gpid, corr, "[CUDA memset]", nbytes, "Memset", "-",
                          kinds.get(mk, "Unknown"))
+        if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" in tables:  # whole CUDA graphs traced at graph level
+            for s, e, dev, stream, gpid, corr, graph_id in db.execute(
+                    "SELECT start, end, deviceId, streamId, globalPid, correlationId, graphId "
+                    "FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE"):
+                self._op("graph", s, e, dev, stream, gpid, corr, f"[CUDA graph {graph_id}]")
         self.islands = {dev: merge([(o["start"], o["end"]) for o in self.ops if o["device"] == dev])
                         for dev in {o["device"] for o in self.ops}}
         last = db.execute("SELECT MAX(MAX(start, COALESCE(end, start))) FROM NVTX_EVENTS "
@@ -387,7 +398,7 @@ class PlainTimeline:
 
     # -- launches ---------------------------------------------------------------------------
     def launches(self):
-        return [o for o in self.ops if o["kind"] == "kernel" and o["call"] is not None]
+        return [o for o in self.ops if o["kind"] in ("kernel", "graph") and o["call"] is not None]  # graph: one launch
 
     def launch_stats(self, group):
         """The per-launch measures of a group of launched kernels."""
@@ -478,7 +489,7 @@ class PlainTimeline:
         """Copies and sets grouped by key(op) -> count, bytes, ns, sync count, sync API ns."""
         out = defaultdict(lambda: dict(count=0, total_bytes=0, total_ns=0, sync_count=0, sync_api_ns=0))
         for o in self.ops:
-            if o["kind"] == "kernel":
+            if o["kind"] in ("kernel", "graph"):
                 continue
             row = out[key(o)]
             row["count"] += 1

@@ -63,7 +63,8 @@ class PlainExport:
                                          smem=(smem_s or 0) + (smem_d or 0), name=strings.get(dn),
                                          short=strings.get(sn)))
         self.ops = list(self.kernels)  # kernels, copies and sets
-        for kind, table in (("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"), ("memset", "CUPTI_ACTIVITY_KIND_MEMSET")):
+        for kind, table in (("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"), ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"),
+                            ("graph", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")):  # graph: a whole CUDA graph, no kernel rows
             if table in tables:
                 for rowid, s, e, dev, gpid, corr in db.execute(
                         f"SELECT rowid, start, end, deviceId, globalPid, correlationId FROM {table}"):
@@ -202,7 +203,7 @@ def plain_breakdown(win, ops, calls, ranges, osrt):
     mine = [o for o in ops if o["pid"] == pid]
     my_calls = [c for c in calls if c["pid"] == pid]
     spans = {
-        "kernel_ns": clipped(o for o in mine if o["kind"] == "kernel"),
+        "kernel_ns": clipped(o for o in mine if o["kind"] in ("kernel", "graph")),  # a graph: kernels without rows
         "memcpy_ns": clipped(o for o in mine if o["kind"] == "memcpy"),
         "memset_ns": clipped(o for o in mine if o["kind"] == "memset"),
         "runtime_ns": clipped(my_calls),
@@ -281,6 +282,10 @@ def plain_gpus(ops, gpus, windows):
         tc = 100.0 * sum(d for o, d in kern if is_tensor_core(o["name"])) / kernel_ns if kernel_ns else None
         out[dev] = dict(window_ns=window_ns, busy_ns=busy, kernel_ns=kernel_ns, utilization_pct=util,
                         sm_efficiency_pct=sm, achieved_occupancy_pct=occ, tensor_core_pct=tc)
+    for dev in gpus:  # every other GPU of the capture, idle in the windows
+        if dev not in out and wins:
+            out[dev] = dict(window_ns=sum(w["wall_ns"] for w in wins), busy_ns=0, kernel_ns=0, utilization_pct=0.0,
+                            sm_efficiency_pct=0.0, achieved_occupancy_pct=None, tensor_core_pct=None)
     return out
 
 

@@ -1,4 +1,4 @@
--- nsysql: analysis._diff_layers v1
+-- nsysql: analysis._diff_layers v2
 -- purpose: One side of `nsysql diff --by layer`: GPU time per attributed layer (forward, backward and optimizer work together), so that the same layer of two runs matches.
 -- requires: gpu_op, gpu_op_attribution, user_range
 -- params: none
@@ -13,6 +13,6 @@ SELECT COALESCE(u.layer, '?') AS name, COUNT(*) AS count, CAST(SUM(o.end_ns - o.
 FROM gpu_op AS o
 JOIN gpu_op_attribution AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id
 LEFT JOIN user_range AS u ON u.range_id = a.layer_range_id
-WHERE o.op_kind = 'kernel'
+WHERE o.op_kind IN ('kernel', 'graph')  -- a graph traced at graph level: its kernels as one, as in analysis.layers
 GROUP BY ALL
 ORDER BY total_ns DESC, name;

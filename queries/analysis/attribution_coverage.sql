@@ -1,8 +1,9 @@
--- nsysql: analysis.attribution_coverage v2
+-- nsysql: analysis.attribution_coverage v3
 -- purpose: How much GPU kernel time kernel attribution could charge: with a known layer, per direction, and per way the layer was found (seq link to the forward op, nsysql.annotate's backward range of the module, own thread's range, range borrowed from the thread waiting in backward, none).
 -- requires: kernel, gpu_op, gpu_op_attribution, user_range
 -- params: none
 -- rows: one
+-- notes: Kernels only; a CUDA graph traced at graph level (gpu_op kind graph) counts as one kernel lasting the whole graph.
 -- columns:
 --   kernels | BIGINT | count
 --   kernel_ns | BIGINT | ns
@@ -20,7 +21,7 @@ WITH ops AS (
     SELECT COALESCE(u.layer, '?') AS layer, a.direction, a.link, o.end_ns - o.start_ns AS d
     FROM gpu_op AS o JOIN gpu_op_attribution AS a USING (op_kind, op_id)
     LEFT JOIN user_range AS u ON u.range_id = a.layer_range_id
-    WHERE o.op_kind = 'kernel'
+    WHERE o.op_kind IN ('kernel', 'graph')  -- a graph traced at graph level: its kernels as one
 )
 SELECT COUNT(*) AS kernels,
        CAST(COALESCE(SUM(d), 0) AS BIGINT) AS kernel_ns,

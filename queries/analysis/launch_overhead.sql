@@ -3,7 +3,8 @@
 -- requires: kernel, runtime
 -- params: none
 -- notes: queue_ns = kernel start - API call end, floored at 0 (a kernel can start before its launch call returns).
---   Kernels without a matching API row are left out.
+--   Kernels without a matching API row are left out. Kernel rows only: a CUDA graph traced at graph level has
+--   none (analysis.overhead_by_* count each of its launches).
 -- columns:
 --   kernel_id | BIGINT | id
 --   pid | BIGINT | id

@@ -1,8 +1,10 @@
--- nsysql: analysis.layers v1
+-- nsysql: analysis.layers v2
 -- purpose: GPU kernel time per layer (user NVTX path, see analysis.kernel_table) split into forward, backward and optimizer, in model order, with the backward/forward ratio.
 -- requires: kernel, gpu_op, gpu_op_attribution, user_range
 -- params: depth BIGINT default 0 (keep the first N path components; 0 = whole path), merge_repeats BOOLEAN default false (numbered components such as layer_3, MLP_0, Embedding_12 become layer_*, MLP_*, Embedding_*)
--- notes: Kernels only (copies and sets are not kernel time). `total_ns` includes direction `other`.
+-- notes: Kernels only (copies and sets are not kernel time); a CUDA graph traced at graph level (gpu_op kind graph)
+--   counts as one kernel lasting the whole graph, charged to the ranges around its cudaGraphLaunch. `total_ns`
+--   includes direction `other`.
 --   Rows are in the order their first kernel ran (model order); the unknown layer '?' sorts last.
 --   pct = share of all kernel time in the export. bprop_ratio = bprop_ns / fprop_ns (NULL without fprop).
 -- columns:
@@ -19,7 +21,7 @@ ops AS (
     SELECT COALESCE(u.layer, '?') AS layer, a.direction, o.start_ns, o.end_ns - o.start_ns AS d
     FROM gpu_op AS o JOIN gpu_op_attribution AS a USING (op_kind, op_id)
     LEFT JOIN user_range AS u ON u.range_id = a.layer_range_id
-    WHERE o.op_kind = 'kernel'
+    WHERE o.op_kind IN ('kernel', 'graph')  -- a graph traced at graph level: its kernels as one
 ),
 rolled AS (
     SELECT CASE WHEN layer = '?' THEN '?'

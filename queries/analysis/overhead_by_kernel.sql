@@ -1,10 +1,11 @@
--- nsysql: analysis.overhead_by_kernel v1
+-- nsysql: analysis.overhead_by_kernel v2
 -- purpose: Kernel launch overhead per kernel name: launches, CPU time in the launching calls, GPU busy time, API and queue time statistics, kernels shorter than their launch call, and whether launching costs more than the kernels run.
--- requires: kernel, runtime, macros.union_ns, macros.launch_stats
+-- requires: kernel|graph_trace, runtime, macros.union_ns, macros.launch_stats
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
---   Kernels without a launching call in the export are left out. cpu_ns counts each launching call once, even
+--   A CUDA graph traced at graph level (graph_trace) is one launch whose kernel is the whole graph
+--   (named `[CUDA graph <id>]` per graph). Kernels without a launching call in the export are left out. cpu_ns counts each launching call once, even
 --   when it launched several kernels of the name (a CUDA graph launch); the per-launch statistics count it per kernel.
 --   gpu_busy_ns is the union of the name's execution intervals over all GPUs.
 --   launch_bound = launches >= 2 AND gpu_busy_ns < cpu_ns / 2: launched back to back, these kernels would leave
@@ -27,13 +28,16 @@
 WITH
 name AS MATERIALIZED (  -- a small integer per kernel name, so the steps below never sort long names
     SELECT kernel_name, ROW_NUMBER() OVER (ORDER BY kernel_name) AS name_id
-    FROM (SELECT DISTINCT kernel_name FROM kernel)
+    FROM (SELECT DISTINCT kernel_name FROM kernel
+          UNION SELECT DISTINCT '[CUDA graph ' || graph_id || ']' FROM graph_trace)
 ),
 launch AS MATERIALIZED (
     SELECT n.name_id, k.start_ns AS kernel_start_ns, k.end_ns AS kernel_end_ns, rt.runtime_id,
            rt.end_ns - rt.start_ns AS api_ns, GREATEST(k.start_ns - rt.end_ns, 0) AS queue_ns,
            k.end_ns - k.start_ns AS kernel_ns
-    FROM kernel AS k
+    FROM (SELECT start_ns, end_ns, device_id, correlation_id, pid, kernel_name FROM kernel
+          UNION ALL  -- CUDA graphs traced at graph level: one launch, its kernels as one
+          SELECT start_ns, end_ns, device_id, correlation_id, pid, '[CUDA graph ' || graph_id || ']' FROM graph_trace) AS k
     JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
     JOIN name AS n ON n.kernel_name IS NOT DISTINCT FROM k.kernel_name
 ),

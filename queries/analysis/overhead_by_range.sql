@@ -1,10 +1,11 @@
--- nsysql: analysis.overhead_by_range v1
+-- nsysql: analysis.overhead_by_range v2
 -- purpose: Kernel launch overhead per user NVTX range (its full path of user ranges, PyTorch op-marker ranges rolled up into their nearest user ancestor): launches, range CPU time, GPU busy and idle time, API and queue time statistics, and whether the range is launch-bound.
--- requires: kernel, runtime, nvtx_range, macros.union_ns, macros.launch_stats
+-- requires: kernel|graph_trace, runtime, nvtx_range, macros.union_ns, macros.launch_stats
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
---   A graph launch counts once per kernel it ran. Kernels without a launching call in the export are left out.
+--   A graph launch counts once per kernel it ran; a CUDA graph traced at graph level (graph_trace) is one launch
+--   whose kernel is the whole graph. Kernels without a launching call in the export are left out.
 --   A launch belongs to every user range (not nvtx_range.is_op_marker) open on its thread around the launching
 --   call (runtime_nvtx, then up the nesting tree skipping op markers), so a row is inclusive of nested user
 --   ranges and an op marker never makes a row of its own. Rows group instances by (process, thread, path),
@@ -45,7 +46,9 @@ launch AS MATERIALIZED (
            rt.global_tid, rt.pid, rt.tid, rt.start_ns AS api_start_ns, rt.end_ns AS api_end_ns,
            rt.end_ns - rt.start_ns AS api_ns, GREATEST(k.start_ns - rt.end_ns, 0) AS queue_ns,
            k.end_ns - k.start_ns AS kernel_ns, rn.range_id AS innermost_id
-    FROM kernel AS k
+    FROM (SELECT start_ns, end_ns, device_id, correlation_id, pid FROM kernel
+          UNION ALL  -- CUDA graphs traced at graph level: one launch, its kernels as one
+          SELECT start_ns, end_ns, device_id, correlation_id, pid FROM graph_trace) AS k
     JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
     LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = rt.runtime_id
 ),

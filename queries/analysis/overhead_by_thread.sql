@@ -1,10 +1,11 @@
--- nsysql: analysis.overhead_by_thread v1
+-- nsysql: analysis.overhead_by_thread v2
 -- purpose: Kernel launch overhead per launching thread: launches, CPU time in launching calls, GPU busy and idle time over the thread's launching span, API and queue time statistics, kernels shorter than their launch call, and whether the thread is launch-bound.
--- requires: kernel, runtime, macros.union_ns, macros.launch_stats
+-- requires: kernel|graph_trace, runtime, macros.union_ns, macros.launch_stats
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
---   Kernels without a launching call in the export are left out. cpu_ns counts each launching call once
+--   A CUDA graph traced at graph level (graph_trace) is one launch whose kernel is the whole graph
+--   (named `[CUDA graph <id>]` per graph). Kernels without a launching call in the export are left out. cpu_ns counts each launching call once
 --   (a CUDA graph launch runs several kernels); the per-launch statistics count it per kernel.
 --   launch_span_ns: the thread's first launching call start to its last launching call end.
 --   gpu_idle_ns: launch_span_ns minus the time the GPU was busy (any kernel, copy or set of any thread:
@@ -37,7 +38,9 @@ launch AS MATERIALIZED (
            rt.global_tid, rt.pid, rt.tid, rt.start_ns AS api_start_ns, rt.end_ns AS api_end_ns,
            rt.end_ns - rt.start_ns AS api_ns, GREATEST(k.start_ns - rt.end_ns, 0) AS queue_ns,
            k.end_ns - k.start_ns AS kernel_ns
-    FROM kernel AS k
+    FROM (SELECT start_ns, end_ns, device_id, correlation_id, pid FROM kernel
+          UNION ALL  -- CUDA graphs traced at graph level: one launch, its kernels as one
+          SELECT start_ns, end_ns, device_id, correlation_id, pid FROM graph_trace) AS k
     JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
 ),
 kernel_interval AS (SELECT global_tid AS grp, kernel_start_ns AS s, kernel_end_ns AS e FROM launch),

@@ -1,11 +1,14 @@
--- nsysql: analysis.overview_gpus v1
+-- nsysql: analysis.overview_gpus v3
 -- purpose: Per GPU, within the analysed steps: utilization, estimated SM efficiency, estimated achieved occupancy and the share of kernel time on tensor cores (TensorBoard's GPU summary).
 -- requires: analysis.steady_steps, analysis._steady_windows, kernel|memcpy|memset, gpu_op
 -- params: none
 -- notes: Windows are the analysed steps (steady_steps.analysed); a GPU op counts for a window when it belongs to
 --   the window's process, clipped to the window. window_ns = total wall time of the analysed windows of the
---   processes that used the GPU.
---   utilization_pct = 100 * |union of the GPU's ops (kernels, copies, sets) clipped to the windows| / window_ns.
+--   processes that used the GPU. Every GPU of the capture (TARGET_INFO_GPU) is listed: one with no op in the windows
+--   has window_ns = all analysed windows, busy 0 and utilization 0 %.
+--   utilization_pct = 100 * |union of the GPU's ops (kernels, copies, sets, CUDA graphs traced at graph level) clipped to the windows| / window_ns.
+--   A graph traced at graph level has no kernel rows: it counts in busy_ns and utilization_pct, not in kernel_ns
+--   nor the kernel estimates below (its kernels' grids are not in the export).
 --   sm_efficiency_pct = 100 * sum over kernels of min(blocks / sm_count, 1) * clipped duration / window_ns
 --   (TensorBoard's estimate; blocks = grid_x * grid_y * grid_z), capped at utilization_pct: overlapping kernels
 --   on several streams cannot make the SMs busier than the GPU is. 0 on a GPU with copies but no kernel in the
@@ -96,6 +99,12 @@ per_gpu AS (
            SUM(dur) FILTER (WHERE resident_blocks IS NOT NULL AND max_warps > 0) AS occ_ns,
            SUM(dur) FILTER (WHERE tensor_core) AS tensor_ns
     FROM occ GROUP BY device_id
+),
+listed AS (  -- the GPUs that ran ops in the windows, then every other GPU of the capture (idle: 0 %)
+    SELECT device_id, window_ns FROM windows
+    UNION ALL
+    SELECT device_id, (SELECT SUM(end_ns - start_ns) FROM win) FROM gpu
+    WHERE device_id NOT IN (SELECT device_id FROM windows) AND EXISTS (SELECT 1 FROM win)
 )
 SELECT w.device_id, g.gpu_name, g.sm_count, g.memory_bytes, CAST(w.window_ns AS BIGINT) AS window_ns,
        CAST(COALESCE(b.busy_ns, 0) AS BIGINT) AS busy_ns, CAST(COALESCE(p.kernel_ns, 0) AS BIGINT) AS kernel_ns,
@@ -106,7 +115,7 @@ SELECT w.device_id, g.gpu_name, g.sm_count, g.memory_bytes, CAST(w.window_ns AS 
                        100.0 * COALESCE(b.busy_ns, 0) / NULLIF(w.window_ns, 0)) END AS sm_efficiency_pct,
        100.0 * p.occ_weighted / NULLIF(p.occ_ns, 0) AS achieved_occupancy_pct,
        100.0 * COALESCE(p.tensor_ns, 0) / NULLIF(p.kernel_ns, 0) AS tensor_core_pct
-FROM windows AS w
+FROM listed AS w
 LEFT JOIN gpu AS g USING (device_id)
 LEFT JOIN busy AS b USING (device_id)
 LEFT JOIN per_gpu AS p USING (device_id)

@@ -1,9 +1,10 @@
--- nsysql: analysis.step_breakdown v1
+-- nsysql: analysis.step_breakdown v2
 -- purpose: TensorBoard's step time breakdown for each analysed step: every instant of the step's wall time in exactly one category, so the seven columns add up to wall_ns.
 -- requires: analysis.steady_steps, analysis._steady_windows, gpu_op
 -- params: none
 -- notes: The categories, in priority order (an instant goes to the first that holds):
---   kernel: a kernel of the step's process runs on any GPU; memcpy: else a copy of the process runs;
+--   kernel: a kernel of the step's process runs on any GPU (or a CUDA graph traced at graph level, whose kernels
+--   have no rows); memcpy: else a copy of the process runs;
 --   memset: else a memset of the process runs; runtime: else a thread of the step's process is inside a CUDA
 --   runtime/driver API call (PyTorch's autograd thread launches the backward while the step's thread waits in
 --   backward()); dataloader: else the step's thread (steady_steps.tid) is inside a data-loading NVTX range (text,
@@ -33,7 +34,7 @@ WITH
 win AS (SELECT step, pid, tid, start_ns, end_ns FROM steady_steps WHERE analysed AND end_ns > start_ns),
 bucket AS (SELECT MIN(bucket_ns) AS ns FROM _steady_windows),
 spans AS NOT MATERIALIZED (  -- candidate intervals: (pid, tid, category, start, end); category = priority (1 kernel .. 6 OS call)
-    SELECT o.pid, CAST(NULL AS BIGINT) AS tid, CASE o.op_kind WHEN 'kernel' THEN 1 WHEN 'memcpy' THEN 2 ELSE 3 END AS cat,
+    SELECT o.pid, CAST(NULL AS BIGINT) AS tid, CASE o.op_kind WHEN 'kernel' THEN 1 WHEN 'graph' THEN 1 WHEN 'memcpy' THEN 2 ELSE 3 END AS cat,
            o.start_ns AS s, o.end_ns AS e
     FROM gpu_op AS o WHERE o.pid IN (SELECT pid FROM win)
     UNION ALL

@@ -10,7 +10,7 @@
 --   forward_pass, backward_pass, optimizer_step, forward_pass, ...) starts a step at each occurrence; a pattern
 --   step runs from that range's start to the latest end of the top-level ranges before the next occurrence.
 --   Ranges before the first occurrence (e.g. `warmup`) are in no step.
---   A GPU op (kernel, memcpy, memset) is in a step when the CUDA call that launched it lies inside the step's
+--   A GPU op (kernel, memcpy, memset, or a CUDA graph traced at graph level) is in a step when the CUDA call that launched it lies inside the step's
 --   time span on ANY thread of the step's process: PyTorch launches backward kernels from its autograd thread,
 --   outside the main thread's ranges. Steps of one process are assumed not to overlap (an op goes to the
 --   latest step that started before its launch). gpu_busy_ns is the length of the union of the step's op

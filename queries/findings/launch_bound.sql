@@ -1,4 +1,4 @@
--- nsysql: findings.launch_bound v2
+-- nsysql: findings.launch_bound v3
 -- purpose: Finding: threads that cannot launch GPU work as fast as the GPU runs it inside the analysed steps (kernels shorter than their launch calls, the GPU idle between them), which CUDA graphs or torch.compile would fix.
 -- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, gpu_op_attribution, user_range, thread, macros.human_ns
 -- params: $min_launches_per_step BIGINT default 20 (fewest launches per analysed step, on average), $min_short_pct DOUBLE default 50 (share of the thread's kernels that ran shorter than their launch call, %), $max_gap_ns BIGINT default 1000000 (longest idle gap counted as waiting for a launch, ns), $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
@@ -55,14 +55,16 @@ gap_op AS (  -- those gaps and the op of the process that ends each (it starts e
     -- kernels first, then by kind and id: the smallest key below, kind and id packed into one number), with its call
     SELECT m.pid, m.gap_start_ns, m.gap_end_ns, o.runtime_id, o.op_kind, o.op_id
     FROM (SELECT g.pid, g.start_ns AS gap_end_ns, MIN(g.prev_end_ns) AS gap_start_ns,
-                 MIN((CASE WHEN o.runtime_id IS NULL THEN 3 ELSE 0 END
-                      + CASE o.op_kind WHEN 'kernel' THEN 0 WHEN 'memcpy' THEN 1 ELSE 2 END) * 1152921504606846976
+                 MIN((CASE WHEN o.runtime_id IS NULL THEN 4 ELSE 0 END
+                      + CASE o.op_kind WHEN 'kernel' THEN 0 WHEN 'memcpy' THEN 1 WHEN 'memset' THEN 2 ELSE 3 END)
+                     * 1152921504606846976
                      + o.op_id) AS key
           FROM gap AS g
           JOIN gpu_op AS o ON o.pid = g.pid AND o.start_ns = g.start_ns
           GROUP BY g.pid, g.start_ns) AS m
     JOIN gpu_op AS o
-      ON o.op_kind = CASE (m.key // 1152921504606846976) % 3 WHEN 0 THEN 'kernel' WHEN 1 THEN 'memcpy' ELSE 'memset' END
+      ON o.op_kind = CASE (m.key // 1152921504606846976) % 4 WHEN 0 THEN 'kernel' WHEN 1 THEN 'memcpy' WHEN 2 THEN 'memset'
+                     ELSE 'graph' END
      AND o.op_id = m.key % 1152921504606846976
 ),
 waited AS MATERIALIZED (  -- gaps the GPU spent waiting for a launch, in the analysed step of the launching call

@@ -4,7 +4,8 @@
 -- params: none
 -- notes: Kernel rows fill the grid, block, register and shared-memory columns; memcpy and memset rows fill Bytes,
 --   Throughput and the memory kinds (a memset's kind is in SrcMemKd). MB = 10^6 bytes. Throughput is NVIDIA's
---   bytes * (10^9 div duration), the division an integer one (empty for a zero duration), in MB/s. Ctx, GreenCtx and Strm are empty when 0.
+--   bytes * (10^9 div duration), the division an integer one (empty for a zero duration), in MB/s; a value exactly halfway at the third decimal is
+--   rounded half to even, as NVIDIA prints it. Ctx, GreenCtx and Strm are empty when 0.
 --   Device is `<GPU name> (<device id>)`. Rows with the same start keep kernels, then memcpys, then memsets, each
 --   in export order, as NVIDIA's union does.
 -- columns:
@@ -44,6 +45,9 @@ WITH ops AS (
     SELECT 2, memset_id, start_ns, end_ns, correlation_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
            bytes, mem_kind, NULL, device_id, context_id, green_context_id, stream_id, '[CUDA memset]'
     FROM memset
+),
+rated AS (  -- NVIDIA's throughput numerator: bytes * (10^9 div duration), exact
+    SELECT *, CAST(bytes AS HUGEINT) * (1000000000 // NULLIF(end_ns - start_ns, 0)) AS tput FROM ops
 )
 SELECT o.start_ns AS "Start (ns)",
        o.end_ns - o.start_ns AS "Duration (ns)",
@@ -54,7 +58,9 @@ SELECT o.start_ns AS "Start (ns)",
        o.static_smem_bytes / 1e6 AS "StcSMem (MB)",
        o.dynamic_smem_bytes / 1e6 AS "DymSMem (MB)",
        o.bytes / 1e6 AS "Bytes (MB)",
-       CAST(o.bytes AS HUGEINT) * (1000000000 // NULLIF(o.end_ns - o.start_ns, 0)) / 1e6 AS "Throughput (MB/s)",
+       CASE WHEN o.tput % 1000 = 500 AND o.tput % 62500 = 0  -- N/1e6 exactly halfway at 3 decimals: NVIDIA
+            THEN (o.tput // 1000 + (o.tput // 1000) % 2) / 1e3   -- prints it rounded half to even (1.5625 -> 1.562)
+            ELSE o.tput / 1e6 END AS "Throughput (MB/s)",
        o.src_kind AS "SrcMemKd",
        o.dst_kind AS "DstMemKd",
        COALESCE(g.gpu_name, '') || ' (' || o.device_id || ')' AS "Device",
@@ -62,6 +68,6 @@ SELECT o.start_ns AS "Start (ns)",
        NULLIF(o.green_context_id, 0) AS "GreenCtx",
        NULLIF(o.stream_id, 0) AS "Strm",
        o.name AS "Name"
-FROM ops AS o
+FROM rated AS o
 LEFT JOIN gpu AS g ON g.device_id = o.device_id
 ORDER BY o.start_ns, o.kind, o.op_id;

@@ -5,7 +5,7 @@
 -- notes: A GPU op (kernel, memcpy, memset) belongs to every range on the stack of the thread whose CUDA API call launched it
 --   (call inside the range, same thread). A range's projection runs from its first op's start to its last op's end;
 --   child time is not subtracted. Ranges without GPU ops are left out. GPU ops counts distinct correlation ids
---   (one CUDA graph launch counts once). Children counted are children that have GPU ops themselves.
+--   (one CUDA graph launch counts once). As NVIDIA's report, it reads kernels, copies and sets only: a graph traced at graph level (op_kind graph) is left out. Children counted are children that have GPU ops themselves.
 -- columns:
 --   Range | VARCHAR | text (`<domain>:<text>`)
 --   Style | VARCHAR | PushPop or StartEnd
@@ -30,6 +30,7 @@ op_range AS (
     FROM gpu_op_int AS o
     JOIN runtime_nvtx AS rn ON rn.runtime_id = o.runtime_id
     JOIN nvtx_ancestor AS a ON a.range_id = rn.range_id
+    WHERE o.op_kind <> 'graph'  -- as NVIDIA: graph-level CUDA graph rows are not projected
 ),
 projection AS (
     SELECT range_id, MIN(start_ns) AS proj_start, MAX(end_ns) - MIN(start_ns) AS proj_ns,

@@ -31,6 +31,7 @@ projection AS (
     FROM gpu_op AS o
     JOIN runtime_nvtx AS rn ON rn.runtime_id = o.runtime_id
     JOIN nvtx_ancestor AS a ON a.range_id = rn.range_id
+    WHERE o.op_kind <> 'graph'  -- as NVIDIA: graph-level CUDA graph rows are not projected
     GROUP BY a.ancestor_id
 ),
 children AS (

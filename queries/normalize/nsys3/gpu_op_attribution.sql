@@ -1,5 +1,5 @@
--- nsysql: normalize.nsys3.gpu_op_attribution v4
--- purpose: Every GPU op (kernel, memcpy, memset) charged to a direction (fprop, bprop, optim, other), a layer (user NVTX path), the PyTorch op or autograd node that launched it, its recorded input shapes and autograd sequence number.
+-- nsysql: normalize.nsys3.gpu_op_attribution v5
+-- purpose: Every GPU op (kernel, memcpy, memset, graph-level CUDA graph) charged to a direction (fprop, bprop, optim, other), a layer (user NVTX path), the PyTorch op or autograd node that launched it, its recorded input shapes and autograd sequence number.
 -- requires: gpu_op_int, runtime_nvtx, nvtx_range, nvtx_context, user_range, thread
 -- params: none
 -- notes: Resolution, per launching CUDA API call (found by correlationId AND process, see gpu_op):
@@ -23,7 +23,8 @@
 --   6. Otherwise the layer is '?': unknown, never guessed.
 --   Direction: optim inside an optimizer range or marker; bprop inside a backward evaluation or a user
 --   range named like backward (an annotated `... [backward]` range is one), or on a thread named pt_autograd_*; fprop for any other call inside a
---   range (own or borrowed); other when there is no range at all or no launching call in the export.
+--   user range or op marker (own or borrowed); other outside every user range and op marker (library ranges
+--   such as NCCL's or cuBLAS's alone do not count) or with no launching call in the export.
 --   CUDA graph replays: every replayed kernel carries the graph launch's correlationId, so it takes
 --   the ranges enclosing cudaGraphLaunch.
 --   Ids only: the layer is user_range.layer of layer_range_id ('?' when NULL); the op is the autograd node
@@ -34,7 +35,7 @@
 --   direction and link are ENUMs (compare them with strings as usual): a 4-value VARCHAR column costs
 --   3x as much to write.
 -- columns:
---   op_kind | VARCHAR | kernel, memcpy or memset
+--   op_kind | VARCHAR | kernel, memcpy, memset or graph
 --   op_id | BIGINT | id
 --   direction | ENUM | fprop, bprop, optim or other
 --   layer_range_id | BIGINT | id (user range giving the layer; NULL = unknown, '?')
@@ -138,7 +139,7 @@ SELECT c.op_kind, c.op_id,
        CAST(CASE WHEN c.in_optim THEN 'optim'
             WHEN c.eval_range_id IS NOT NULL OR c.in_backward
                  OR COALESCE(th.thread_name LIKE 'pt_autograd_%', false) THEN 'bprop'
-            WHEN c.range_id IS NOT NULL THEN 'fprop'
+            WHEN c.user_range_id IS NOT NULL OR c.op_range_id IS NOT NULL THEN 'fprop'  -- library ranges alone: other
             WHEN b.in_optim THEN 'optim'
             WHEN b.in_backward THEN 'bprop'
             WHEN b.range_id IS NOT NULL THEN 'fprop'

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.gpu_op_label v1
+-- nsysql: normalize.nsys3.gpu_op_label v2
 -- purpose: gpu_op_attribution in words: per GPU op its direction, layer path, PyTorch op or autograd node, and recorded input shapes, resolved from the ids the table stores; a view, so the texts are read only by queries that print them.
 -- requires: gpu_op_attribution, user_range, nvtx_range
 -- params: none
@@ -8,7 +8,7 @@
 --   the marker holding the shapes (for backward kernels the forward op's). Aggregates over layers should
 --   join user_range directly: this view always joins the marker texts.
 -- columns:
---   op_kind | VARCHAR | kernel, memcpy or memset
+--   op_kind | VARCHAR | kernel, memcpy, memset or graph
 --   op_id | BIGINT | id
 --   direction | VARCHAR | fprop, bprop, optim or other
 --   layer | VARCHAR | text ('?' when unknown)

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.raw_stubs v2
+-- nsysql: normalize.nsys3.raw_stubs v3
 -- purpose: Empty stand-ins for raw nsys tables an export lacks (nsys exports only tables that have data), so every normalized table exists, empty, instead of failing.
 -- requires: none
 -- params: none
@@ -13,6 +13,7 @@ CREATE TABLE raw.CUPTI_ACTIVITY_KIND_RUNTIME (rowid BIGINT, start BIGINT, "end" 
 CREATE TABLE raw.CUPTI_ACTIVITY_KIND_KERNEL (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, demangledName BIGINT, shortName BIGINT, mangledName BIGINT, launchType BIGINT, registersPerThread BIGINT, gridX BIGINT, gridY BIGINT, gridZ BIGINT, blockX BIGINT, blockY BIGINT, blockZ BIGINT, staticSharedMemory BIGINT, dynamicSharedMemory BIGINT, graphNodeId BIGINT);
 CREATE TABLE raw.CUPTI_ACTIVITY_KIND_MEMCPY (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, bytes BIGINT, copyKind BIGINT, srcKind BIGINT, dstKind BIGINT, graphNodeId BIGINT);
 CREATE TABLE raw.CUPTI_ACTIVITY_KIND_MEMSET (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, value BIGINT, bytes BIGINT, graphNodeId BIGINT, memKind BIGINT);
+CREATE TABLE raw.CUPTI_ACTIVITY_KIND_GRAPH_TRACE (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, greenContextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, graphId BIGINT, graphExecId BIGINT);
 CREATE TABLE raw.CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, syncType BIGINT);
 CREATE TABLE raw.NVTX_EVENTS (rowid BIGINT, start BIGINT, "end" BIGINT, eventType BIGINT, rangeId BIGINT, text VARCHAR, globalTid BIGINT, endGlobalTid BIGINT, textId BIGINT, domainId BIGINT);
 CREATE TABLE raw.OSRT_API (rowid BIGINT, start BIGINT, "end" BIGINT, eventClass BIGINT, globalTid BIGINT, nameId BIGINT, returnValue BIGINT, nestingLevel BIGINT);
