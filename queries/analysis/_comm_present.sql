@@ -2,6 +2,7 @@
 -- purpose: Whether the export has communication kernels as analysis.comm counts them (a kernel named like NCCL's, or NCCL's NVTX domain), so that summarize shows its communication section only then, without computing analysis.comm for every export.
 -- requires: kernel, nvtx_name
 -- params: none
+-- rows: one
 -- notes: Reads the distinct kernel names (a few hundred) and the NVTX names, not the kernels one by one.
 -- columns:
 --   present | BOOLEAN | flag
