@@ -276,3 +276,22 @@ def add_queries(directory: str | Path) -> list[Query]:
         added.append(q)
     found.update((q.id, q) for q in added)
     return added
+
+
+def requirements_first(queries: list[Query]) -> list[Query]:
+    """The queries in their order, except that one another reads (`requires:` it, directly or through others of
+    the list) comes first: a view needs the views it selects from, a DuckDB macro the macros it calls, when made."""
+    by_id = {q.id: q for q in queries}
+    ordered: list[Query] = []
+
+    def visit(q: Query) -> None:
+        if q in ordered:
+            return
+        for dep in q.requires:
+            if dep in by_id and dep != q.id:
+                visit(by_id[dep])
+        ordered.append(q)
+
+    for q in queries:
+        visit(q)
+    return ordered

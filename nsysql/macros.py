@@ -16,26 +16,8 @@ _TEMP = re.compile(r"^CREATE OR REPLACE TEMP MACRO ", re.MULTILINE)
 
 
 def install(con: duckdb.DuckDBPyConnection, *, stored: bool = False) -> None:
-    for q in _callees_first(catalog.group("macros")):
+    for q in catalog.requirements_first(catalog.group("macros")):  # DuckDB binds a macro's callees when created
         sql = q.sql
         if not _TEMP.search(sql):
             raise ValueError(f"{q.path}: a macro file is one CREATE OR REPLACE TEMP MACRO statement")  # a bug
         con.execute(_TEMP.sub("CREATE OR REPLACE MACRO ", sql, count=1) if stored else sql)
-
-
-def _callees_first(queries: list[catalog.Query]) -> list[catalog.Query]:
-    """Name order, except that a macro another one calls (`requires: macros.X`) comes first: DuckDB binds the
-    table macros a macro calls when it is created."""
-    by_id = {q.id: q for q in queries}
-    ordered: list[catalog.Query] = []
-
-    def visit(q: catalog.Query) -> None:
-        if q not in ordered:
-            for dep in q.requires:
-                if dep in by_id and dep != q.id:
-                    visit(by_id[dep])
-            ordered.append(q)
-
-    for q in queries:
-        visit(q)
-    return ordered

@@ -80,7 +80,6 @@ def gather(paths: list[Path], analysis: Callable, opener: Callable,
         except NsysqlError as exc:  # not an export nsysql can open (damaged, truncated, too old, ...)
             reason = str(exc).removeprefix(f"{name}: ")
             failures.append((name, reason))
-            (on_skip or note_skipped)(name, reason)
             continue
         try:
             with ex:
@@ -88,11 +87,13 @@ def gather(paths: list[Path], analysis: Callable, opener: Callable,
         except MissingDataError as exc:  # other errors (a bad query or option) would fail every export alike
             reason = str(exc).removeprefix(f"{name}: ")
             failures.append((name, reason))
-            (on_skip or note_skipped)(name, reason)
             continue
         frames.append(df.select(pl.lit(name).alias("export"), pl.lit(rank_of(path), dtype=pl.Int64).alias("rank"),
                                 pl.all()))
-    if not frames:
+    if frames:  # named once the answer stands; when none succeeds the one error line below names them all
+        for name, reason in failures:
+            (on_skip or note_skipped)(name, reason)
+    else:
         reasons = {reason for _, reason in failures}
         if len(reasons) == 1:
             raise NsysqlError(f"every export failed: {reasons.pop()}")

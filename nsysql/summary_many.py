@@ -17,21 +17,21 @@ def build(paths: list[Path], opener: Callable, top: int = 10, deviation_pct: flo
     totals: list[dict] = []
     ranges: list[pl.DataFrame] = []
     steps: list[pl.DataFrame] = []
-    failures: list[str] = []
+    failures: list[tuple[str, str]] = []
     for path, name in zip(paths, names):
         try:
             ex = opener(path)
         except NsysqlError as exc:  # cannot be opened: skipped and named; the command fails only when none succeeds
-            failures.append(f"{name}: {exc}")
-            multi.note_skipped(name, str(exc))
+            failures.append((name, str(exc)))
             continue
         try:
             _one(ex, name, multi.rank_of(path), totals, ranges, steps)
         except MissingDataError as exc:  # skipped and named likewise
-            failures.append(f"{name}: {exc}")
-            multi.note_skipped(name, str(exc))
-    if not totals:
-        raise NsysqlError("every export failed: " + "; ".join(failures))
+            failures.append((name, str(exc)))
+    if not totals:  # one error line naming them all
+        raise NsysqlError("every export failed: " + "; ".join(f"{name}: {reason}" for name, reason in failures))
+    for name, reason in failures:
+        multi.note_skipped(name, reason)
     sections = [_totals(pl.DataFrame(totals), deviation_pct)]
     if ranges:
         sections.append(_range_spread(pl.concat(ranges), len(totals), top))

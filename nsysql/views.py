@@ -53,7 +53,7 @@ def catalog_views(taken: set[str]) -> list[CatalogView]:
     views = []
     needed = _private_inputs()
     for group in VIEW_GROUPS:
-        for q in _inputs_first(catalog.group(group)):
+        for q in catalog.requirements_first(catalog.group(group)):  # a view needs the views it reads
             if q.name.startswith("_") and q.id not in needed:
                 continue
             name, notes = q.name, []
@@ -80,25 +80,6 @@ def _private_inputs() -> set[str]:
             found.add(qid)
             pending += catalog.get(qid).requires
     return found
-
-
-def _inputs_first(queries: list[catalog.Query]) -> list[catalog.Query]:
-    """The queries in name order, except that an analysis another one reads (`requires: analysis.X`) comes
-    before it: a view can only be created once the views it selects from exist."""
-    by_id = {q.id: q for q in queries}
-    ordered: list[catalog.Query] = []
-
-    def visit(q: catalog.Query) -> None:
-        if q in ordered:
-            return
-        for dep in q.requires:
-            if dep in by_id and dep != q.id:
-                visit(by_id[dep])
-        ordered.append(q)
-
-    for q in queries:
-        visit(q)
-    return ordered
 
 
 def create_views(con: duckdb.DuckDBPyConnection, views: list[CatalogView], *, temporary: bool = False,

@@ -1,11 +1,11 @@
--- nsysql: reports.nvtx_kern_sum v2
+-- nsysql: reports.nvtx_kern_sum v3
 -- purpose: Kernel time grouped by enclosing NVTX range, launching process/thread and kernel name, identical to `nsys stats -r nvtx_kern_sum` (Nsight Systems 2025.3).
--- requires: kernel, runtime, nvtx_range, gpu_op_int, runtime_nvtx, nvtx_ancestor, nvtx_node, nvtx_name
+-- requires: kernel, runtime, nvtx_range
 -- params: none
 -- notes: A kernel belongs to every range on its launching thread's stack when its CUDA API call ran (not only the innermost),
 --   so nested ranges each count it. Kernels outside every range form rows with an empty range name and NVTX Inst 0.
---   Grouped on integers (a number per printed range name and style, the kernel name's ENUM code) and the texts
---   joined to the groups: grouping 5.6M kernel-range pairs by their strings took 10 CPU s at x220.
+--   Written over the relations a Parquet dataset has (no storage tables such as nvtx_node or gpu_op_int), so
+--   the file runs unchanged on DuckDB, Polars or Spark over `nsysql parquet` output.
 -- columns:
 --   NVTX Range | VARCHAR | text (`<domain>:<text>`; empty = no range)
 --   Style | VARCHAR | PushPop or StartEnd
@@ -21,50 +21,31 @@
 --   StdDev (ns) | DOUBLE | ns (sample standard deviation) | 1
 --   Kernel Name | VARCHAR | text (demangled)
 WITH
-label AS (  -- one number per printed (range name, style); several names (processes, domains) may share one
-    SELECT name_id, range_name, style, DENSE_RANK() OVER (ORDER BY range_name, style) AS label_id FROM nvtx_name
-),
-launched AS (  -- each kernel with its launching call (correlationId AND process), as gpu_op_int matched them
-    SELECT op_id AS kernel_id, end_ns - start_ns AS dur, kernel_name, runtime_id,
-           CASE WHEN runtime_id IS NOT NULL THEN pid END AS pid,
-           CASE WHEN runtime_id IS NOT NULL THEN call_global_tid & 16777215 END AS tid
-    FROM gpu_op_int
-    WHERE op_kind = 'kernel'
+launched AS (
+    SELECT k.kernel_id, k.end_ns - k.start_ns AS dur, k.kernel_name, rt.runtime_id, rt.pid, rt.tid
+    FROM kernel AS k
+    LEFT JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
 ),
 combo AS (
-    SELECT l.kernel_id, l.dur, l.kernel_name, l.pid, l.tid, r.range_id, lb.label_id
+    SELECT l.kernel_id, l.dur, l.kernel_name, l.pid, l.tid, r.range_id, r.range_name, r.style
     FROM launched AS l
     LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = l.runtime_id
     LEFT JOIN nvtx_ancestor AS a ON a.range_id = rn.range_id
-    LEFT JOIN nvtx_node AS r ON r.range_id = a.ancestor_id
-    LEFT JOIN label AS lb ON lb.name_id = r.name_id
-),
-grouped AS (
-    SELECT label_id, pid, tid, kernel_name,
-           COUNT(DISTINCT range_id) AS nvtx_inst,
-           COUNT(DISTINCT kernel_id) AS kern_inst,
-           SUM(dur) AS total,
-           AVG(dur) AS mean,
-           MEDIAN(dur) AS med,
-           MIN(dur) AS lo,
-           MAX(dur) AS hi,
-           COALESCE(STDDEV_SAMP(dur), 0.0) AS sd
-    FROM combo
-    GROUP BY label_id, pid, tid, kernel_name
+    LEFT JOIN nvtx_range AS r ON r.range_id = a.ancestor_id
 )
-SELECT t.range_name AS "NVTX Range",
-       t.style AS "Style",
-       g.pid AS "PID",
-       g.tid AS "TID",
-       g.nvtx_inst AS "NVTX Inst",
-       g.kern_inst AS "Kern Inst",
-       g.total AS "Total Time (ns)",
-       g.mean AS "Avg (ns)",
-       g.med AS "Med (ns)",
-       g.lo AS "Min (ns)",
-       g.hi AS "Max (ns)",
-       g.sd AS "StdDev (ns)",
-       CAST(g.kernel_name AS VARCHAR) AS "Kernel Name"
-FROM grouped AS g
-LEFT JOIN (SELECT DISTINCT label_id, range_name, style FROM label) AS t USING (label_id)
+SELECT range_name AS "NVTX Range",
+       style AS "Style",
+       pid AS "PID",
+       tid AS "TID",
+       COUNT(DISTINCT range_id) AS "NVTX Inst",
+       COUNT(DISTINCT kernel_id) AS "Kern Inst",
+       SUM(dur) AS "Total Time (ns)",
+       AVG(dur) AS "Avg (ns)",
+       MEDIAN(dur) AS "Med (ns)",
+       MIN(dur) AS "Min (ns)",
+       MAX(dur) AS "Max (ns)",
+       COALESCE(STDDEV_SAMP(dur), 0.0) AS "StdDev (ns)",
+       kernel_name AS "Kernel Name"
+FROM combo
+GROUP BY pid, tid, range_name, style, kernel_name
 ORDER BY "NVTX Range" NULLS FIRST, "PID" NULLS FIRST, "TID" NULLS FIRST, "Total Time (ns)" DESC, "Style", "Kernel Name";
