@@ -208,6 +208,9 @@ def _column(text: str, where: str) -> Column:
     decimals = parts[3] if len(parts) == 4 else ""
     if decimals and not decimals.isdigit():
         raise HeaderError(f"{where}: a column's decimals are a whole number, got {decimals!r}")
+    name = text.split("|")[0].strip()
+    if len(name) > 1 and name[0] == name[-1] == '"':  # a quoted name keeps its spaces (NVIDIA's " GPU Page Faults")
+        parts[0] = name[1:-1]
     return Column(parts[0], parts[1], parts[2], int(decimals) if decimals else None)
 
 
