@@ -114,9 +114,20 @@ def report_params(query: Query, args: list[str]) -> dict[str, object]:
     known = query.args
     params: dict[str, object] = {}
     given: dict[str, str] = {}
+    set_by_flags = {param for setting in known.values() for param in setting}
+    valued = [n for n in query.param_names if n not in set_by_flags
+              and re.search(rf"\$?\b{re.escape(n)}\s+BIGINT\b", query.params or "")]
     for arg in args:
+        key, eq, value = arg.partition("=")
+        if eq and key in valued:  # NVIDIA's `NAME:rows=5`: a whole-number $param of the same name
+            try:
+                params[key], given[key] = int(value), arg
+            except ValueError:
+                raise NsysqlError(f"report {query.name}: argument {key}= takes a whole number, not {value!r}") from None
+            continue
         if arg not in known:
-            valid = ", ".join(f":{a}" for a in known) if known else "none"
+            names = [f":{a}" for a in known] + [f":{n}=N" for n in valued]
+            valid = ", ".join(names) if names else "none"
             raise NsysqlError(f"report {query.name} has no argument {arg!r}; valid arguments: {valid}")
         for param, value in known[arg].items():
             if param in params and params[param] != value:

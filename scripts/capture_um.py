@@ -1,4 +1,4 @@
-"""Unified-memory traffic with CPU and GPU page faults, in NVTX ranges (nsysql fixture `um-faults`)."""
+"""Unified-memory traffic with CPU and GPU page faults, in NVTX ranges: the program of fixture `um-faults` (scripts/capture_um.sh)."""
 import ctypes, glob, os, sys
 import torch
 

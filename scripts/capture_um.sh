@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# ON THE GPU MACHINE: source .gpu/device-env.sh && bash device_jobs/um/capture.sh
+# nsysql's unified-memory fixture, ON THE GPU MACHINE (device tool), from the repository root:
+#
+#   source .gpu/device-env.sh && bash scripts/capture_um.sh
+#
+# Runs scripts/capture_um.py (cudaMallocManaged memory touched by the CPU and by GPU kernels/memsets, in NVTX
+# ranges) under `nsys profile -t cuda,nvtx,osrt --cuda-um-cpu-page-faults=true --cuda-um-gpu-page-faults=true`,
+# from /tmp with a small environment, then `nsys export`, `nsys stats` (the UM reports, the nine, the others and
+# the report arguments) and `nsys analyze`; writes $OUT/um-fixtures.tar (um-faults/ laid out as fixtures/<name>/)
+# and $OUT/nvreports.tar (`nsys profile --help` and the list of NVIDIA's report scripts, for reference).
 set -uo pipefail
-: "${OUT:?}"
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${OUT:?set OUT to the folder to write into}"
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=$(mktemp -d /tmp/nsysql-um.XXXXXX)
-cp "$HERE/um_workload.py" "$WORK/um_workload.py"
+cp "$REPO/scripts/capture_um.py" "$WORK/um_workload.py"
 PY=$(command -v python3); NSYS=$(command -v nsys)
 NINE=nvtx_sum,nvtx_gpu_proj_sum,nvtx_kern_sum,cuda_api_sum,cuda_gpu_kern_sum,cuda_kern_exec_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum,osrt_sum
 MORE=cuda_api_gpu_sum,cuda_api_trace,cuda_gpu_kern_gb_sum,cuda_gpu_sum,cuda_gpu_trace,cuda_kern_exec_trace,nvtx_gpu_proj_trace,nvtx_pushpop_sum,nvtx_pushpop_trace,nvtx_startend_sum,cuda_gpu_kern_sum:base,cuda_gpu_kern_sum:mangled,cuda_gpu_kern_sum:nvtx-name,cuda_kern_exec_sum:base,cuda_kern_exec_sum:mangled
 UM=um_sum,um_total_sum,um_cpu_page_faults_sum,syscall_sum
 RULES=cuda_api_sync,cuda_memcpy_async,cuda_memcpy_sync,cuda_memset_sync,gpu_gaps,gpu_time_util
 RDIR=$(dirname "$NSYS")/reports
-mkdir -p "$WORK/nvreports"; cp "$RDIR"/um_*.py "$RDIR"/syscall*.py "$WORK/nvreports/" 2>/dev/null; ls "$RDIR" > "$WORK/nvreports/LIST"
+mkdir -p "$WORK/nvreports"; ls "$RDIR" > "$WORK/nvreports/LIST"
 "$NSYS" profile --help > "$WORK/nvreports/profile-help.txt" 2>&1
 {
   echo "== environment $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -55,9 +63,6 @@ PY
 }
 UMF=(--cuda-um-cpu-page-faults=true --cuda-um-gpu-page-faults=true)
 one um-faults cuda,nvtx,osrt "${UMF[@]}"
-if grep -q -i 'syscall' "$WORK/nvreports/profile-help.txt"; then
-  one um-faults-syscall cuda,nvtx,osrt,syscall "${UMF[@]}" || echo "syscall capture failed"
-else echo "NO syscall tracing in this nsys"; fi
 tar -cf "$OUT/um-fixtures.tar" -C "$WORK/out" .
 tar -cf "$OUT/nvreports.tar" -C "$WORK" nvreports
 ls -la "$OUT"

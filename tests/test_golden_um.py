@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nsysql.errors import MissingDataError
+from nsysql.errors import MissingDataError, NsysqlError
 
 from conftest import golden_exports
 from test_golden_sums import golden_csv, mine_csv, read_csv
@@ -34,6 +34,9 @@ def test_um_sum_rows_argument(opened):
     ex = opened[ident]
     every = ex.run("reports.um_sum", rows=-1)
     assert ex.run("reports.um_sum", rows=3).rows() == every.head(3).rows()
+    assert ex.report("um_sum:rows=3").rows() == every.head(3).rows()  # NVIDIA's report argument
+    with pytest.raises(NsysqlError, match="whole number"):
+        ex.report("um_sum:rows=many")
     assert every.height == every["Virtual Address"].n_unique() > 10
     # no migration, no throughput: those addresses come last
     tput = every["Migration Throughput (MB/s)"].to_list()
