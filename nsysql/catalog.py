@@ -118,12 +118,12 @@ def report_params(query: Query, args: list[str]) -> dict[str, object]:
     valued = [n for n in query.param_names if n not in set_by_flags
               and re.search(rf"\$?\b{re.escape(n)}\s+BIGINT\b", query.params or "")]
     for arg in args:
-        key, eq, value = arg.partition("=")
+        key, eq, text = arg.partition("=")
         if eq and key in valued:  # NVIDIA's `NAME:rows=5`: a whole-number $param of the same name
             try:
-                params[key], given[key] = int(value), arg
+                params[key], given[key] = int(text), arg
             except ValueError:
-                raise NsysqlError(f"report {query.name}: argument {key}= takes a whole number, not {value!r}") from None
+                raise NsysqlError(f"report {query.name}: argument {key}= takes a whole number, not {text!r}") from None
             continue
         if arg not in known:
             names = [f":{a}" for a in known] + [f":{n}=N" for n in valued]

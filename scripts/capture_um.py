@@ -1,5 +1,8 @@
 """Unified-memory traffic with CPU and GPU page faults, in NVTX ranges: the program of fixture `um-faults` (scripts/capture_um.sh)."""
-import ctypes, glob, os, sys
+import ctypes
+import glob
+import os
+
 import torch
 
 MB = 1 << 20
@@ -39,7 +42,8 @@ try:
     t = torch.as_tensor(Managed(p.value, SIZE // 4), device="cuda")
     print("tensor", t.device, t.data_ptr() == p.value, flush=True)
 except Exception as e:
-    print("tensor failed", e, flush=True); t = None
+    print("tensor failed", e, flush=True)
+    t = None
 total = 0.0
 for i in range(ITERS):
     nvtx.range_push(f"iter_{i}")
@@ -63,5 +67,6 @@ for i in range(ITERS):
     total += b[0] + b[-1] + c[0]
     nvtx.range_pop()
     nvtx.range_pop()
-rt.cudaFree(q); rt.cudaFree(p)
+rt.cudaFree(q)
+rt.cudaFree(p)
 print("done", total, flush=True)
