@@ -109,14 +109,20 @@ def report_query(spec: str) -> Query:
     return get(f"reports.{name}")
 
 
+def valued_args(query: Query) -> list[str]:
+    """A report's whole-number $params that no flag argument sets: each is also NVIDIA's `NAME:param=N` argument
+    (`um_sum:rows=5`)."""
+    set_by_flags = {param for setting in query.args.values() for param in setting}
+    return [n for n in query.param_names if n not in set_by_flags
+            and re.search(rf"\$?\b{re.escape(n)}\s+BIGINT\b", query.params or "")]
+
+
 def report_params(query: Query, args: list[str]) -> dict[str, object]:
     """The $params that NVIDIA-style report arguments set; an unknown or conflicting argument is one clear error."""
     known = query.args
     params: dict[str, object] = {}
     given: dict[str, str] = {}
-    set_by_flags = {param for setting in known.values() for param in setting}
-    valued = [n for n in query.param_names if n not in set_by_flags
-              and re.search(rf"\$?\b{re.escape(n)}\s+BIGINT\b", query.params or "")]
+    valued = valued_args(query)
     for arg in args:
         key, eq, text = arg.partition("=")
         if eq and key in valued:  # NVIDIA's `NAME:rows=5`: a whole-number $param of the same name
