@@ -7,12 +7,12 @@
 # ranges) under `nsys profile -t cuda,nvtx,osrt --cuda-um-cpu-page-faults=true --cuda-um-gpu-page-faults=true`,
 # from /tmp with a small environment, then `nsys export`, `nsys stats` (the UM reports, the nine, the others and
 # the report arguments) and `nsys analyze`; writes $OUT/um-fixtures.tar (um-faults/ laid out as fixtures/<name>/)
-# and $OUT/nvreports.tar (`nsys profile --help` and the list of NVIDIA's report scripts, for reference).
+# (and um-faults-syscall/: the same with --syscall=process-tree; ONLY=<name> does one) and $OUT/nvreports.tar (`nsys profile --help` and the list of NVIDIA's report scripts, for reference).
 set -uo pipefail
 : "${OUT:?set OUT to the folder to write into}"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=$(mktemp -d /tmp/nsysql-um.XXXXXX)
-cp "$REPO/scripts/capture_um.py" "$WORK/um_workload.py"
+cp "${SRC:-$REPO/scripts/capture_um.py}" "$WORK/um_workload.py"
 PY=$(command -v python3); NSYS=$(command -v nsys)
 NINE=nvtx_sum,nvtx_gpu_proj_sum,nvtx_kern_sum,cuda_api_sum,cuda_gpu_kern_sum,cuda_kern_exec_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum,osrt_sum
 MORE=cuda_api_gpu_sum,cuda_api_trace,cuda_gpu_kern_gb_sum,cuda_gpu_sum,cuda_gpu_trace,cuda_kern_exec_trace,nvtx_gpu_proj_trace,nvtx_pushpop_sum,nvtx_pushpop_trace,nvtx_startend_sum,cuda_gpu_kern_sum:base,cuda_gpu_kern_sum:mangled,cuda_gpu_kern_sum:nvtx-name,cuda_kern_exec_sum:base,cuda_kern_exec_sum:mangled
@@ -62,7 +62,9 @@ PY
   grep -E '^TABLE|^done|^tensor|^cudart|FAILED|SKIPPED|Error|rror' "$d/capture.log" | head -60
 }
 UMF=(--cuda-um-cpu-page-faults=true --cuda-um-gpu-page-faults=true)
-one um-faults cuda,nvtx,osrt "${UMF[@]}"
+[ -z "${ONLY:-}" ] || [ "$ONLY" = um-faults ] && one um-faults cuda,nvtx,osrt "${UMF[@]}"
+# system calls: 2025.3 traces them with the experimental --syscall (not a -t value)
+[ -z "${ONLY:-}" ] || [ "$ONLY" = um-faults-syscall ] && one um-faults-syscall cuda,nvtx,osrt "${UMF[@]}" --syscall=process-tree
 tar -cf "$OUT/um-fixtures.tar" -C "$WORK/out" .
 tar -cf "$OUT/nvreports.tar" -C "$WORK" nvreports
 ls -la "$OUT"

@@ -1,6 +1,6 @@
-"""The unified-memory reports (um_sum, um_total_sum, um_cpu_page_faults_sum), cell by cell against NVIDIA's own
-`nsys stats -f csv` (2025.3) of the same export (fixtures/um-faults), and one line naming the nsys flag on exports
-captured without unified-memory tracing."""
+"""The unified-memory reports (um_sum, um_total_sum, um_cpu_page_faults_sum) and syscall_sum, cell by cell against
+NVIDIA's own `nsys stats -f csv` (2025.3) of the same export (fixtures/um-faults, um-faults-syscall), and one line
+naming the nsys flag on exports captured without unified-memory or system-call tracing."""
 from __future__ import annotations
 
 import pytest
@@ -10,10 +10,11 @@ from nsysql.errors import MissingDataError, NsysqlError
 from conftest import golden_exports
 from test_golden_sums import golden_csv, mine_csv, read_csv
 
-REPORTS = ["um_sum", "um_total_sum", "um_cpu_page_faults_sum"]
+REPORTS = ["um_sum", "um_total_sum", "um_cpu_page_faults_sum", "syscall_sum"]
 CASES = [(ident, csv_dir, name) for ident, _, csv_dir in golden_exports() for name in REPORTS
          if golden_csv(csv_dir, name) is not None]
 WITHOUT = [ident for ident, _, csv_dir in golden_exports() if golden_csv(csv_dir, "um_cpu_page_faults_sum") is None]
+NO_SYSCALL = [ident for ident, _, csv_dir in golden_exports() if golden_csv(csv_dir, "syscall_sum") is None]
 
 
 def test_there_are_golden_cases():
@@ -52,3 +53,9 @@ def test_without_um_tracing_one_line(opened, name, flag):
     with pytest.raises(MissingDataError) as err:
         opened[WITHOUT[0]].report(name)
     assert "\n" not in str(err.value) and flag in str(err.value)
+
+
+def test_without_syscall_tracing_one_line(opened):
+    with pytest.raises(MissingDataError) as err:
+        opened[NO_SYSCALL[0]].report("syscall_sum")
+    assert "\n" not in str(err.value) and "SYSCALL" in str(err.value) and "--syscall=process-tree" in str(err.value)
