@@ -109,14 +109,31 @@ def report_query(spec: str) -> Query:
     return get(f"reports.{name}")
 
 
+def valued_args(query: Query) -> list[str]:
+    """A report's whole-number $params that no flag argument sets: each is also NVIDIA's `NAME:param=N` argument
+    (`um_sum:rows=5`)."""
+    set_by_flags = {param for setting in query.args.values() for param in setting}
+    return [n for n in query.param_names if n not in set_by_flags
+            and re.search(rf"\$?\b{re.escape(n)}\s+BIGINT\b", query.params or "")]
+
+
 def report_params(query: Query, args: list[str]) -> dict[str, object]:
     """The $params that NVIDIA-style report arguments set; an unknown or conflicting argument is one clear error."""
     known = query.args
     params: dict[str, object] = {}
     given: dict[str, str] = {}
+    valued = valued_args(query)
     for arg in args:
+        key, eq, text = arg.partition("=")
+        if eq and key in valued:  # NVIDIA's `NAME:rows=5`: a whole-number $param of the same name
+            try:
+                params[key], given[key] = int(text), arg
+            except ValueError:
+                raise NsysqlError(f"report {query.name}: argument {key}= takes a whole number, not {text!r}") from None
+            continue
         if arg not in known:
-            valid = ", ".join(f":{a}" for a in known) if known else "none"
+            names = [f":{a}" for a in known] + [f":{n}=N" for n in valued]
+            valid = ", ".join(names) if names else "none"
             raise NsysqlError(f"report {query.name} has no argument {arg!r}; valid arguments: {valid}")
         for param, value in known[arg].items():
             if param in params and params[param] != value:
@@ -208,6 +225,9 @@ def _column(text: str, where: str) -> Column:
     decimals = parts[3] if len(parts) == 4 else ""
     if decimals and not decimals.isdigit():
         raise HeaderError(f"{where}: a column's decimals are a whole number, got {decimals!r}")
+    name = text.split("|")[0].strip()
+    if len(name) > 1 and name[0] == name[-1] == '"':  # a quoted name keeps its spaces (NVIDIA's " GPU Page Faults")
+        parts[0] = name[1:-1]
     return Column(parts[0], parts[1], parts[2], int(decimals) if decimals else None)
 
 

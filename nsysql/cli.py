@@ -152,7 +152,7 @@ def list_reports() -> None:
     width = table_width()
     for q in catalog.group("reports"):
         what = q.purpose.split(", identical to")[0].rstrip(".")  # every one is identical to nsys stats -r NAME
-        if q.args:  # NVIDIA's report arguments, e.g. [:nvtx-name] [:base] [:mangled]
+        if q.args or catalog.valued_args(q):  # NVIDIA's report arguments, e.g. [:nvtx-name] [:base] [:mangled]
             what += "; args " + arg_usage(q)
         line = f"{q.name:24} v{q.version}  "
         typer.echo(line + middle(what, max(width - len(line), 20)))
@@ -164,7 +164,7 @@ def arg_usage(q: catalog.Query) -> str:
     groups: dict[tuple, list[str]] = {}
     for arg, sets in q.args.items():
         groups.setdefault(tuple(sorted(sets)), []).append(f":{arg}")
-    return "".join(f"[{'|'.join(g)}]" for g in groups.values())
+    return "".join(f"[{'|'.join(g)}]" for g in groups.values()) + "".join(f"[:{n}=N]" for n in catalog.valued_args(q))
 
 
 # Report tables: the statistics hidden (first ones first) when the terminal is too narrow; --wide shows them.

@@ -25,6 +25,10 @@ SOURCES = {
     "nvtx_range": ("NVTX_EVENTS", "--trace=nvtx"),
     "osrt": ("OSRT_API", "--trace=osrt"),
     "gpu": ("TARGET_INFO_GPU", "--trace=cuda"),
+    "um_migration": ("CUPTI_ACTIVITY_KIND_MEMCPY", "--trace=cuda (the program made no memory copies?)"),
+    "um_cpu_page_fault": ("CUDA_UM_CPU_PAGE_FAULT_EVENTS", "--cuda-um-cpu-page-faults=true"),
+    "um_gpu_page_fault": ("CUDA_UM_GPU_PAGE_FAULT_EVENTS", "--cuda-um-gpu-page-faults=true"),
+    "syscall": ("SYSCALL", "--syscall=process-tree (experimental in Nsight Systems 2025.3)"),
 }
 
 

@@ -1,0 +1,61 @@
+"""The unified-memory reports (um_sum, um_total_sum, um_cpu_page_faults_sum) and syscall_sum, cell by cell against
+NVIDIA's own `nsys stats -f csv` (2025.3) of the same export (fixtures/um-faults, um-faults-syscall), and one line
+naming the nsys flag on exports captured without unified-memory or system-call tracing."""
+from __future__ import annotations
+
+import pytest
+
+from nsysql.errors import MissingDataError, NsysqlError
+
+from conftest import golden_exports
+from test_golden_sums import golden_csv, mine_csv, read_csv
+
+REPORTS = ["um_sum", "um_total_sum", "um_cpu_page_faults_sum", "syscall_sum"]
+CASES = [(ident, csv_dir, name) for ident, _, csv_dir in golden_exports() for name in REPORTS
+         if golden_csv(csv_dir, name) is not None]
+WITHOUT = [ident for ident, _, csv_dir in golden_exports() if golden_csv(csv_dir, "um_cpu_page_faults_sum") is None]
+NO_SYSCALL = [ident for ident, _, csv_dir in golden_exports() if golden_csv(csv_dir, "syscall_sum") is None]
+
+
+def test_there_are_golden_cases():
+    assert {name for *_, name in CASES} == set(REPORTS)
+
+
+@pytest.mark.parametrize("ident,csv_dir,name", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
+def test_report_matches_nvidia_csv(opened, ident, csv_dir, name):
+    mine, theirs = mine_csv(opened[ident], name), read_csv(golden_csv(csv_dir, name))
+    assert mine[0] == theirs[0], "header"
+    assert len(mine) == len(theirs), "row count"
+    for i, (a, b) in enumerate(zip(mine, theirs)):
+        assert a == b, f"row {i} differs"
+
+
+def test_um_sum_rows_argument(opened):
+    ident = next(c[0] for c in CASES if c[2] == "um_sum")
+    ex = opened[ident]
+    every = ex.run("reports.um_sum", rows=-1)
+    assert ex.run("reports.um_sum", rows=3).rows() == every.head(3).rows()
+    assert ex.report("um_sum:rows=3").rows() == every.head(3).rows()  # NVIDIA's report argument
+    with pytest.raises(NsysqlError, match="whole number"):
+        ex.report("um_sum:rows=many")
+    assert every.height == every["Virtual Address"].n_unique() > 10
+    # no migration, no throughput: those addresses come last
+    tput = every["Migration Throughput (MB/s)"].to_list()
+    assert all(t is None for t in tput[tput.index(None):])
+
+
+@pytest.mark.parametrize("name,flag", [("um_sum", "--cuda-um-cpu-page-faults=true"),
+                                       ("um_total_sum", "--cuda-um-cpu-page-faults=true"),
+                                       ("um_cpu_page_faults_sum", "--cuda-um-cpu-page-faults=true")])
+def test_without_um_tracing_one_line(opened, name, flag):
+    if not WITHOUT:
+        pytest.skip("every golden export has unified-memory data")
+    with pytest.raises(MissingDataError) as err:
+        opened[WITHOUT[0]].report(name)
+    assert "\n" not in str(err.value) and flag in str(err.value)
+
+
+def test_without_syscall_tracing_one_line(opened):
+    with pytest.raises(MissingDataError) as err:
+        opened[NO_SYSCALL[0]].report("syscall_sum")
+    assert "\n" not in str(err.value) and "SYSCALL" in str(err.value) and "--syscall=process-tree" in str(err.value)
