@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from nsysql import catalog, views
 from nsysql.cli import app
+from nsysql.errors import MissingDataError
 
 from conftest import make_synthetic
 from test_db import _rows_match, stock_duckdb_cli
@@ -148,8 +149,11 @@ def test_db_one_schema_per_export(run, opened, tmp_path, export_files):
             assert len(made) > 20
             for q in queries:  # each schema's views read that schema's tables, not another export's
                 if names[q.id] in made:
-                    _rows_match(con.execute(f'SELECT * FROM {schema}."{names[q.id]}"').fetchall(),
-                                ex.run(q.id, **views.param_defaults(q)).rows())
+                    try:
+                        want = ex.run(q.id, **views.param_defaults(q)).rows()
+                    except MissingDataError:  # the export lacks its raw table (unified memory, syscalls): nothing to compare
+                        continue
+                    _rows_match(con.execute(f'SELECT * FROM {schema}."{names[q.id]}"').fetchall(), want)
             con.execute(f"USE {schema}")  # a table macro binds its tables where it is called
             _rows_match(con.execute("SELECT * FROM layers(depth := 1)").fetchall(), ex.layers(depth=1).rows())
             con.execute("USE main")

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from nsysql import catalog
 from nsysql.cli import app
 from nsysql.dataset import export_name
+from nsysql.errors import MissingDataError
 from nsysql.views import param_defaults
 
 from conftest import golden_exports
@@ -113,7 +114,11 @@ def test_reports_run_unchanged_on_duckdb_over_the_dataset(dataset, opened, two, 
             # the kernel reports' arguments are $params (name_form, nvtx_name): bound at their header defaults
             rel = con.execute(q.sql, q.bound_params(param_defaults(q)))
             assert [d[0] for d in rel.description] == [c.name for c in q.columns]
-            _rows_match(rel.fetchall(), opened[ident].report(q.name).rows())
+            try:
+                want = opened[ident].report(q.name).rows()
+            except MissingDataError:  # the export lacks its raw table (unified memory, syscalls): nothing to compare
+                continue
+            _rows_match(rel.fetchall(), want)
 
 
 def test_polars_sql_runs_nvtx_gpu_proj_sum_unchanged(dataset, opened, two):
