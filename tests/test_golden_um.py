@@ -8,7 +8,7 @@ import pytest
 from nsysql.errors import MissingDataError, NsysqlError
 
 from conftest import golden_exports
-from test_golden_sums import golden_csv, mine_csv, read_csv
+from test_golden_sums import assert_same_as_nvidia, golden_csv
 
 REPORTS = ["um_sum", "um_total_sum", "um_cpu_page_faults_sum", "syscall_sum"]
 CASES = [(ident, csv_dir, name) for ident, _, csv_dir in golden_exports() for name in REPORTS
@@ -23,11 +23,7 @@ def test_there_are_golden_cases():
 
 @pytest.mark.parametrize("ident,csv_dir,name", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
 def test_report_matches_nvidia_csv(opened, ident, csv_dir, name):
-    mine, theirs = mine_csv(opened[ident], name), read_csv(golden_csv(csv_dir, name))
-    assert mine[0] == theirs[0], "header"
-    assert len(mine) == len(theirs), "row count"
-    for i, (a, b) in enumerate(zip(mine, theirs)):
-        assert a == b, f"row {i} differs"
+    assert_same_as_nvidia(opened[ident], csv_dir, name)
 
 
 def test_um_sum_rows_argument(opened):

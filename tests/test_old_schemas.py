@@ -23,6 +23,8 @@ from nsysql.cli import app
 from nsysql.errors import MissingDataError
 from nsysql.render import to_csv
 
+from test_schema_versions import run_or_missing
+
 REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the checkout (a worktree elsewhere can point NSYSQL_EXTERNAL_SAMPLES at it)
 EXTERNAL = Path(os.environ.get("NSYSQL_EXTERNAL_SAMPLES") or REPO.parent / "shared" / "samples" / "external")
@@ -132,17 +134,8 @@ def test_mangled_names_fall_back_without_the_column(synth, report):
 @pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("q", [q for q in catalog.group("analysis") if q.params == "none"], ids=lambda q: q.id)
 def test_every_analysis_runs_or_names_what_is_missing(synth, flavour, q):
-    ex = synth[flavour]
-    normalized = set(ex.sql("SELECT table_name FROM information_schema.tables")["table_name"])
-    needs = {t for r in q.requires for t in r.split("|")}
-    if not needs <= normalized:
-        pytest.skip(f"{q.id} reads tables made at run time ({', '.join(sorted(needs - normalized))})")
-    try:
-        df = ex.run(q.id)
-    except MissingDataError as exc:
-        assert flavour == "2021" and "\n" not in str(exc) and "has no NVTX_EVENTS" in str(exc)
-    else:
-        assert df.columns == [c.name for c in q.columns]
+    missing = run_or_missing(synth[flavour], q)
+    assert missing is None or (flavour == "2021" and "\n" not in missing and "has no NVTX_EVENTS" in missing)
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
