@@ -103,12 +103,12 @@ def print_stages(copies: int, log: Path, top: int = 12) -> None:
     """The cold run's slowest stages: normalize statements and summarize queries (NSYSQL_STAGE_LOG)."""
     rows = [line.split("\t") for line in log.read_text().splitlines()] if log.exists() else []
     by_phase: dict[str, float] = {}
-    for title, _, seconds, _ in rows:
+    for title, _, seconds, *_ in rows:
         by_phase[title] = by_phase.get(title, 0.0) + float(seconds)
     print(f"\ncold run at {copies} copies, seconds per phase (sum of its stages): "
           + ", ".join(f"{t} {s:.2f}" for t, s in by_phase.items()))
     print("| phase | stage | s | rows |\n|---|---|---:|---:|")
-    for title, stage, seconds, rows_done in sorted(rows, key=lambda r: -float(r[2]))[:top]:
+    for title, stage, seconds, rows_done, *_ in sorted(rows, key=lambda r: -float(r[2]))[:top]:
         print(f"| {title} | {stage} | {float(seconds):.2f} | {int(rows_done):,} |" if rows_done
               else f"| {title} | {stage} | {float(seconds):.2f} | |")
 

@@ -12,7 +12,8 @@ import time
 from contextlib import contextmanager
 
 DELAY_S = 1.0
-STAGE_LOG_ENV = "NSYSQL_STAGE_LOG"  # a file: each stage's title, name, seconds and rows are appended to it
+STAGE_LOG_ENV = "NSYSQL_STAGE_LOG"  # a file: each stage's title, name, seconds, rows and start are appended to it
+_PROCESS_START = time.monotonic()  # the stage log's start column counts from here, to show what overlapped
 TICK_S = 0.25
 
 
@@ -54,7 +55,8 @@ class Progress:
         log = os.environ.get(STAGE_LOG_ENV)
         if log and began is not None:  # for bench/: how long each stage took, one line each
             with open(log, "a", encoding="utf-8") as f:
-                f.write(f"{self.title}\t{stage}\t{time.monotonic() - began:.3f}\t{rows if rows is not None else ''}\n")
+                f.write(f"{self.title}\t{stage}\t{time.monotonic() - began:.3f}\t{rows if rows is not None else ''}"
+                        f"\t{began - _PROCESS_START:.3f}\n")
 
     def line(self, width: int) -> str:
         with self._lock:
