@@ -56,12 +56,29 @@ def memory_limit(share: int = 1) -> str:
     return chosen or f"{DEFAULT_MEMORY_LIMIT_MB * share}MB"
 
 
+THREADS_ENV = "NSYSQL_THREADS"
+
+
+def threads() -> int | None:
+    """NSYSQL_THREADS: the threads DuckDB may use per statement (e.g. a Slurm job's share of a node, or 1 to time
+    each stage's CPU, bench/bench_stages.py); unset, DuckDB uses every core."""
+    wanted = os.environ.get(THREADS_ENV, "").strip()
+    if not wanted:
+        return None
+    if not wanted.isdigit() or int(wanted) < 1:
+        raise NsysqlError(f"{THREADS_ENV}={wanted!r} is not a positive whole number; use e.g. {THREADS_ENV}=4, "
+                          "or unset it to use every core")
+    return int(wanted)
+
+
 def connect(database: str | Path = ":memory:", *, read_only: bool = False,
             with_sqlite: bool = False, share: int = 1) -> duckdb.DuckDBPyConnection:
     """Open DuckDB with extension auto-download disabled and nsysql's memory limit (`share`: how many
     statements will run at once on it, see nsysql/build_graph.py)."""
     limit = memory_limit(share)
     config: dict[str, str | bool | int | float | list[str]] = dict(OFFLINE_CONFIG, memory_limit=limit)
+    if (wanted := threads()) is not None:
+        config["threads"] = wanted
     if str(database) == ":memory:":
         # DuckDB would spill an in-memory database into ./.tmp, i.e. the user's working directory; use an
         # owner-tagged directory in TMPDIR instead, which the next run removes if this one is killed (hygiene)

@@ -108,6 +108,21 @@ def test_memory_limit_is_one_share_per_statement(monkeypatch):
     con.close()
 
 
+def test_threads_setting_reaches_every_connection(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from nsysql import engine
+    from nsysql.cli import app
+    monkeypatch.setenv(engine.THREADS_ENV, "1")
+    con = engine.connect()
+    assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 1
+    con.close()
+    monkeypatch.setenv(engine.THREADS_ENV, "0")
+    res = CliRunner().invoke(app, ["summarize", str(EXPORT), "--cache-dir", str(tmp_path)])
+    assert res.exit_code == 1 and res.output.count("\n") == 1
+    assert "NSYSQL_THREADS='0' is not a positive whole number" in res.output
+
+
 def test_bad_worker_count_is_one_line(monkeypatch, tmp_path):
     from typer.testing import CliRunner
 
