@@ -12,13 +12,9 @@
 #   cuda-graphs-nonvtx  graph level, -t cuda,osrt, the program emits no NVTX
 #   cuda-graphs-compile graph level, torch.compile(mode="reduce-overhead") inference (skipped if it fails)
 set -uo pipefail
-: "${OUT:?set OUT to the folder to write into}"
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-WORK=$(mktemp -d /tmp/nsysql-graphs.XXXXXX)
-PROGRAM=$WORK/cuda_graphs.py
-cp "${SRC:-$REPO/scripts/capture_cuda_graphs.py}" "$PROGRAM"
+PROGRAM_SOURCE=scripts/capture_cuda_graphs.py
 SUMMARY='^TABLE|^done|^torch|FAILED'
-source "$REPO/scripts/gpu_fixture.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_fixture.sh"
 write_environment
 
 capture_fixture cuda-graphs-graph cuda,nvtx,osrt --cuda-graph-trace=graph -- --warmup 2 --steps 5

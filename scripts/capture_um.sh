@@ -10,16 +10,12 @@
 # out as fixtures/<name>/) (and um-faults-syscall/: the same with --syscall=process-tree; ONLY=<name> does one) and
 # $OUT/nvreports.tar (`nsys profile --help` and the list of NVIDIA's report scripts, for reference).
 set -uo pipefail
-: "${OUT:?set OUT to the folder to write into}"
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-WORK=$(mktemp -d /tmp/nsysql-um.XXXXXX)
-PROGRAM=$WORK/um_workload.py
-cp "${SRC:-$REPO/scripts/capture_um.py}" "$PROGRAM"
+PROGRAM_SOURCE=scripts/capture_um.py
 EXTRA_REPORTS=um_sum,um_total_sum,um_cpu_page_faults_sum,syscall_sum
 RAW_TABLES="name like 'CUPTI_ACTIVITY_KIND_%' or name like 'CUDA_UM%' or name like '%SYSCALL%' or name like 'ENUM_CUDA%'"
 SUMMARY='^TABLE|^done|^tensor|^cudart|FAILED|SKIPPED|Error|rror'
 TIMEOUT=200
-source "$REPO/scripts/gpu_fixture.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_fixture.sh"
 RDIR=$(dirname "$NSYS")/reports
 mkdir -p "$WORK/nvreports"; ls "$RDIR" > "$WORK/nvreports/LIST"
 "$NSYS" profile --help > "$WORK/nvreports/profile-help.txt" 2>&1

@@ -5,10 +5,15 @@
 # nsys-stats_<report>.csv and nsys-analyze_<rule>.csv (files over 100 kB xz-compressed), capture.log with every
 # command and its output.
 #
-# The caller sets WORK (a scratch folder), PROGRAM (the program to profile, copied into WORK) and may set
+# The caller sets PROGRAM_SOURCE (the program to profile, from the repository root; $SRC replaces it) and may set
 # EXTRA_REPORTS (nsys stats reports run before the nine), RAW_TABLES (an SQL condition on `name`: the export's tables
 # whose rows and columns capture.log lists), SUMMARY (an extended regex: the capture.log lines echoed at the end),
 # TIMEOUT (seconds for profile, stats and analyze each).
+: "${OUT:?set OUT to the folder to write into}"
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WORK=$(mktemp -d "/tmp/nsysql-$(basename "$PROGRAM_SOURCE" .py).XXXXXX")
+PROGRAM=$WORK/$(basename "$PROGRAM_SOURCE")
+cp "${SRC:-$REPO/$PROGRAM_SOURCE}" "$PROGRAM"
 PY=$(command -v python3)
 NSYS=$(command -v nsys)
 NINE=nvtx_sum,nvtx_gpu_proj_sum,nvtx_kern_sum,cuda_api_sum,cuda_gpu_kern_sum,cuda_kern_exec_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum,osrt_sum
