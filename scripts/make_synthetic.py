@@ -663,6 +663,13 @@ def two_processes_same_correlation() -> SyntheticExport:
     return b
 
 
+def one_launch() -> SyntheticExport:
+    """One kernel launch and nothing else: no NVTX, no copies (pid/tid 1: launch [10, 20] -> k [30, 40])."""
+    b = SyntheticExport().thread(1, 1, "python3")
+    b.on(1, 1).launch(10, 20, 1, "k", 30, 40)
+    return b
+
+
 def no_cuda() -> SyntheticExport:
     """NVTX and OS runtime only (captured with --trace=nvtx,osrt): no CUPTI tables, no GPU.
 
