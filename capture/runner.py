@@ -32,10 +32,9 @@ STATS_REPORTS: tuple[str, ...] = (
 # short form -> long form of the nsys profile options this runner sets by default
 _SHORT_OPTIONS = {"-t": "--trace", "-s": "--sample", "-o": "--output", "-f": "--force-overwrite"}
 
-# workload option -> models it applies to (None: every model), as capture.options declares them; op_ranges and
-# annotate are workload_argv's own keywords (every model's, passed last)
-_WORKLOAD_OPTIONS: dict[str, tuple[str, ...] | None] = {
-    option.name: option.models for option in WORKLOAD_OPTIONS if option.name not in ("op_ranges", "annotate")}
+# workload option -> models it applies to (None: every model), as capture.options declares them
+_WORKLOAD_OPTIONS: dict[str, tuple[str, ...] | None] = {option.name: option.models for option in WORKLOAD_OPTIONS}
+_LAST = ("op_ranges", "annotate")  # every model's NVTX switches: passed after the other options
 _CHOICES = {option.name: option.choices for option in WORKLOAD_OPTIONS if option.choices}
 
 # variables the profiled process keeps from the caller's environment, when set
@@ -63,13 +62,15 @@ class CapturePlan:
         return [self.profile, self.export] + ([self.stats] if self.stats else [])
 
 
-def workload_argv(model: str, *, op_ranges: bool | None = None, annotate: bool | None = None,
-                  **options: object) -> list[str]:
-    """``MODEL``'s workload options as ``python -m capture MODEL`` arguments (None = default)."""
+def workload_argv(model: str, **options: object) -> list[str]:
+    """``MODEL``'s workload options as ``python -m capture MODEL`` arguments, in the order given but --op-ranges and
+    --annotate last (None = default)."""
     if model not in MODEL_NAMES:
         raise CaptureError(f"unknown model {model!r}: choose one of {', '.join(MODEL_NAMES)}")
     argv: list[str] = []
-    for key, value in options.items():
+    ordered = [key for key in options if key not in _LAST] + [key for key in _LAST if key in options]
+    for key in ordered:
+        value = options[key]
         if key not in _WORKLOAD_OPTIONS:
             raise TypeError(f"unknown workload option {key!r}")
         if value is None:
@@ -85,9 +86,6 @@ def workload_argv(model: str, *, op_ranges: bool | None = None, annotate: bool |
             argv.append(flag if value else "--no-" + flag[2:])
         else:
             argv += [flag, str(value)]
-    for flag, value in (("op-ranges", op_ranges), ("annotate", annotate)):  # every model's
-        if value is not None:
-            argv.append(f"--{flag}" if value else f"--no-{flag}")
     return argv
 
 

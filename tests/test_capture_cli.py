@@ -76,7 +76,7 @@ SAMPLES = {
     "dataloader": None, "workers": "0", "pin_memory": None, "sync": None, "log_every": "2",
     "checkpoint_every": "3", "checkpoint_path": "/tmp/ck.pt", "tf32": None, "allreduce": None,
     "image_size": "40", "source_size": "64", "width": "8", "stages": "2", "blocks": "1",
-    "classes": "10", "pool": "4", "channels_last": None,
+    "classes": "10", "pool": "4", "channels_last": None, "op_ranges": None, "annotate": None,
 }
 
 

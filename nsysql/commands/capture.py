@@ -3,18 +3,21 @@
 Parses arguments, calls `capture.runner`, reports errors in one line. Importing this module
 imports neither torch nor duckdb (the runner imports torch only to check CUDA).
 
-Every workload option defaults to None, meaning "not passed": the workload's own default
-applies (``python -m capture MODEL --help``), so a command line without the option runs
-exactly as before it existed. Options that apply to some models only are refused, in one
-line, for the others (`capture.runner.workload_argv`).
+The workload options are declared once, in `capture.options` (flag, type, bounds, help, the
+models they apply to), and made into typer options here. Every one but --mode and --dtype
+defaults to None, meaning "not passed": the workload's own default applies (``python -m
+capture MODEL --help``), so a command line without the option runs exactly as before it
+existed. Options that apply to some models only are refused, in one line, for the others
+(`capture.runner.workload_argv`).
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional, get_type_hints
+from typing import Annotated, Any, Callable, Optional, get_type_hints
 
 import typer
 
@@ -50,7 +53,7 @@ def _parameter(option: WorkloadOption) -> inspect.Parameter:
                              default=option.default)
 
 
-def capture(
+def _capture(
     ctx: typer.Context,
     model: Model = typer.Argument(
         ..., metavar="MODEL", help=f"Seed model to profile: {MODEL_LIST}."),
@@ -80,10 +83,9 @@ def capture(
     if given["checkpoint_path"] is not None:  # the profiled process runs in a scratch directory
         given["checkpoint_path"] = Path(os.path.abspath(os.path.expanduser(given["checkpoint_path"])))
     from capture import runner  # here, not at the top: every other command starts without it
-    loop = {o.name: given[o.name] for o in WORKLOAD_OPTIONS if o.group == "loop" or o.name == "mode"}
     try:
         argv = runner.workload_argv(model.value, **given)
-        runner.check_loop_options(**loop)
+        runner.check_loop_options(**given)
         runner.run_capture(model.value, argv, output, nsys=nsys, nsys_flags=list(ctx.args),
                            stats=stats, echo=typer.echo)
     except runner.CaptureError as exc:
@@ -91,7 +93,7 @@ def capture(
         raise typer.Exit(1) from None
 
 
-def with_workload_options(command: Any) -> Any:
+def with_workload_options(command: Callable[..., None]) -> Callable[..., None]:
     """`command` as typer reads it: a keyword parameter per workload option after `output`; called, the command
     gets them in **workload."""
     hints = get_type_hints(command)
@@ -99,11 +101,19 @@ def with_workload_options(command: Any) -> Any:
              for p in inspect.signature(command).parameters.values() if p.kind is not p.VAR_KEYWORD]
     at = [p.name for p in fixed].index("output") + 1
     params = fixed[:at] + [_parameter(option) for option in WORKLOAD_OPTIONS] + fixed[at:]
-    command.__signature__ = inspect.Signature(params)
-    command.__annotations__ = {p.name: p.annotation for p in params}
-    return command
+
+    @functools.wraps(command)
+    def run(**given: Any) -> None:
+        command(**given)
+
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    return run
+
+
+capture = with_workload_options(_capture)  # the command as typer reads it
 
 
 def register(app: typer.Typer) -> None:
-    add_command(app, "capture", with_workload_options(capture),
+    add_command(app, "capture", capture,
                 context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
