@@ -190,3 +190,28 @@ def test_launch_stats_as_columns_of_a_grouped_select():
         "g", "launches", "kernel_ns", "mean_api_ns", "median_api_ns", "p95_api_ns", "mean_queue_ns",
         "median_queue_ns", "p95_queue_ns", "shorter_than_launch"]
     assert rows.fetchall() == [(1, 3, 36, 20.0, 20.0, 29.0, 4.0, 4.0, 7.6, 2), (2, 1, 7, 7.0, 7.0, 7.0, 1.0, 1.0, 1.0, 0)]
+
+
+def test_comm_kernels_by_name_or_by_an_nccl_range_around_the_launch():
+    """Kernels named like NCCL's (any case), and kernels launched by a call inside one of NCCL's ranges (directly or
+    under a range nested in one), matched on process AND correlation id; a range of another domain does not count."""
+    con = connection()
+    got = con.execute("""
+        WITH kernel(kernel_id, kernel_name, pid, correlation_id) AS (VALUES
+            (1, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm *)', 1, 10),  -- by its name
+            (2, 'oneRankReduce', 1, 11),   -- launched inside ncclAllReduce
+            (3, 'NCCLKernel_x', 1, 12),    -- by its name, another case
+            (4, 'gemm', 1, 13),            -- launched inside a range of another domain
+            (5, 'oneRankReduce', 2, 11),   -- the same correlation id in another process, launched outside
+            (6, 'copy_kernel', 1, 14),     -- launched inside a user range nested in NCCL's
+            (7, 'gemm', 1, 99)),           -- no launching call
+        runtime(runtime_id, pid, correlation_id) AS (VALUES (100, 1, 11), (101, 1, 13), (102, 2, 11), (103, 1, 14)),
+        nvtx_range(range_id, domain) AS (VALUES (7, 'NCCL'), (8, 'other'), (9, 'user')),
+        runtime_nvtx(runtime_id, range_id) AS (VALUES (100, 7), (101, 8), (103, 9)),
+        nvtx_ancestor(range_id, ancestor_id) AS (VALUES (7, 7), (8, 8), (9, 9), (9, 7))
+        SELECT kernel_id FROM comm_kernels(kernel, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range)
+        ORDER BY kernel_id""").fetchall()
+    assert [k for (k,) in got] == [1, 2, 3, 6]
+    names = ["ncclKernel_AllGather", "NCCLDEV", "oneRankReduce", "gemm_nccl_fused", "gemm"]
+    flags = [con.execute("SELECT is_nccl_name($n)", {"n": n}).fetchone()[0] for n in names]
+    assert flags == [True, True, False, True, False]
