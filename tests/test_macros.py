@@ -215,3 +215,21 @@ def test_comm_kernels_by_name_or_by_an_nccl_range_around_the_launch():
     names = ["ncclKernel_AllGather", "NCCLDEV", "oneRankReduce", "gemm_nccl_fused", "gemm"]
     flags = [con.execute("SELECT is_nccl_name($n)", {"n": n}).fetchone()[0] for n in names]
     assert flags == [True, True, False, True, False]
+
+
+def test_device_busy_in_equals_a_plain_walk():
+    """Spans on two devices against their disjoint busy intervals: before the first, across several, inside one,
+    after the last, empty, and on a device with none."""
+    con = connection()
+    busy = {0: [(10, 20), (30, 50), (60, 61)], 1: [(0, 1000)]}
+    spans = [(1, 0, 0, 100), (2, 0, 15, 35), (3, 0, 20, 30), (4, 0, 55, 60), (5, 1, 500, 700), (6, 0, 45, 60),
+             (7, 2, 0, 10), (8, 0, 70, 90), (9, 0, 12, 12)]  # (id, device_id, s, e); device 2 has no busy interval
+    busy_values = ", ".join(f"({d}, {s}, {e})" for d, intervals in busy.items() for s, e in intervals)
+    span_values = ", ".join(f"({i}, {d}, {s}, {e})" for i, d, s, e in spans)
+    got = {i: b for i, d, b in con.execute(
+        f"WITH busy(device_id, start_ns, end_ns) AS (VALUES {busy_values}), "
+        f"span(id, device_id, s, e) AS (VALUES {span_values}) "
+        "SELECT id, device_id, busy_ns FROM device_busy_in(span, busy) ORDER BY id").fetchall()}
+    walk = {i: sum(max(0, min(e, be) - max(s, bs)) for bs, be in busy.get(d, [])) for i, d, s, e in spans}
+    assert got == walk
+    assert got[1] == 31 and got[5] == 200 and got[7] == 0 and got[8] == 0  # spelled out
