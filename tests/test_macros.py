@@ -233,3 +233,23 @@ def test_device_busy_in_equals_a_plain_walk():
     walk = {i: sum(max(0, min(e, be) - max(s, bs)) for bs, be in busy.get(d, [])) for i, d, s, e in spans}
     assert got == walk
     assert got[1] == 31 and got[5] == 200 and got[7] == 0 and got[8] == 0  # spelled out
+
+
+def test_kernel_launches_pairs_kernels_and_graphs_with_their_call():
+    """Kernels and graph-level CUDA graphs meet their launching call on process AND correlation id; a kernel without
+    one is left out; queue time is floored at 0."""
+    con = connection()
+    got = con.execute("""
+        WITH kernel(start_ns, end_ns, device_id, correlation_id, pid, kernel_name) AS (VALUES
+            (100, 150, 0, 1, 7, 'k_a'),   -- launched by call 10
+            (105, 120, 1, 2, 7, 'k_b'),   -- starts before its call returns: queue 0
+            (300, 310, 0, 1, 8, 'k_c'),   -- the same correlation id in another process: call 12
+            (400, 410, 0, 9, 7, 'k_orphan')),
+        graph_trace(start_ns, end_ns, device_id, correlation_id, pid, graph_id) AS (VALUES (500, 900, 0, 3, 7, 42)),
+        runtime(runtime_id, global_tid, pid, tid, correlation_id, start_ns, end_ns) AS (VALUES
+            (10, 70, 7, 70, 1, 50, 90), (11, 71, 7, 71, 2, 95, 110), (12, 80, 8, 80, 1, 200, 260),
+            (13, 70, 7, 70, 3, 480, 490))
+        SELECT kernel_name, runtime_id, global_tid, api_ns, queue_ns, kernel_ns
+        FROM kernel_launches(kernel, graph_trace, runtime) ORDER BY runtime_id""").fetchall()
+    assert got == [("k_a", 10, 70, 40, 10, 50), ("k_b", 11, 71, 15, 0, 15), ("k_c", 12, 80, 60, 40, 10),
+                   ("[CUDA graph 42]", 13, 70, 10, 10, 400)]

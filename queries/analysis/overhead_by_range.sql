@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_range v2
 -- purpose: Kernel launch overhead per user NVTX range (its full path of user ranges, PyTorch op-marker ranges rolled up into their nearest user ancestor): launches, range CPU time, GPU busy and idle time, API and queue time statistics, and whether the range is launch-bound.
--- requires: kernel|graph_trace, runtime, nvtx_range, macros.union_ns, macros.launch_stats, macros.device_busy_in
+-- requires: kernel|graph_trace, runtime, nvtx_range, macros.kernel_launches, macros.union_ns, macros.launch_stats, macros.device_busy_in
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -41,16 +41,11 @@
 --   shorter_than_launch | BIGINT | count (kernels that ran shorter than their launch call)
 --   launch_bound | BOOLEAN | flag (see notes; NULL for the outside row)
 WITH
-launch AS MATERIALIZED (
-    SELECT k.start_ns AS kernel_start_ns, k.end_ns AS kernel_end_ns, k.device_id,
-           rt.global_tid, rt.pid, rt.tid, rt.start_ns AS api_start_ns, rt.end_ns AS api_end_ns,
-           rt.end_ns - rt.start_ns AS api_ns, GREATEST(k.start_ns - rt.end_ns, 0) AS queue_ns,
-           k.end_ns - k.start_ns AS kernel_ns, rn.range_id AS innermost_id
-    FROM (SELECT start_ns, end_ns, device_id, correlation_id, pid FROM kernel
-          UNION ALL  -- CUDA graphs traced at graph level: one launch, its kernels as one
-          SELECT start_ns, end_ns, device_id, correlation_id, pid FROM graph_trace) AS k
-    JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
-    LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = rt.runtime_id
+launch AS MATERIALIZED (  -- queries/macros/kernel_launches.sql, with the innermost range of the call
+    SELECT l.kernel_start_ns, l.kernel_end_ns, l.device_id, l.global_tid, l.pid, l.tid, l.api_start_ns,
+           l.api_end_ns, l.api_ns, l.queue_ns, l.kernel_ns, rn.range_id AS innermost_id
+    FROM kernel_launches(kernel, graph_trace, runtime) AS l
+    LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = l.runtime_id
 ),
 user_stack AS MATERIALIZED (  -- the user ranges enclosing each launch's innermost range (itself included)
     SELECT a.range_id AS innermost_id, a.ancestor_id AS range_id

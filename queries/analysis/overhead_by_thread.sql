@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_thread v2
 -- purpose: Kernel launch overhead per launching thread: launches, CPU time in launching calls, GPU busy and idle time over the thread's launching span, API and queue time statistics, kernels shorter than their launch call, and whether the thread is launch-bound.
--- requires: kernel|graph_trace, runtime, macros.union_ns, macros.launch_stats, macros.device_busy_in
+-- requires: kernel|graph_trace, runtime, macros.kernel_launches, macros.union_ns, macros.launch_stats, macros.device_busy_in
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -33,15 +33,10 @@
 --   shorter_than_launch | BIGINT | count (kernels that ran shorter than their launch call)
 --   launch_bound | BOOLEAN | flag (see notes)
 WITH
-launch AS MATERIALIZED (
-    SELECT k.start_ns AS kernel_start_ns, k.end_ns AS kernel_end_ns, k.device_id, rt.runtime_id,
-           rt.global_tid, rt.pid, rt.tid, rt.start_ns AS api_start_ns, rt.end_ns AS api_end_ns,
-           rt.end_ns - rt.start_ns AS api_ns, GREATEST(k.start_ns - rt.end_ns, 0) AS queue_ns,
-           k.end_ns - k.start_ns AS kernel_ns
-    FROM (SELECT start_ns, end_ns, device_id, correlation_id, pid FROM kernel
-          UNION ALL  -- CUDA graphs traced at graph level: one launch, its kernels as one
-          SELECT start_ns, end_ns, device_id, correlation_id, pid FROM graph_trace) AS k
-    JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
+launch AS MATERIALIZED (  -- queries/macros/kernel_launches.sql
+    SELECT kernel_start_ns, kernel_end_ns, device_id, runtime_id, global_tid, pid, tid, api_start_ns, api_end_ns,
+           api_ns, queue_ns, kernel_ns
+    FROM kernel_launches(kernel, graph_trace, runtime)
 ),
 kernel_interval AS (SELECT global_tid AS grp, kernel_start_ns AS s, kernel_end_ns AS e FROM launch),
 union_busy AS (  -- the union of the group's kernel intervals (queries/macros/union_ns.sql)
