@@ -253,3 +253,35 @@ def test_kernel_launches_pairs_kernels_and_graphs_with_their_call():
         FROM kernel_launches(kernel, graph_trace, runtime) ORDER BY runtime_id""").fetchall()
     assert got == [("k_a", 10, 70, 40, 10, 50), ("k_b", 11, 71, 15, 0, 15), ("k_c", 12, 80, 60, 40, 10),
                    ("[CUDA graph 42]", 13, 70, 10, 10, 400)]
+
+
+def test_copy_ops_and_copy_stats():
+    """Copies and sets meet their call on process AND correlation id (a set is kind 'Memset' from '-'); an op without
+    a call is not synchronous; the statistics of a group add up the ops (bandwidth in bytes per ns = GB/s)."""
+    con = connection()
+    ops = con.execute("""
+        WITH memcpy(device_id, stream_id, copy_kind, src_kind, dst_kind, bytes, start_ns, end_ns, correlation_id, pid)
+             AS (VALUES (0, 7, 'Host-to-Device', 'Pageable', 'Device', 1000, 100, 200, 1, 5),
+                        (0, 7, 'Host-to-Device', 'Pinned', 'Device', 4000, 300, 320, 2, 5),
+                        (0, 8, 'Device-to-Host', 'Device', 'Pinned', 10, 400, 410, 9, 5)),
+        memset(device_id, stream_id, mem_kind, bytes, start_ns, end_ns, correlation_id, pid)
+             AS (VALUES (1, 9, 'Device', 64, 500, 505, 3, 5)),
+        runtime(runtime_id, pid, correlation_id, api_name, start_ns, end_ns) AS (VALUES
+            (11, 5, 1, 'cudaMemcpyAsync_v3020', 90, 95),    -- returns before the copy ends: not synchronous
+            (12, 5, 2, 'cudaMemcpy_v3020', 290, 330),       -- a blocking API
+            (13, 5, 3, 'cudaMemsetAsync_v3020', 480, 510),  -- returns after the set ended
+            (14, 6, 9, 'cudaMemcpy_v3020', 0, 1))           -- another process's correlation id 9
+        SELECT copy_kind, src_kind, host_memory, dur_ns, runtime_id, api_ns, is_sync
+        FROM copy_ops(memcpy, memset, runtime) ORDER BY start_ns""").fetchall()
+    assert ops == [("Host-to-Device", "Pageable", "Pageable", 100, 11, 5, False),
+                   ("Host-to-Device", "Pinned", "Pinned", 20, 12, 40, True),
+                   ("Device-to-Host", "Device", "Pinned", 10, None, None, False),
+                   ("Memset", "-", None, 5, 13, 30, True)]
+    stats = con.execute("""
+        SELECT g, UNNEST(copy_stats(bytes, dur_ns, is_sync, api_ns))
+        FROM (VALUES (1, 1000, 100, false, 5), (1, 4000, 20, true, 40), (1, 64, 5, true, 30), (2, 8, 0, false, NULL))
+             AS t(g, bytes, dur_ns, is_sync, api_ns)
+        GROUP BY g ORDER BY g""")
+    assert [d[0] for d in stats.description] == ["g", "count", "total_bytes", "total_ns", "avg_bytes", "gb_per_s",
+                                                 "sync_count", "sync_api_ns"]
+    assert stats.fetchall() == [(1, 3, 5064, 125, 1688.0, 5064 / 125, 2, 70), (2, 1, 8, 0, 8.0, None, 0, 0)]
