@@ -32,5 +32,7 @@ grouped AS (
     FROM copy_ops(memcpy, memset, runtime)  -- queries/macros/copy_ops.sql
     GROUP BY copy_kind, src_kind, dst_kind, host_memory
 )
-SELECT * FROM grouped
+SELECT copy_kind, src_kind, dst_kind, host_memory, count, total_bytes, total_ns, avg_bytes, gb_per_s, sync_count,
+       sync_api_ns
+FROM grouped
 ORDER BY total_ns DESC, copy_kind, src_kind, dst_kind;
