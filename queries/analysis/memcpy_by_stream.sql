@@ -28,7 +28,7 @@ grouped AS (
     FROM copy_ops(memcpy, memset, runtime)  -- queries/macros/copy_ops.sql
     GROUP BY device_id, stream_id, copy_kind, src_kind, dst_kind, host_memory
 )
-SELECT device_id, stream_id, copy_kind, src_kind, dst_kind, host_memory, count, total_bytes, total_ns, avg_bytes, gb_per_s, sync_count,
-       sync_api_ns
+SELECT device_id, stream_id, copy_kind, src_kind, dst_kind, host_memory, count, total_bytes, total_ns, avg_bytes,
+       gb_per_s, sync_count, sync_api_ns
 FROM grouped
 ORDER BY device_id, stream_id, total_ns DESC, copy_kind, src_kind, dst_kind;
