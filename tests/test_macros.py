@@ -285,3 +285,34 @@ def test_copy_ops_and_copy_stats():
     assert [d[0] for d in stats.description] == ["g", "count", "total_bytes", "total_ns", "avg_bytes", "gb_per_s",
                                                  "sync_count", "sync_api_ns"]
     assert stats.fetchall() == [(1, 3, 5064, 125, 1688.0, 5064 / 125, 2, 70), (2, 1, 8, 0, 8.0, None, 0, 0)]
+
+
+def test_the_findings_text_macros():
+    """The pieces the findings write their text with: durations, plurals, the opening of the evidence, threads."""
+    con = connection()
+    assert con.execute("SELECT human_ns_each([1500, 2.5e8, 41])").fetchone()[0] == ["1.50 µs", "250 ms", "41 ns"]
+    assert con.execute("SELECT [plural_s(n) FOR n IN [0, 1, 2]]").fetchone()[0] == ["s", "", "s"]
+    got = con.execute("SELECT per_step_phrase(0, 1), per_step_phrase(3, 1), per_step_phrase(9, 4)").fetchone()
+    assert got == ("Over the GPU activity", "In the analysed step", "Per step (mean of 4)")
+    assert con.execute("SELECT thread_label('python3', 7), thread_label(NULL, 8)").fetchone() == ("python3 (7)", "? (8)")
+
+
+def test_thread_list_and_call_layers_per_process():
+    """Per process: its calls' threads once each, named (the least name of several, '?' without one), in name order;
+    the three user-range paths with the most weight (ties in name order), outside every user range named so."""
+    con = connection()
+    threads = con.execute("""
+        WITH thread(pid, tid, thread_name) AS (VALUES (1, 10, 'python3'), (1, 11, 'worker'), (1, 11, 'a_worker'),
+                                                     (2, 20, 'python3')),
+        calls(pid, tid) AS (VALUES (1, 11), (1, 10), (1, 11), (1, 12), (2, 20))
+        SELECT pid, threads, n FROM thread_list(calls, thread) ORDER BY pid""").fetchall()
+    assert threads == [(1, "? (12), a_worker (11), python3 (10)", 3), (2, "python3 (20)", 1)]
+    layers = con.execute("""
+        WITH runtime_nvtx(runtime_id, range_id) AS (VALUES (1, 100), (2, 101), (3, 102), (4, 103), (5, 100)),
+        nvtx_context(range_id, user_range_id) AS (VALUES (100, 200), (101, 201), (102, 202), (103, 203)),
+        user_range(range_id, layer) AS (VALUES (200, 'step/fwd'), (201, 'step/bwd'), (202, 'step/opt'),
+                                               (203, 'step/zz')),
+        calls(pid, runtime_id, weight) AS (VALUES (1, 1, 10), (1, 5, 15), (1, 2, 20), (1, 3, 20), (1, 4, 5),
+                                                  (1, 9, 30), (2, 4, 1))
+        SELECT pid, layers FROM call_layers(calls, runtime_nvtx, nvtx_context, user_range) ORDER BY pid""").fetchall()
+    assert layers == [(1, "(outside user ranges), step/fwd, step/bwd"), (2, "step/zz")]
