@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from capture.models import GPT_SIZES, MODEL_NAMES
-from capture.workload import DTYPES, MODES
+from capture.models import MODEL_NAMES
+from capture.options import WORKLOAD_OPTIONS
 
 # nsys stats reports written with --stats (the reports of the core issue).
 STATS_REPORTS: tuple[str, ...] = (
@@ -32,17 +32,10 @@ STATS_REPORTS: tuple[str, ...] = (
 # short form -> long form of the nsys profile options this runner sets by default
 _SHORT_OPTIONS = {"-t": "--trace", "-s": "--sample", "-o": "--output", "-f": "--force-overwrite"}
 
-# workload option -> models it applies to (None: every model)
-_WORKLOAD_OPTIONS: dict[str, tuple[str, ...] | None] = {
-    "size": ("gpt",), "mode": None, "dtype": None, "batch": None, "seq": ("gpt", "bert"),
-    "warmup": None, "steps": None, "layers": ("bert",), "users": ("ncf",), "items": ("ncf",),
-    "rows": ("dlrm",), "rows_step": ("dlrm",),
-    # the training loop around the model (capture.workload; False gives --no-FLAG)
-    "dataloader": None, "workers": None, "pin_memory": None, "sync": None, "log_every": None,
-    "checkpoint_every": None, "checkpoint_path": None, "tf32": None, "allreduce": None,
-    "image_size": ("cnn",), "source_size": ("cnn",), "width": ("cnn",), "stages": ("cnn",),
-    "blocks": ("cnn",), "classes": ("cnn",), "pool": ("cnn",), "channels_last": ("cnn",),
-}
+# workload option -> models it applies to (None: every model), as capture.options declares them
+_WORKLOAD_OPTIONS: dict[str, tuple[str, ...] | None] = {option.name: option.models for option in WORKLOAD_OPTIONS}
+_LAST = ("op_ranges", "annotate")  # every model's NVTX switches: passed after the other options
+_CHOICES = {option.name: option.choices for option in WORKLOAD_OPTIONS if option.choices}
 
 # variables the profiled process keeps from the caller's environment, when set
 _KEPT_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "TMPDIR",
@@ -69,13 +62,15 @@ class CapturePlan:
         return [self.profile, self.export] + ([self.stats] if self.stats else [])
 
 
-def workload_argv(model: str, *, op_ranges: bool | None = None, annotate: bool | None = None,
-                  **options: object) -> list[str]:
-    """``MODEL``'s workload options as ``python -m capture MODEL`` arguments (None = default)."""
+def workload_argv(model: str, **options: object) -> list[str]:
+    """``MODEL``'s workload options as ``python -m capture MODEL`` arguments, in the order given but --op-ranges and
+    --annotate last (None = default)."""
     if model not in MODEL_NAMES:
         raise CaptureError(f"unknown model {model!r}: choose one of {', '.join(MODEL_NAMES)}")
     argv: list[str] = []
-    for key, value in options.items():
+    ordered = [key for key in options if key not in _LAST] + [key for key in _LAST if key in options]
+    for key in ordered:
+        value = options[key]
         if key not in _WORKLOAD_OPTIONS:
             raise TypeError(f"unknown workload option {key!r}")
         if value is None:
@@ -84,19 +79,13 @@ def workload_argv(model: str, *, op_ranges: bool | None = None, annotate: bool |
         flag = "--" + key.replace("_", "-")
         if applies is not None and model not in applies:
             raise CaptureError(f"{flag} does not apply to {model} (only to {', '.join(applies)})")
-        if key == "size" and value not in GPT_SIZES:
-            raise CaptureError(f"unknown --size {value!r}: choose one of {', '.join(GPT_SIZES)}")
-        if key == "mode" and value not in MODES:
-            raise CaptureError(f"unknown --mode {value!r}: choose one of {', '.join(MODES)}")
-        if key == "dtype" and value not in DTYPES:
-            raise CaptureError(f"unknown --dtype {value!r}: choose one of {', '.join(DTYPES)}")
+        choices = _CHOICES.get(key)
+        if choices and value not in choices:
+            raise CaptureError(f"unknown {flag} {value!r}: choose one of {', '.join(choices)}")
         if isinstance(value, bool):  # a --FLAG/--no-FLAG switch
             argv.append(flag if value else "--no-" + flag[2:])
         else:
             argv += [flag, str(value)]
-    for flag, value in (("op-ranges", op_ranges), ("annotate", annotate)):  # every model's
-        if value is not None:
-            argv.append(f"--{flag}" if value else f"--no-{flag}")
     return argv
 
 

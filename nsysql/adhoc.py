@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import polars as pl
 
-from . import views
+from . import catalog, views
 from .errors import NsysqlError
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def parse_params(pairs: list[str]) -> dict[str, int | float | str]:
         name = name.strip().lstrip("$")
         if not sep or not _NAME.match(name):
             raise NsysqlError(f"bad parameter {pair!r}; write -p name=value (the query uses it as $name)")
-        params[name] = views.typed_value(text)
+        params[name] = catalog.typed_value(text)
     return params
 
 

@@ -87,6 +87,11 @@ def header_literal(text: str):
         return text.lower() == "true"
     if text.lower() == "null":
         return None
+    return typed_value(text)
+
+
+def typed_value(text: str) -> int | float | str:
+    """An int if `text` parses as one, else a float, else the text itself."""
     for cast in (int, float):
         try:
             return cast(text)

@@ -23,11 +23,15 @@ SUMMARY_TOP_FINDINGS = 5
 class Section:
     title: str
     frame: pl.DataFrame
-    decimals: dict[str, int]
     note: str = ""
     key: str = ""  # the JSON key (snake_case, stable)
-    query: str | None = None  # catalog id giving the columns' units
+    query: str | None = None  # catalog id whose header gives the columns' units and decimals
     optional: tuple[str, ...] = ()  # columns a narrow table may hide
+    own_decimals: dict[str, int] = field(default_factory=dict)  # a frame no query describes: its float columns'
+
+    @property
+    def decimals(self) -> dict[str, int]:
+        return catalog.decimals(self.query) if self.query else self.own_decimals
 
 
 @dataclass
@@ -73,7 +77,7 @@ def communication_section(export: Export) -> Section | None:
              .agg(pl.len().alias("steps"), *mean, pl.col("slowest").sum().cast(pl.Int64).alias("straggler_steps"))
              .with_columns((100.0 * pl.col("exposed_comm_ns") / pl.col("comm_ns")).alias("exposed_pct"))
              .sort("pid", "device_id"))
-    return Section("Communication per rank (mean per analysed step)", frame, {"exposed_pct": 1},
+    return Section("Communication per rank (mean per analysed step)", frame,
                    "exposed = communication while the rank runs no compute; straggler = the rank with the most "
                    "compute in a step of several ranks; `nsysql comm` for every step", key="communication",
                    query="analysis.comm", optional=("wall_ns", "straggler_steps"))
@@ -86,7 +90,6 @@ def detail_sections(export: Export, top: int = 10) -> list[Section]:
     if export.has("kernel"):
         util = export.run("analysis.gpu_utilization")
         sections.append(Section("GPU busy time vs wall time (capture-wide)", util,
-                                catalog.decimals("analysis.gpu_utilization"),
                                 "busy = union of kernel, memcpy and memset intervals; span = first op start to last "
                                 "op end", key="gpu_utilization", query="analysis.gpu_utilization",
                                 optional=("first_op_ns", "last_op_ns", "idle_ns")))
@@ -94,18 +97,16 @@ def detail_sections(export: Export, top: int = 10) -> list[Section]:
         by_range = export.gpu_time_by_range().filter(~pl.col("is_op_marker"))  # op markers: see top operators
         cols = ["range_name", "instances", "projected_ns", "inclusive_busy_ns", "exclusive_busy_ns", "kernels"]
         sections.append(Section(f"Top {top} NVTX ranges by GPU busy time (capture-wide)",
-                                by_range.head(top).select(cols), {}, key="ranges", query="analysis.gpu_time_by_range",
+                                by_range.head(top).select(cols), key="ranges", query="analysis.gpu_time_by_range",
                                 optional=("projected_ns", "exclusive_busy_ns")))
     if export.has("kernel"):
         kern = export.report("cuda_gpu_kern_sum").head(top)
-        sections.append(Section(f"Top {top} kernels (capture-wide)", kern, catalog.decimals("reports.cuda_gpu_kern_sum"),
-                                key="kernels", query="reports.cuda_gpu_kern_sum",
+        sections.append(Section(f"Top {top} kernels (capture-wide)", kern, key="kernels", query="reports.cuda_gpu_kern_sum",
                                 optional=("Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)")))
     if export.has("kernel") and export.has("runtime"):
         sections.append(_launch_overhead(export))
     if export.has("memcpy") or export.has("memset"):
         sections.append(Section("Memory copies and sets (capture-wide)", export.memcpy(),
-                                catalog.decimals("analysis.memcpy"),
                                 "synchronous = the launching call blocked until the copy ended "
                                 "(`nsysql memcpy --by range|stream` for where)", key="memory", query="analysis.memcpy",
                                 optional=("src_kind", "dst_kind", "avg_bytes", "sync_api_ns", "gb_per_s")))
@@ -114,7 +115,7 @@ def detail_sections(export: Export, top: int = 10) -> list[Section]:
     if export.has("nvtx_range"):
         steps = export.steps()
         if steps.height:
-            sections.append(Section("Steps", steps.select(STEP_COLUMNS).head(top), catalog.decimals("analysis.steps"),
+            sections.append(Section("Steps", steps.select(STEP_COLUMNS).head(top),
                                     "GPU work launched by any thread of the process while the step runs (the autograd "
                                     "thread's backward included); fprop/bprop/optim from kernel attribution; "
                                     "`nsysql steps`", key="steps", query="analysis.steps",
@@ -131,8 +132,7 @@ def detail_sections(export: Export, top: int = 10) -> list[Section]:
         if cov["thread_name"].str.starts_with("pt_autograd_").any():  # a PyTorch program's autograd thread
             note += (" Backward kernels run on PyTorch's autograd thread; the layers table above charges them to "
                      "their forward layer.")
-        sections.append(Section("NVTX coverage of kernel time", cov, catalog.decimals("analysis.range_coverage"), note,
-                                key="coverage", query="analysis.range_coverage"))
+        sections.append(Section("NVTX coverage of kernel time", cov, note, key="coverage", query="analysis.range_coverage"))
     return sections
 
 
@@ -151,8 +151,7 @@ def _layers(export: Export, top: int) -> Section:
     layers = export.layers(depth=2, merge_repeats=True).sort("total_ns", descending=True).head(top)
     note = (coverage_line(export.attribution_coverage()) +
             ". `nsysql layers --depth N`, `nsysql kernels` for every kernel")
-    return Section(f"Top {top} layers by kernel time (forward, backward, optimizer)", layers,
-                   catalog.decimals("analysis.layers"), note, key="layers", query="analysis.layers",
+    return Section(f"Top {top} layers by kernel time (forward, backward, optimizer)", layers, note, key="layers", query="analysis.layers",
                    optional=("kernels", "bprop_ratio", "optim_ns"))
 
 
@@ -163,8 +162,7 @@ def _launch_overhead(export: Export) -> Section:
             ("; `nsysql overhead --by range` says which NVTX ranges are launch-bound" if export.has("nvtx_range")
              else ""))
     return Section("Launch overhead by launching thread (capture-wide)",
-                   export.overhead(by="thread").select(LAUNCH_COLUMNS), catalog.decimals("analysis.overhead_by_thread"),
-                   note, key="launch_overhead", query="analysis.overhead_by_thread",
+                   export.overhead(by="thread").select(LAUNCH_COLUMNS), note, key="launch_overhead", query="analysis.overhead_by_thread",
                    optional=("pid", "launch_span_ns", "median_queue_ns", "p95_queue_ns", "p95_api_ns", "cpu_ns"))
 
 
@@ -180,8 +178,7 @@ def _gaps(export: Export, top: int) -> Section:
             "`nsysql gaps` lists them with the CUDA and OS calls the thread was in, `--threads` for every thread, "
             "`nsysql utilization` busy share over time")
     frame = gaps.select(GAP_COLUMNS).head(top) if gaps.height else pl.DataFrame({c: [] for c in GAP_COLUMNS})
-    return Section(f"Top {top} GPU idle gaps (capture-wide)", frame, catalog.decimals("analysis.gaps"), note,
-                   key="gaps", query="analysis.gaps", optional=("before_op", "after_op", "tid", "launch_api"))
+    return Section(f"Top {top} GPU idle gaps (capture-wide)", frame, note, key="gaps", query="analysis.gaps", optional=("before_op", "after_op", "tid", "launch_api"))
 
 
 def _pct(part: float, whole: float) -> str:

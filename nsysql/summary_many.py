@@ -66,7 +66,7 @@ def _totals(df: pl.DataFrame, deviation_pct: float) -> Section:
     odd = df.filter(pl.col("deviates"))["export"].to_list()
     note = (f"median GPU busy {int(median):,} ns; exports more than {deviation_pct:g}% from it: "  # type: ignore[arg-type]
             + (", ".join(odd) if odd else "none"))
-    return Section("Exports", df, {"busy_vs_median_pct": 1}, note, key="exports", optional=("rank",))
+    return Section("Exports", df, note, key="exports", optional=("rank",), own_decimals={"busy_vs_median_pct": 1})
 
 
 def _range_spread(df: pl.DataFrame, n_exports: int, top: int) -> Section:
@@ -82,8 +82,8 @@ def _range_spread(df: pl.DataFrame, n_exports: int, top: int) -> Section:
                 .sort(["median_ns", "range_name"], descending=[True, False]).head(top))
     note = (f"GPU busy time (union of intervals) of the ops launched inside each range, over {n_exports} exports; "
             "`nsysql report nvtx_gpu_proj_sum A B ...` gives NVIDIA's projection per export")
-    return Section(f"Top {top} ranges: spread across exports", spread, {"median_ns": 1, "max_over_min": 2}, note,
-                   key="range_spread", optional=("slowest_rank", "exports"))
+    return Section(f"Top {top} ranges: spread across exports", spread, note, key="range_spread",
+                   optional=("slowest_rank", "exports"), own_decimals={"median_ns": 1, "max_over_min": 2})
 
 
 def _slowest_per_step(df: pl.DataFrame) -> Section:
@@ -93,6 +93,6 @@ def _slowest_per_step(df: pl.DataFrame) -> Section:
                   .agg(pl.len().alias("exports"), pl.col("wall_ns").min().alias("min_wall_ns"),
                        pl.col("wall_ns").median().alias("median_wall_ns"), pl.col("wall_ns").max().alias("max_wall_ns"))
                   .join(slowest, on="step").sort("step"))
-    return Section("Steps: slowest export per step", per_step, {"median_wall_ns": 1},
+    return Section("Steps: slowest export per step", per_step,
                    "steps as `nsysql steps` finds them, matched by their index in each export", key="slowest_per_step",
-                   optional=("slowest_rank",))
+                   optional=("slowest_rank",), own_decimals={"median_wall_ns": 1})

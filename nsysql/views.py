@@ -217,16 +217,6 @@ def header_default(params_line: str, name: str):
     return catalog.header_literal(m.group("v") or m.group("w"))
 
 
-def typed_value(text: str) -> int | float | str:
-    """An int if `text` parses as one, else a float, else the text itself."""
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
 def sql_literal(value) -> str:
     """A SQL literal for a default from our own headers (never for user input, which is bound)."""
     if value is None:

@@ -447,6 +447,10 @@ class SyntheticExport:
         return self._add("OSRT_API", start=start, end=end, eventClass=event_class, globalTid=global_tid(pid, tid),
                          nameId=self.string(name), returnValue=0, nestingLevel=nesting_level, callchainId=0)
 
+    def on(self, pid: int, tid: int) -> "OnThread":
+        """This export's NVTX ranges, launches and OS runtime calls on one thread: `main = b.on(P, 100)`."""
+        return OnThread(self, pid, tid)
+
     # -- output --------------------------------------------------------------------------
     def _time_span(self) -> tuple[int, int]:
         ts = []
@@ -489,6 +493,25 @@ class SyntheticExport:
         finally:
             con.close()
         return path
+
+
+class OnThread:
+    """SyntheticExport's calls on one thread (pid, tid), so that a scenario names the thread once."""
+
+    def __init__(self, export: SyntheticExport, pid: int, tid: int) -> None:
+        self.export, self.pid, self.tid = export, pid, tid
+
+    def range(self, name: str, start: int, end: int | None, **how) -> int:
+        return self.export.range(name, start, end, tid=self.tid, pid=self.pid, **how)
+
+    def launch(self, start: int, end: int, correlation_id: int, kernel: str, kernel_start: int, kernel_end: int,
+               *, stream: int = 7, device: int = 0) -> int:
+        """A cudaLaunchKernel call [start, end] and the kernel it launched [kernel_start, kernel_end]."""
+        return self.export.launch(start=start, end=end, tid=self.tid, pid=self.pid, correlation_id=correlation_id,
+                                  kernel=(kernel, kernel_start, kernel_end, stream, device))
+
+    def osrt(self, name: str, start: int, end: int, **how) -> int:
+        return self.export.osrt(name, start, end, tid=self.tid, pid=self.pid, **how)
 
 
 class ForeignSQLite:
@@ -640,6 +663,13 @@ def two_processes_same_correlation() -> SyntheticExport:
     return b
 
 
+def one_launch() -> SyntheticExport:
+    """One kernel launch and nothing else: no NVTX, no copies (pid/tid 1: launch [10, 20] -> k [30, 40])."""
+    b = SyntheticExport().thread(1, 1, "python3")
+    b.on(1, 1).launch(10, 20, 1, "k", 30, 40)
+    return b
+
+
 def no_cuda() -> SyntheticExport:
     """NVTX and OS runtime only (captured with --trace=nvtx,osrt): no CUPTI tables, no GPU.
 
@@ -731,6 +761,12 @@ if __name__ == "__main__":
 AUTOGRAD_TID = 101
 
 
+def training_process() -> tuple[SyntheticExport, OnThread, OnThread]:
+    """An export with a python3 process (pid 100): its main thread (tid 100) and PyTorch's autograd thread (101)."""
+    b = SyntheticExport().thread(P, T, "python3").thread(P, AUTOGRAD_TID, "pt_autograd_0", process_name="python3")
+    return b, b.on(P, T), b.on(P, AUTOGRAD_TID)
+
+
 def steps_pattern() -> SyntheticExport:
     """No step-named range: top-level forward_pass, backward_pass, optimizer_step repeat on the main
     thread (tid 100); PyTorch's autograd thread (tid 101, pt_autograd_0) launches the backward kernels
@@ -756,27 +792,26 @@ def steps_pattern() -> SyntheticExport:
         step 1: 4 ops (4 kernels, 2 off thread), busy 300 + 600 + 200 = 1100
         step 2: 4 ops (3 kernels, 1 off thread), busy 100 + 300 + 400 + 200 = 1000
     """
-    b = SyntheticExport().thread(P, T, "python3").thread(P, AUTOGRAD_TID, "pt_autograd_0", process_name="python3")
-    b.range("warmup", 100, 900, tid=T, pid=P)
+    b, main, autograd = training_process()
+    main.range("warmup", 100, 900)
     for base in (0, 3000):
-        b.range("forward_pass", 1000 + base, 1900 + base, tid=T, pid=P)
-        b.range("backward_pass", 2000 + base, 2900 + base, tid=T, pid=P)
-        b.range("optimizer_step", 3000 + base, 3500 + base, tid=T, pid=P)
-        b.range("grad_hook", 2050 + base, 2060 + base, tid=AUTOGRAD_TID, pid=P)
-        b.range("grad_hook", 2070 + base, 2080 + base, tid=AUTOGRAD_TID, pid=P)
-        b.range("autograd::engine::evaluate_function: MmBackward0", 2100 + base, 2800 + base,
-                tid=AUTOGRAD_TID, pid=P)
-    b.range("checkpoint", 7000, 7200, tid=T, pid=P)
-    b.launch(start=200, end=250, tid=T, pid=P, correlation_id=1, kernel=("k_warm", 300, 800, 7, 0))
-    b.launch(start=1100, end=1150, tid=T, pid=P, correlation_id=2, kernel=("k_fwd", 1200, 1500, 7, 0))
-    b.launch(start=2200, end=2250, tid=AUTOGRAD_TID, pid=P, correlation_id=3, kernel=("k_bwd_a", 2300, 2700, 7, 0))
-    b.launch(start=2300, end=2350, tid=AUTOGRAD_TID, pid=P, correlation_id=4, kernel=("k_bwd_b", 2600, 2900, 8, 0))
-    b.launch(start=3100, end=3150, tid=T, pid=P, correlation_id=5, kernel=("k_opt", 3200, 3400, 7, 0))
-    b.launch(start=3700, end=3750, tid=T, pid=P, correlation_id=6, kernel=("k_gap", 3800, 3850, 7, 0))
+        main.range("forward_pass", 1000 + base, 1900 + base)
+        main.range("backward_pass", 2000 + base, 2900 + base)
+        main.range("optimizer_step", 3000 + base, 3500 + base)
+        autograd.range("grad_hook", 2050 + base, 2060 + base)
+        autograd.range("grad_hook", 2070 + base, 2080 + base)
+        autograd.range("autograd::engine::evaluate_function: MmBackward0", 2100 + base, 2800 + base)
+    main.range("checkpoint", 7000, 7200)
+    main.launch(200, 250, 1, "k_warm", 300, 800)
+    main.launch(1100, 1150, 2, "k_fwd", 1200, 1500)
+    autograd.launch(2200, 2250, 3, "k_bwd_a", 2300, 2700)
+    autograd.launch(2300, 2350, 4, "k_bwd_b", 2600, 2900, stream=8)
+    main.launch(3100, 3150, 5, "k_opt", 3200, 3400)
+    main.launch(3700, 3750, 6, "k_gap", 3800, 3850)
     b.memcpy(4200, 4300, 1024, pid=P, correlation_id=7, api_start=4100, api_end=4150, tid=T)
-    b.launch(start=4400, end=4450, tid=T, pid=P, correlation_id=8, kernel=("k_fwd", 4500, 4800, 7, 0))
-    b.launch(start=5200, end=5250, tid=AUTOGRAD_TID, pid=P, correlation_id=9, kernel=("k_bwd_a", 5300, 5700, 7, 0))
-    b.launch(start=6100, end=6150, tid=T, pid=P, correlation_id=10, kernel=("k_opt", 6200, 6400, 7, 0))
+    main.launch(4400, 4450, 8, "k_fwd", 4500, 4800)
+    autograd.launch(5200, 5250, 9, "k_bwd_a", 5300, 5700)
+    main.launch(6100, 6150, 10, "k_opt", 6200, 6400)
     return b
 
 
@@ -797,31 +832,32 @@ def steps_named() -> SyntheticExport:
                launch with two kernels on two streams: busy 300
         corr 6 tid 100 [200,210]   -> k0 [220,260]               warm-up: no step
     """
-    b = SyntheticExport().thread(P, T, "python3").thread(P, AUTOGRAD_TID, "pt_autograd_0", process_name="python3")
-    b.range("warmup", 100, 900, tid=T, pid=P)
-    b.range("forward_pass", 150, 400, tid=T, pid=P)
-    b.range("forward_pass", 500, 800, tid=T, pid=P)
-    b.range("ProfilerStep#1", 1000, 3000, tid=T, pid=P)
-    b.range("step", 1100, 1300, tid=T, pid=P)
-    b.range("ProfilerStep#2", 3000, 5000, tid=T, pid=P)
-    b.range("Iteration 7", 6000, 7000, tid=T, pid=P)
-    b.launch(start=1150, end=1160, tid=T, pid=P, correlation_id=1, kernel=("k1", 1200, 1600, 7, 0))
-    b.launch(start=2000, end=2010, tid=AUTOGRAD_TID, pid=P, correlation_id=2, kernel=("k2", 2100, 2400, 7, 0))
-    b.launch(start=3000, end=3010, tid=T, pid=P, correlation_id=3, kernel=("k3", 3050, 3150, 7, 0))
-    b.launch(start=4990, end=5010, tid=T, pid=P, correlation_id=4, kernel=("k4", 5020, 5100, 7, 0))
+    b, main, autograd = training_process()
+    main.range("warmup", 100, 900)
+    main.range("forward_pass", 150, 400)
+    main.range("forward_pass", 500, 800)
+    main.range("ProfilerStep#1", 1000, 3000)
+    main.range("step", 1100, 1300)
+    main.range("ProfilerStep#2", 3000, 5000)
+    main.range("Iteration 7", 6000, 7000)
+    main.launch(1150, 1160, 1, "k1", 1200, 1600)
+    autograd.launch(2000, 2010, 2, "k2", 2100, 2400)
+    main.launch(3000, 3010, 3, "k3", 3050, 3150)
+    main.launch(4990, 5010, 4, "k4", 5020, 5100)
     b.runtime("cudaGraphLaunch_v10000", 6500, 6510, tid=T, pid=P, correlation_id=5)
     b.kernel("k5", 6600, 6700, pid=P, correlation_id=5, stream=7)
     b.kernel("k5b", 6650, 6900, pid=P, correlation_id=5, stream=9)
-    b.launch(start=200, end=210, tid=T, pid=P, correlation_id=6, kernel=("k0", 220, 260, 7, 0))
+    main.launch(200, 210, 6, "k0", 220, 260)
     return b
 
 
 def no_steps() -> SyntheticExport:
     """Top-level ranges that never repeat (setup, train_once): no steps."""
     b = SyntheticExport().thread(P, T, "python3")
-    b.range("setup", 100, 200, tid=T, pid=P)
-    b.range("train_once", 300, 900, tid=T, pid=P)
-    b.launch(start=400, end=410, tid=T, pid=P, correlation_id=1, kernel=("k", 500, 600, 7, 0))
+    main = b.on(P, T)
+    main.range("setup", 100, 200)
+    main.range("train_once", 300, 900)
+    main.launch(400, 410, 1, "k", 500, 600)
     return b
 
 
@@ -912,31 +948,31 @@ def cross_thread_backward() -> SyntheticExport:
               corr 6 launch [6100, 6150] -> mul_bwd [6200, 6300]  (seq 99 has no forward op)
         kernel orphan [9600, 9700] with correlationId 77 (no API call)
     """
-    b = SyntheticExport().thread(P, MAIN, "python3").thread(P, AUTOGRAD, "pt_autograd_0", process_name="python3")
-    b.range("profiled_step", 0, 10000, tid=MAIN, pid=P)
-    b.range("forward_pass", 100, 3000, tid=MAIN, pid=P)
-    b.range("layer_0", 200, 2900, tid=MAIN, pid=P)
-    b.range("aten::linear, seq = 7, op_id = 1, sizes = [[8, 256], [256, 768], []]", 300, 1000, tid=MAIN, pid=P)
-    b.range("aten::t, seq = 7, op_id = 2, sizes = [[256, 768]]", 310, 400, tid=MAIN, pid=P)
-    b.range("aten::addmm, seq = 8, op_id = 3, sizes = [[768], [8, 256], [256, 768]]", 500, 900, tid=MAIN, pid=P)
-    b.launch(start=600, end=650, tid=MAIN, pid=P, correlation_id=1, kernel=("gemm_fwd", 700, 1200, 7, 0))
-    b.range("backward_pass", 3000, 8000, tid=MAIN, pid=P)
-    b.range("optimizer_step", 8000, 9500, tid=MAIN, pid=P)
-    b.range("Optimizer.step#SGD.step", 8100, 9400, tid=MAIN, pid=P)
-    b.launch(start=8200, end=8250, tid=MAIN, pid=P, correlation_id=4, kernel=("sgd_kernel", 8300, 8600, 7, 0))
-    b.range("autograd::engine::evaluate_function: AddmmBackward0, op_id = 10", 3100, 4000, tid=AUTOGRAD, pid=P)
-    b.range("AddmmBackward0, seq = 8, op_id = 11, sizes = [[8, 768]]", 3110, 3990, tid=AUTOGRAD, pid=P)
-    b.range("aten::mm, op_id = 12, sizes = [[8, 768], [768, 256]]", 3200, 3900, tid=AUTOGRAD, pid=P)
-    b.launch(start=3300, end=3350, tid=AUTOGRAD, pid=P, correlation_id=2, kernel=("gemm_bwd", 3400, 3800, 7, 0))
+    b, main, autograd = training_process()
+    main.range("profiled_step", 0, 10000)
+    main.range("forward_pass", 100, 3000)
+    main.range("layer_0", 200, 2900)
+    main.range("aten::linear, seq = 7, op_id = 1, sizes = [[8, 256], [256, 768], []]", 300, 1000)
+    main.range("aten::t, seq = 7, op_id = 2, sizes = [[256, 768]]", 310, 400)
+    main.range("aten::addmm, seq = 8, op_id = 3, sizes = [[768], [8, 256], [256, 768]]", 500, 900)
+    main.launch(600, 650, 1, "gemm_fwd", 700, 1200)
+    main.range("backward_pass", 3000, 8000)
+    main.range("optimizer_step", 8000, 9500)
+    main.range("Optimizer.step#SGD.step", 8100, 9400)
+    main.launch(8200, 8250, 4, "sgd_kernel", 8300, 8600)
+    autograd.range("autograd::engine::evaluate_function: AddmmBackward0, op_id = 10", 3100, 4000)
+    autograd.range("AddmmBackward0, seq = 8, op_id = 11, sizes = [[8, 768]]", 3110, 3990)
+    autograd.range("aten::mm, op_id = 12, sizes = [[8, 768], [768, 256]]", 3200, 3900)
+    autograd.launch(3300, 3350, 2, "gemm_bwd", 3400, 3800)
     b.domain("CCCL", 50, pid=P, tid=AUTOGRAD)
-    b.range("cub::DeviceRadixSort", 4100, 4500, tid=AUTOGRAD, pid=P, domain="CCCL")
-    b.range("autograd::engine::evaluate_function: TBackward0, op_id = 13", 4150, 4450, tid=AUTOGRAD, pid=P)
-    b.range("TBackward0, seq = 7, op_id = 14, sizes = [[256, 768]]", 4160, 4440, tid=AUTOGRAD, pid=P)
-    b.launch(start=4200, end=4250, tid=AUTOGRAD, pid=P, correlation_id=3, kernel=("t_bwd", 4300, 4600, 7, 0))
-    b.launch(start=5000, end=5050, tid=AUTOGRAD, pid=P, correlation_id=5, kernel=("lone_bwd", 5100, 5200, 7, 0))
-    b.range("autograd::engine::evaluate_function: MulBackward0, op_id = 20", 6000, 6500, tid=AUTOGRAD, pid=P)
-    b.range("MulBackward0, seq = 99, op_id = 21, sizes = [[8]]", 6010, 6490, tid=AUTOGRAD, pid=P)
-    b.launch(start=6100, end=6150, tid=AUTOGRAD, pid=P, correlation_id=6, kernel=("mul_bwd", 6200, 6300, 7, 0))
+    autograd.range("cub::DeviceRadixSort", 4100, 4500, domain="CCCL")
+    autograd.range("autograd::engine::evaluate_function: TBackward0, op_id = 13", 4150, 4450)
+    autograd.range("TBackward0, seq = 7, op_id = 14, sizes = [[256, 768]]", 4160, 4440)
+    autograd.launch(4200, 4250, 3, "t_bwd", 4300, 4600)
+    autograd.launch(5000, 5050, 5, "lone_bwd", 5100, 5200)
+    autograd.range("autograd::engine::evaluate_function: MulBackward0, op_id = 20", 6000, 6500)
+    autograd.range("MulBackward0, seq = 99, op_id = 21, sizes = [[8]]", 6010, 6490)
+    autograd.launch(6100, 6150, 6, "mul_bwd", 6200, 6300)
     b.kernel_without_runtime("orphan", 9600, 9700, pid=P, correlation_id=77)
     return b
 
@@ -949,10 +985,11 @@ def ambiguous_waiting_threads() -> SyntheticExport:
         tid 100: corr 2 launch [2000, 2050] -> k_out [2100, 2200]            -> outside every range: other
     """
     b = SyntheticExport().thread(P, MAIN, "python3").thread(P, AUTOGRAD, "worker").thread(P, 102, "loader")
-    b.range("work_a", 0, 1000, tid=MAIN, pid=P)
-    b.range("work_b", 0, 1000, tid=102, pid=P)
-    b.launch(start=100, end=150, tid=AUTOGRAD, pid=P, correlation_id=1, kernel=("k_amb", 200, 300, 7, 0))
-    b.launch(start=2000, end=2050, tid=MAIN, pid=P, correlation_id=2, kernel=("k_out", 2100, 2200, 7, 0))
+    main, loader, autograd = b.on(P, MAIN), b.on(P, 102), b.on(P, AUTOGRAD)
+    main.range("work_a", 0, 1000)
+    loader.range("work_b", 0, 1000)
+    autograd.launch(100, 150, 1, "k_amb", 200, 300)
+    main.launch(2000, 2050, 2, "k_out", 2100, 2200)
     return b
 
 
@@ -989,34 +1026,34 @@ def annotated_backward() -> SyntheticExport:
           model/embed [backward] [6100, 6500]                       (no forward range of that name)
             corr 8 launch [6200, 6250] -> embed_bwd [6300, 6400]
     """
-    b = SyntheticExport().thread(P, MAIN, "python3").thread(P, AUTOGRAD, "pt_autograd_0", process_name="python3")
-    b.range("warmup", 0, 900, tid=MAIN, pid=P)
-    b.range("model/layers.0/mlp", 100, 800, tid=MAIN, pid=P)
-    b.range("profiled_step", 1000, 10000, tid=MAIN, pid=P)
-    b.range("forward_pass", 1100, 3000, tid=MAIN, pid=P)
-    b.range("layer_0", 1150, 2900, tid=MAIN, pid=P)
-    b.range("model/layers.0", 1200, 2800, tid=MAIN, pid=P)
-    b.range("attention_sublayer", 1250, 1500, tid=MAIN, pid=P)
-    b.range("model/layers.0/attn", 1300, 1450, tid=MAIN, pid=P)
-    b.launch(start=1350, end=1360, tid=MAIN, pid=P, correlation_id=1, kernel=("attn_fwd", 1400, 1500, 7, 0))
-    b.range("model/layers.0/mlp", 1600, 2700, tid=MAIN, pid=P)
-    b.range("aten::mm, seq = 9, op_id = 1, sizes = [[4, 8], [8, 8]]", 1650, 1800, tid=MAIN, pid=P)
-    b.launch(start=1700, end=1750, tid=MAIN, pid=P, correlation_id=2, kernel=("mlp_fwd", 1800, 2200, 7, 0))
-    b.range("backward_pass", 3000, 8000, tid=MAIN, pid=P)
-    b.range("optimizer_step", 8000, 9500, tid=MAIN, pid=P)
-    b.launch(start=8100, end=8150, tid=MAIN, pid=P, correlation_id=9, kernel=("adam", 8200, 8300, 7, 0))
-    b.launch(start=3100, end=3150, tid=AUTOGRAD, pid=P, correlation_id=3, kernel=("loss_bwd", 3200, 3300, 7, 0))
-    b.range("model/layers.0 [backward]", 3400, 6000, tid=AUTOGRAD, pid=P)
-    b.range("model/layers.0/mlp [backward]", 3500, 4000, tid=AUTOGRAD, pid=P)
-    b.launch(start=3600, end=3650, tid=AUTOGRAD, pid=P, correlation_id=4, kernel=("mlp_bwd", 3700, 3900, 7, 0))
-    b.range("model/layers.0/attn [backward]", 4100, 5000, tid=AUTOGRAD, pid=P)
-    b.launch(start=4200, end=4250, tid=AUTOGRAD, pid=P, correlation_id=5, kernel=("attn_bwd", 4300, 4700, 7, 0))
-    b.range("autograd::engine::evaluate_function: MmBackward0", 4800, 4990, tid=AUTOGRAD, pid=P)
-    b.range("MmBackward0, seq = 9, op_id = 2", 4810, 4980, tid=AUTOGRAD, pid=P)
-    b.launch(start=4850, end=4860, tid=AUTOGRAD, pid=P, correlation_id=6, kernel=("mm_bwd", 4900, 4950, 7, 0))
-    b.launch(start=5100, end=5150, tid=AUTOGRAD, pid=P, correlation_id=7, kernel=("block_bwd", 5200, 5300, 7, 0))
-    b.range("model/embed [backward]", 6100, 6500, tid=AUTOGRAD, pid=P)
-    b.launch(start=6200, end=6250, tid=AUTOGRAD, pid=P, correlation_id=8, kernel=("embed_bwd", 6300, 6400, 7, 0))
+    b, main, autograd = training_process()
+    main.range("warmup", 0, 900)
+    main.range("model/layers.0/mlp", 100, 800)
+    main.range("profiled_step", 1000, 10000)
+    main.range("forward_pass", 1100, 3000)
+    main.range("layer_0", 1150, 2900)
+    main.range("model/layers.0", 1200, 2800)
+    main.range("attention_sublayer", 1250, 1500)
+    main.range("model/layers.0/attn", 1300, 1450)
+    main.launch(1350, 1360, 1, "attn_fwd", 1400, 1500)
+    main.range("model/layers.0/mlp", 1600, 2700)
+    main.range("aten::mm, seq = 9, op_id = 1, sizes = [[4, 8], [8, 8]]", 1650, 1800)
+    main.launch(1700, 1750, 2, "mlp_fwd", 1800, 2200)
+    main.range("backward_pass", 3000, 8000)
+    main.range("optimizer_step", 8000, 9500)
+    main.launch(8100, 8150, 9, "adam", 8200, 8300)
+    autograd.launch(3100, 3150, 3, "loss_bwd", 3200, 3300)
+    autograd.range("model/layers.0 [backward]", 3400, 6000)
+    autograd.range("model/layers.0/mlp [backward]", 3500, 4000)
+    autograd.launch(3600, 3650, 4, "mlp_bwd", 3700, 3900)
+    autograd.range("model/layers.0/attn [backward]", 4100, 5000)
+    autograd.launch(4200, 4250, 5, "attn_bwd", 4300, 4700)
+    autograd.range("autograd::engine::evaluate_function: MmBackward0", 4800, 4990)
+    autograd.range("MmBackward0, seq = 9, op_id = 2", 4810, 4980)
+    autograd.launch(4850, 4860, 6, "mm_bwd", 4900, 4950)
+    autograd.launch(5100, 5150, 7, "block_bwd", 5200, 5300)
+    autograd.range("model/embed [backward]", 6100, 6500)
+    autograd.launch(6200, 6250, 8, "embed_bwd", 6300, 6400)
     return b
 
 
@@ -1047,30 +1084,30 @@ def launch_overhead_copies_gaps() -> SyntheticExport:
     800 [4500,5300], 600 [3600,4200], 450 [1700,2150], 200 [500,700], 100 [9800,9900], 50 [9700,9750].
     Device 1 busy [1500, 3500], no gap.
     """
-    main, autograd, loader = 100, 101, 102
-    b = SyntheticExport().thread(P, main, "python3").thread(P, autograd, "pt_autograd_0").thread(P, loader, "loader")
-    b.range("step", 0, 10000, tid=main, pid=P)
-    b.range("fwd", 100, 4000, tid=main, pid=P)
-    b.range("aten::linear, op_id = 1, sizes = []", 200, 1900, tid=main, pid=P)
-    b.range("opt", 5000, 9000, tid=main, pid=P)
-    b.range("aten::copy_, op_id = 5, sizes = []", 8400, 8600, tid=main, pid=P)
-    b.launch(start=300, end=400, tid=main, pid=P, correlation_id=1, kernel=("k1", 450, 500, 7, 0))
-    b.launch(start=600, end=700, tid=main, pid=P, correlation_id=2, kernel=("k2", 700, 1700, 7, 0))
-    b.launch(start=2000, end=2100, tid=main, pid=P, correlation_id=3, kernel=("k1", 2150, 2200, 7, 0))
-    b.launch(start=5100, end=5200, tid=main, pid=P, correlation_id=4, kernel=("k3", 5300, 5400, 7, 0))
-    b.launch(start=8000, end=8100, tid=main, pid=P, correlation_id=5, kernel=("k3", 8200, 8300, 7, 0))
-    b.launch(start=3000, end=3050, tid=autograd, pid=P, correlation_id=6, kernel=("k_bwd", 3100, 3600, 7, 0))
-    b.launch(start=1000, end=1010, tid=loader, pid=P, correlation_id=7, kernel=("k_dev1", 1500, 3500, 7, 1))
+    b = SyntheticExport().thread(P, 100, "python3").thread(P, 101, "pt_autograd_0").thread(P, 102, "loader")
+    main, autograd, loader = b.on(P, 100), b.on(P, 101), b.on(P, 102)
+    main.range("step", 0, 10000)
+    main.range("fwd", 100, 4000)
+    main.range("aten::linear, op_id = 1, sizes = []", 200, 1900)
+    main.range("opt", 5000, 9000)
+    main.range("aten::copy_, op_id = 5, sizes = []", 8400, 8600)
+    main.launch(300, 400, 1, "k1", 450, 500)
+    main.launch(600, 700, 2, "k2", 700, 1700)
+    main.launch(2000, 2100, 3, "k1", 2150, 2200)
+    main.launch(5100, 5200, 4, "k3", 5300, 5400)
+    main.launch(8000, 8100, 5, "k3", 8200, 8300)
+    autograd.launch(3000, 3050, 6, "k_bwd", 3100, 3600)
+    loader.launch(1000, 1010, 7, "k_dev1", 1500, 3500, device=1)
     b.memcpy(4200, 4500, 1_000_000, pid=P, correlation_id=8, api="cudaMemcpy_v3020", api_start=4100, api_end=4650,
-             tid=main)
+             tid=main.tid)
     b.memcpy(9200, 9700, 2_000_000, pid=P, correlation_id=9, src_kind=PINNED, stream=14, api_start=8500,
-             api_end=8550, tid=main)
-    b.memset(9750, 9800, 4096, pid=P, correlation_id=10, api_start=9160, api_end=9180, tid=main)
+             api_end=8550, tid=main.tid)
+    b.memset(9750, 9800, 4096, pid=P, correlation_id=10, api_start=9160, api_end=9180, tid=main.tid)
     b.memcpy(9900, 9950, 8, pid=P, correlation_id=11, copy_kind=DTOH, src_kind=DEVICE, dst_kind=PAGEABLE,
-             api_start=9850, api_end=9990, tid=main)
-    b.osrt("poll", 5300, 7900, tid=main, pid=P)
-    b.osrt("read", 5350, 5380, tid=main, pid=P, nesting_level=1)
-    b.osrt("pthread_cond_wait", 2000, 9000, tid=loader, pid=P)
+             api_start=9850, api_end=9990, tid=main.tid)
+    main.osrt("poll", 5300, 7900)
+    main.osrt("read", 5350, 5380, nesting_level=1)
+    loader.osrt("pthread_cond_wait", 2000, 9000)
     return b
 
 
@@ -1093,57 +1130,53 @@ def efficiency_ops() -> SyntheticExport:
         tid 100: Optimizer.step#SGD.step [70000,72000] > aten::_foreach_add_ ([[64],[64]]) [70100,71000]:
           multi_tensor_apply_kernel [70300,70500]
     """
-    b = SyntheticExport().thread(P, T, "python3").thread(P, AUTOGRAD_TID, "pt_autograd_0", process_name="python3")
-    b.range("profiled_step", 0, 100000, tid=T, pid=P)
-    b.range("forward_pass", 100, 50000, tid=T, pid=P)
+    b, main, autograd = training_process()
+    main.range("profiled_step", 0, 100000)
+    main.range("forward_pass", 100, 50000)
     corr = iter(range(1, 100))
 
-    def launch(kernel, start, kstart, kend, tid=T):
-        b.launch(start=start, end=start + 10, tid=tid, pid=P, correlation_id=next(corr),
-                 kernel=(kernel, kstart, kend, 7, 0))
+    def launch(kernel, start, kstart, kend, thread=main):
+        thread.launch(start, start + 10, next(corr), kernel, kstart, kend)
 
-    b.range("aten::linear, seq = 10, op_id = 1, sizes = [[8, 16, 32], [64, 32], [64]], "
-            "input_op_ids = [(0,-1), (0,-1), (0,-1)]", 200, 2000, tid=T, pid=P)
-    b.range("aten::addmm, op_id = 2, sizes = [[64], [128, 32], [32, 64], [], []], "
-            "input_op_ids = [(0,-1), (0,-1), (0,-1), (0,-1), (0,-1)]", 300, 1900, tid=T, pid=P)
+    main.range("aten::linear, seq = 10, op_id = 1, sizes = [[8, 16, 32], [64, 32], [64]], "
+               "input_op_ids = [(0,-1), (0,-1), (0,-1)]", 200, 2000)
+    main.range("aten::addmm, op_id = 2, sizes = [[64], [128, 32], [32, 64], [], []], "
+               "input_op_ids = [(0,-1), (0,-1), (0,-1), (0,-1), (0,-1)]", 300, 1900)
     launch("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_tn", 400, 500, 1500)
     launch("void cublasLt::splitKreduce_kernel<32, 16, int, float, float>(T1 *)", 420, 1500, 1600)
-    b.range("aten::matmul, seq = 11, op_id = 3, sizes = [[4, 8, 16], [4, 16, 2]], input_op_ids = [(0,-1), (0,-1)]",
-            2100, 4000, tid=T, pid=P)
+    main.range("aten::matmul, seq = 11, op_id = 3, sizes = [[4, 8, 16], [4, 16, 2]], input_op_ids = [(0,-1), (0,-1)]",
+               2100, 4000)
     launch("void at::native::elementwise_kernel<128, 4, at::native::direct_copy_kernel_cuda<float>>(int, T3)",
            2150, 2200, 2300)
-    b.range("aten::bmm, op_id = 4, sizes = [[4, 8, 16], [4, 16, 2]], input_op_ids = [(0,-1), (0,-1)]",
-            2400, 3900, tid=T, pid=P)
+    main.range("aten::bmm, op_id = 4, sizes = [[4, 8, 16], [4, 16, 2]], input_op_ids = [(0,-1), (0,-1)]",
+               2400, 3900)
     launch("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel_trt",
            2500, 2600, 3100)
-    b.range("aten::conv2d, seq = 12, op_id = 5, sizes = [[2, 3, 10, 10], [4, 3, 3, 3], [4], [], [], [], []], "
-            "input_op_ids = [(0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1)]", 4100, 6000, tid=T, pid=P)
-    b.range("aten::convolution, op_id = 6, sizes = [[2, 3, 10, 10], [4, 3, 3, 3], [4], [], [], [], [], [], []], "
-            "input_op_ids = [(0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1)]",
-            4150, 5900, tid=T, pid=P)
-    b.range("aten::cudnn_convolution, op_id = 7, sizes = [[2, 3, 10, 10], [4, 3, 3, 3], [], [], [], [], []], "
-            "input_op_ids = [(0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1)]", 4200, 5800, tid=T, pid=P)
+    main.range("aten::conv2d, seq = 12, op_id = 5, sizes = [[2, 3, 10, 10], [4, 3, 3, 3], [4], [], [], [], []], "
+               "input_op_ids = [(0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1)]", 4100, 6000)
+    main.range("aten::convolution, op_id = 6, sizes = [[2, 3, 10, 10], [4, 3, 3, 3], [4], [], [], [], [], [], []], "
+               "input_op_ids = [(0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1)]",
+               4150, 5900)
+    main.range("aten::cudnn_convolution, op_id = 7, sizes = [[2, 3, 10, 10], [4, 3, 3, 3], [], [], [], [], []], "
+               "input_op_ids = [(0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1), (0,-1)]", 4200, 5800)
     launch("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize64x64x16_stage4_warpsize2x2x1_g1_tensor16x8x8",
            4300, 4400, 5400)
-    b.range("aten::relu, seq = 13, op_id = 8, sizes = [[2, 4, 8, 8]], input_op_ids = [(5,0)]", 6100, 6500, tid=T, pid=P)
+    main.range("aten::relu, seq = 13, op_id = 8, sizes = [[2, 4, 8, 8]], input_op_ids = [(5,0)]", 6100, 6500)
     launch("void at::native::vectorized_elementwise_kernel<4, at::native::clamp_min_scalar_kernel_impl<float>>(int, T2)",
            6150, 6200, 6300)
-    b.range("aten::add, seq = 14, op_id = 9, sizes = [[8, 64], [8, 64], []], input_op_ids = [(0,-1), (0,-1), (0,-1)]",
-            7000, 7500, tid=T, pid=P)
+    main.range("aten::add, seq = 14, op_id = 9, sizes = [[8, 64], [8, 64], []], input_op_ids = [(0,-1), (0,-1), (0,-1)]",
+               7000, 7500)
     launch("void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::BFloat16>>(int, T2)",
            7050, 7100, 7200)
-    b.range("aten::copy_, op_id = 10, sizes = [[8, 64], [8, 64], []], input_op_ids = [(0,-1), (9,0), (0,-1)]",
-            7600, 7900, tid=T, pid=P)
+    main.range("aten::copy_, op_id = 10, sizes = [[8, 64], [8, 64], []], input_op_ids = [(0,-1), (9,0), (0,-1)]",
+               7600, 7900)
     launch("void at::native::vectorized_elementwise_kernel<4, at::native::direct_copy_kernel_cuda<float>>(int, T2)",
            7650, 7700, 7800)
-    b.range("autograd::engine::evaluate_function: MmBackward0, op_id = 20", 60000, 65000, tid=AUTOGRAD_TID, pid=P)
-    b.range("MmBackward0, seq = 15, op_id = 21, sizes = [[128, 64]], input_op_ids = [(0,-1)]", 60100, 64900,
-            tid=AUTOGRAD_TID, pid=P)
-    b.range("aten::mm, op_id = 22, sizes = [[128, 64], [64, 32]], input_op_ids = [(0,-1), (0,-1)]", 60200, 62000,
-            tid=AUTOGRAD_TID, pid=P)
-    launch("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", 60300, 60400, 60800, tid=AUTOGRAD_TID)
-    b.range("Optimizer.step#SGD.step, op_id = 30", 70000, 72000, tid=T, pid=P)
-    b.range("aten::_foreach_add_, op_id = 31, sizes = [[64], [64]], input_op_ids = [(0,-1), (0,-1)]", 70100, 71000,
-            tid=T, pid=P)
+    autograd.range("autograd::engine::evaluate_function: MmBackward0, op_id = 20", 60000, 65000)
+    autograd.range("MmBackward0, seq = 15, op_id = 21, sizes = [[128, 64]], input_op_ids = [(0,-1)]", 60100, 64900)
+    autograd.range("aten::mm, op_id = 22, sizes = [[128, 64], [64, 32]], input_op_ids = [(0,-1), (0,-1)]", 60200, 62000)
+    launch("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", 60300, 60400, 60800, thread=autograd)
+    main.range("Optimizer.step#SGD.step, op_id = 30", 70000, 72000)
+    main.range("aten::_foreach_add_, op_id = 31, sizes = [[64], [64]], input_op_ids = [(0,-1), (0,-1)]", 70100, 71000)
     launch("void at::native::multi_tensor_apply_kernel<TensorListMetadata<2>>(T1, T2)", 70200, 70300, 70500)
     return b

@@ -4,14 +4,37 @@ from __future__ import annotations
 import importlib.util
 import lzma
 import shutil
+import sys
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
+from typing import Iterator
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_SAMPLE = REPO.parent / "shared" / "samples" / "small-train"
 FIXTURES = REPO / "fixtures"
+
+
+def unxz(source: Path, target: Path) -> Path:
+    """An xz-compressed export (`source`) decompressed into `target`; returns `target`."""
+    with lzma.open(source) as src, target.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return target
+
+
+@contextmanager
+def opened_each(paths: dict, cache_dir: Path) -> Iterator[dict]:
+    """{key: nsysql.open(path)} for each of `paths` ({key: export}), closed at the end."""
+    import nsysql
+    handles = {key: nsysql.open(path, cache_dir=cache_dir) for key, path in paths.items()}
+    try:
+        yield handles
+    finally:
+        for handle in handles.values():
+            handle.close()
 
 
 def golden_exports() -> list[tuple[str, Path, Path]]:
@@ -35,13 +58,7 @@ def export_files(tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("exports")
     files = {}
     for ident, path, _ in golden_exports():
-        if path.suffix == ".xz":
-            target = out / f"{ident}.sqlite"
-            with lzma.open(path) as src, target.open("wb") as dst:
-                shutil.copyfileobj(src, dst)
-            files[ident] = target
-        else:
-            files[ident] = path
+        files[ident] = unxz(path, out / f"{ident}.sqlite") if path.suffix == ".xz" else path
     return files
 
 
@@ -52,20 +69,25 @@ def cache_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def opened(export_files, cache_dir):
-    import nsysql
-    handles = {ident: nsysql.open(path, cache_dir=cache_dir) for ident, path in export_files.items()}
-    yield handles
-    for h in handles.values():
-        h.close()
+    with opened_each(export_files, cache_dir) as handles:
+        yield handles
 
 
 @lru_cache(maxsize=None)
-def make_synthetic():
-    """scripts/make_synthetic.py (a script, not a package) as a module, loaded once."""
-    spec = importlib.util.spec_from_file_location("make_synthetic", REPO / "scripts" / "make_synthetic.py")
+def load_script(relative: str) -> ModuleType:
+    """A script of the repository (`scripts/make_synthetic.py`: not a package) as a module, loaded once and
+    registered in sys.modules under its name (dataclasses look their module up there)."""
+    path = REPO / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def make_synthetic() -> ModuleType:
+    """scripts/make_synthetic.py as a module."""
+    return load_script("scripts/make_synthetic.py")
 
 
 @pytest.fixture(scope="session")

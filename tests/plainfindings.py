@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import math
 import re
-import sqlite3
 import statistics
 from collections import defaultdict
 
-from plainwalk import Plain, PlainAttribution, PlainTimeline, merge, plain_steps, short_api
+from plainwalk import Plain, PlainAttribution, PlainTimeline, merge, plain_steps, read_export, short_api
 
 
 def clip(intervals, start, end):
@@ -65,8 +64,7 @@ class PlainFindings:
         self.path = path
         self.pa = PlainAttribution(path)
         self.tl = PlainTimeline(path)
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        strings = dict(db.execute("SELECT id, value FROM StringIds"))
+        db, _, strings = read_export(path)
         last = db.execute("SELECT MAX(MAX(start, COALESCE(end, start))) FROM NVTX_EVENTS "
                           "WHERE eventType IN (59, 60, 70, 71)").fetchone()[0]
         self.nvtx = []  # every range, markers included: (gtid, text, start, end)

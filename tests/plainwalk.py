@@ -9,6 +9,17 @@ import sqlite3
 from collections import defaultdict
 
 
+def read_export(path) -> tuple[sqlite3.Connection, set[str], dict[int, str]]:
+    """A read-only sqlite3 connection to an export, the names of its tables and its strings (StringIds: id -> text)."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    return db, tables, dict(db.execute("SELECT id, value FROM StringIds"))
+
+
+def pid_of(global_id: int) -> int:
+    """The process id inside an nsys globalTid or globalPid."""
+    return (global_id >> 24) & 0xFFFFFF
+
 def union_length(intervals) -> int:
     total, cur_s, cur_e = 0, None, None
     for s, e in sorted(intervals):
@@ -25,13 +36,11 @@ def union_length(intervals) -> int:
 
 class Plain:
     def __init__(self, path):
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        strings = dict(db.execute("SELECT id, value FROM StringIds"))
+        db, tables, strings = read_export(path)
         self.runtime = {}
         for start, end, gtid, corr, name_id in db.execute(
                 "SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME"):
-            pid = (gtid >> 24) & 0xFFFFFF
+            pid = pid_of(gtid)
             self.runtime[(pid, corr)] = (start, end, gtid, strings[name_id])
         self.ops = []  # (kind, start, end, pid, corr, bytes)
         for kind, table in (("kernel", "CUPTI_ACTIVITY_KIND_KERNEL"), ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"),
@@ -39,7 +48,7 @@ class Plain:
             if table in tables:  # graph: a CUDA graph traced at graph level, one row per launch, no kernel rows
                 cols = "start, end, globalPid, correlationId, " + ("0" if kind in ("kernel", "graph") else "bytes")
                 for s, e, gpid, corr, nbytes in db.execute(f"SELECT {cols} FROM {table}"):
-                    self.ops.append((kind, s, e, (gpid >> 24) & 0xFFFFFF, corr, nbytes))
+                    self.ops.append((kind, s, e, pid_of(gpid), corr, nbytes))
         if "NVTX_EVENTS" not in tables:  # an export without NVTX: read as no ranges
             db.execute("CREATE TEMP TABLE NVTX_EVENTS (start, end, eventType, globalTid, endGlobalTid, text, textId, "
                        "domainId)")
@@ -48,13 +57,13 @@ class Plain:
         domains = {}  # (pid, domainId) -> name, from domain-create events (eventType 75)
         for gtid, dom, text, tid_ in db.execute(
                 "SELECT globalTid, domainId, text, textId FROM NVTX_EVENTS WHERE eventType = 75 ORDER BY start"):
-            domains.setdefault(((gtid >> 24) & 0xFFFFFF, dom), text if text is not None else strings.get(tid_, ""))
+            domains.setdefault((pid_of(gtid), dom), text if text is not None else strings.get(tid_, ""))
         self.ranges = []  # (rowid, name, start, end, gtid)
         for rowid, s, e, gtid, text, tid_, dom in db.execute(
                 "SELECT n.rowid, n.start, n.end, n.globalTid, n.text, n.textId, n.domainId FROM NVTX_EVENTS n "
                 "WHERE eventType IN (59, 60, 70, 71) AND endGlobalTid IS NULL"):
             body = text if text is not None else strings.get(tid_, "")
-            domain = domains.get(((gtid >> 24) & 0xFFFFFF, dom), "")
+            domain = domains.get((pid_of(gtid), dom), "")
             self.ranges.append((rowid, f"{domain}:{body or ''}", s, e if e is not None else max_ts, gtid))
         self.by_thread = defaultdict(list)
         for r in self.ranges:
@@ -121,9 +130,7 @@ class PlainAttribution:
     """Direction, layer, op, params and seq of every GPU op, by brute-force containment."""
 
     def __init__(self, path):
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        strings = dict(db.execute("SELECT id, value FROM StringIds"))
+        db, tables, strings = read_export(path)
         self.thread_name = {}
         if "ThreadNames" in tables:
             for gtid, name_id in db.execute("SELECT globalTid, nameId FROM ThreadNames"):
@@ -131,14 +138,14 @@ class PlainAttribution:
         self.calls = {}
         for start, end, gtid, corr in db.execute(
                 "SELECT start, end, globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME"):
-            self.calls[((gtid >> 24) & 0xFFFFFF, corr)] = (start, end, gtid)
+            self.calls[(pid_of(gtid), corr)] = (start, end, gtid)
         self.ops = []  # (kind, rowid, start, end, pid, corr)
         for kind, table in (("kernel", "CUPTI_ACTIVITY_KIND_KERNEL"), ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"),
                             ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"), ("graph", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")):
             if table in tables:
                 for rowid, s, e, gpid, corr in db.execute(
                         f"SELECT rowid, start, end, globalPid, correlationId FROM {table}"):
-                    self.ops.append((kind, rowid, s, e, (gpid >> 24) & 0xFFFFFF, corr))
+                    self.ops.append((kind, rowid, s, e, pid_of(gpid), corr))
         self.ops.sort(key=lambda o: (o[2], o[0], o[1]))
         if "NVTX_EVENTS" not in tables:  # an export without NVTX: read as no ranges
             db.execute("CREATE TEMP TABLE NVTX_EVENTS (start, end, eventType, globalTid, endGlobalTid, text, textId, "
@@ -148,17 +155,17 @@ class PlainAttribution:
         domains = {}
         for gtid, dom, text, tid_ in db.execute(
                 "SELECT globalTid, domainId, text, textId FROM NVTX_EVENTS WHERE eventType = 75 ORDER BY start"):
-            domains.setdefault(((gtid >> 24) & 0xFFFFFF, dom), text if text is not None else strings.get(tid_, ""))
+            domains.setdefault((pid_of(gtid), dom), text if text is not None else strings.get(tid_, ""))
         # range: dict(id, text, start, end, gtid, pid, user, marker)
         self.ranges = []
         for rowid, s, e, gtid, text, tid_, dom in db.execute(
                 "SELECT rowid, start, end, globalTid, text, textId, domainId FROM NVTX_EVENTS "
                 "WHERE eventType IN (59, 60, 70, 71) AND endGlobalTid IS NULL ORDER BY rowid"):
             body = (text if text is not None else strings.get(tid_)) or ""
-            domain = domains.get(((gtid >> 24) & 0xFFFFFF, dom), "")
+            domain = domains.get((pid_of(gtid), dom), "")
             marker = is_op_marker(body)
             self.ranges.append(dict(id=rowid, text=body, start=s, end=e if e is not None else last, gtid=gtid,
-                                    pid=(gtid >> 24) & 0xFFFFFF, marker=marker,
+                                    pid=pid_of(gtid), marker=marker,
                                     user=not marker and domain not in LIBRARY_DOMAINS))
         self.by_thread = defaultdict(list)
         for r in self.ranges:
@@ -213,7 +220,7 @@ class PlainAttribution:
             return None
         found = []
         for other in self.by_thread:
-            if other == gtid or (other >> 24) & 0xFFFFFF != pid:
+            if other == gtid or pid_of(other) != pid:
                 continue
             st = [r for r in self.stack(other, start, end) if r["user"] and not r["annotated"]]
             if st:
@@ -314,9 +321,7 @@ class PlainTimeline:
     """Every GPU op with its device and launching call, every CUDA/OS call and NVTX range of an export."""
 
     def __init__(self, path):
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        strings = dict(db.execute("SELECT id, value FROM StringIds"))
+        db, tables, strings = read_export(path)
         labels = {}
         for table in ("ENUM_CUDA_MEMCPY_OPER", "ENUM_CUDA_MEM_KIND"):
             labels[table] = dict(db.execute(f"SELECT id, label FROM {table}")) if table in tables else {}
@@ -329,7 +334,7 @@ class PlainTimeline:
         if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
             for s, e, gtid, corr, name_id in db.execute(
                     "SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME"):
-                call = dict(start=s, end=e, gtid=gtid, pid=(gtid >> 24) & 0xFFFFFF, tid=gtid & 0xFFFFFF,
+                call = dict(start=s, end=e, gtid=gtid, pid=pid_of(gtid), tid=gtid & 0xFFFFFF,
                             name=strings[name_id])
                 self.calls[(call["pid"], corr)] = call
                 self.cuda_calls[gtid].append((s, e, short_api(call["name"])))
@@ -378,7 +383,7 @@ class PlainTimeline:
                     self.user_ranges[gtid].append(dict(id=rowid, text=body, start=s, end=e if e is not None else last))
 
     def _op(self, kind, s, e, dev, stream, gpid, corr, name, nbytes=None, copy_kind=None, src=None, dst=None):
-        pid = (gpid >> 24) & 0xFFFFFF
+        pid = pid_of(gpid)
         self.ops.append(dict(kind=kind, start=s, end=e, device=dev, stream=stream, pid=pid, name=name, bytes=nbytes,
                              copy_kind=copy_kind, src=src, dst=dst, call=self.calls.get((pid, corr))))
 
@@ -427,7 +432,7 @@ class PlainTimeline:
             row.update(cpu_ns=sum(c["end"] - c["start"] for c in calls), launch_span_ns=end - start, gpu_idle_ns=idle,
                        launch_bound=len(group) >= 2 and 2 * idle > end - start,
                        thread_name=self.thread_name.get(gtid))
-            out[((gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF)] = row
+            out[(pid_of(gtid), gtid & 0xFFFFFF)] = row
         return out
 
     def overhead_by_kernel(self):
@@ -573,7 +578,7 @@ def plain_steps(pa: PlainAttribution):
         mains = {}
         for gtid, rs in per_thread.items():
             key = (-len(rs), -sum(r["end"] - r["start"] for r in rs), gtid)
-            pid = (gtid >> 24) & 0xFFFFFF
+            pid = pid_of(gtid)
             if pid not in mains or key < mains[pid][0]:
                 mains[pid] = (key, gtid)
         for pid, (_, gtid) in mains.items():
@@ -638,6 +643,5 @@ def op_instances(pa: PlainAttribution, kernel_names):
 
 def kernel_names(path):
     """{kernel rowid: demangled name}."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    strings = dict(db.execute("SELECT id, value FROM StringIds"))
+    db, _, strings = read_export(path)
     return {rowid: strings[n] for rowid, n in db.execute("SELECT rowid, demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL")}

@@ -5,13 +5,12 @@ Python loops from the raw rows of the export (kernels, copies, sets, CUDA calls,
 TARGET_INFO_GPU, CUPTI synchronization records). The only input taken from nsysql is the list of step windows
 (analysis.steps, tested against plainwalk in test_steps.py); which of them are analysed is decided here.
 
-Conventions: pid = (globalTid >> 24) & 0xFFFFFF, tid = globalTid & 0xFFFFFF; correlationId is unique per process
+Conventions: pid = pid_of(globalTid), tid = globalTid & 0xFFFFFF; correlationId is unique per process
 only; intervals are [start, end) in ns.
 """
 from __future__ import annotations
 
 import re
-import sqlite3
 import statistics
 from bisect import bisect_right
 from collections import defaultdict
@@ -24,6 +23,8 @@ from plainwalk import (
     is_op_marker,
     layer_path,
     merge,
+    pid_of,
+    read_export,
     short_api,
     union_length,
 )
@@ -41,16 +42,14 @@ CATEGORIES = ("kernel_ns", "memcpy_ns", "memset_ns", "runtime_ns", "dataloader_n
 
 
 def split_tid(gtid):
-    return (gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF
+    return pid_of(gtid), gtid & 0xFFFFFF
 
 
 class PlainExport:
     """The raw rows the overview is made of, as plain Python lists and dicts."""
 
     def __init__(self, path):
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        strings = dict(db.execute("SELECT id, value FROM StringIds"))
+        db, tables, strings = read_export(path)
         self.kernels = []
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
             for row in db.execute(

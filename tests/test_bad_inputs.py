@@ -4,8 +4,6 @@ named in a `warning:` line; never a traceback; nothing written beside the input.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,12 +11,9 @@ from typer.testing import CliRunner
 
 from nsysql.cli import app
 
-from conftest import REPO
+from conftest import load_script
 
-spec = importlib.util.spec_from_file_location("make_bad_inputs", REPO / "scripts" / "make_bad_inputs.py")
-corpus = importlib.util.module_from_spec(spec)
-sys.modules["make_bad_inputs"] = corpus  # dataclasses look their module up there
-spec.loader.exec_module(corpus)
+corpus = load_script("scripts/make_bad_inputs.py")
 
 # command families: the answer, an nsys-identical report, ad-hoc SQL
 COMMANDS = {

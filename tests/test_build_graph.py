@@ -11,7 +11,7 @@ import pytest
 from nsysql import build_graph, catalog, importer
 from nsysql.engine import connect
 
-from conftest import FIXTURES
+from conftest import FIXTURES, unxz
 
 EXPORT = FIXTURES / "gpt-tiny-train-w18s3" / "export.sqlite.xz"
 
@@ -29,12 +29,8 @@ def table_digests(path) -> dict[str, tuple]:
 
 @pytest.fixture(scope="module")
 def plain_export(tmp_path_factory):
-    import lzma
-    import shutil
     out = tmp_path_factory.mktemp("graph") / "export.sqlite"
-    with lzma.open(EXPORT) as src, out.open("wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return out
+    return unxz(EXPORT, out)
 
 
 def test_several_statements_at_once_build_the_same_tables(plain_export, tmp_path, monkeypatch):

@@ -38,8 +38,9 @@ class RecordingConnection:
 
 
 def tables_read(con, sql: str) -> set[str]:
-    """The tables and views a SELECT names (CTE names included; the caller looks up the real ones), from DuckDB's
-    own parse tree; raises for anything but a SELECT (or a temp table made from one)."""
+    """The tables and views a SELECT names (CTE names included; the caller looks up the real ones), also as the
+    arguments of a table macro, from DuckDB's own parse tree; raises for anything but a SELECT (or a temp table
+    made from one)."""
     made = re.match(r"\s*CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+TABLE\s+\S+\s+AS\s+", sql, re.IGNORECASE)
     sql = sql[made.end():] if made else sql
     tree = json.loads(con.execute("SELECT json_serialize_sql($q)", {"q": sql}).fetchone()[0])
@@ -51,6 +52,9 @@ def tables_read(con, sql: str) -> set[str]:
         if isinstance(node, dict):
             if node.get("type") == "BASE_TABLE" and node.get("table_name"):
                 found.add(node["table_name"])
+            if node.get("type") == "TABLE_FUNCTION":  # a table macro reads the tables passed to it by name
+                found.update(arg["column_names"][0] for arg in node["function"].get("children", [])
+                             if arg.get("class") == "COLUMN_REF" and len(arg["column_names"]) == 1)
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):

@@ -23,6 +23,8 @@ from capture.models import MODEL_NAMES
 from capture.workload import DEFAULT_CHECKPOINT
 from nsysql.cli import app
 
+from test_capture_runner import fake_nsys
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 
@@ -74,7 +76,7 @@ SAMPLES = {
     "dataloader": None, "workers": "0", "pin_memory": None, "sync": None, "log_every": "2",
     "checkpoint_every": "3", "checkpoint_path": "/tmp/ck.pt", "tf32": None, "allreduce": None,
     "image_size": "40", "source_size": "64", "width": "8", "stages": "2", "blocks": "1",
-    "classes": "10", "pool": "4", "channels_last": None,
+    "classes": "10", "pool": "4", "channels_last": None, "op_ranges": None, "annotate": None,
 }
 
 
@@ -291,33 +293,15 @@ def test_readme_command_runs_the_recorded_workload(calls: list, folder: str,
 
 # --- end to end with a fake nsys --------------------------------------------------------------
 
-FAKE_NSYS = r'''#!{python}
-import json, sys
-args = sys.argv[1:]
-with open({log!r}, "a") as log:
-    log.write(json.dumps(args) + "\n")
-def value(flag):
-    return args[args.index(flag) + 1]
-if args[0] == "profile":
-    open(value("-o") + ".nsys-rep", "w").close()
-elif args[0] == "export":
-    open(value("-o"), "w").close()
-'''
-
-
 def test_end_to_end_with_a_fake_nsys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = tmp_path / "calls.jsonl"
-    nsys = tmp_path / "bin" / "nsys"
-    nsys.parent.mkdir()
-    nsys.write_text(FAKE_NSYS.format(python=sys.executable, log=str(log)))
-    nsys.chmod(0o755)
+    nsys, log = fake_nsys(tmp_path)
     monkeypatch.setattr(runner, "check_torch_cuda", lambda: None)
     out = tmp_path / "run"
     result = invoke(["capture", "cnn", "-o", str(out), "--nsys", str(nsys), "--dataloader",
                      "--workers", "2", "--pin-memory", "--no-sync", "--allreduce", "--tf32",
                      "--pool", "8", "--", "-t", "cuda", "--duration=5"])
     assert result.exit_code == 0, result.output
-    profile, export = [json.loads(line) for line in log.read_text().splitlines()]
+    profile, export = [json.loads(line)["args"] for line in log.read_text().splitlines()]
     assert profile[:9] == ["profile", "-s", "none", "--cpuctxsw=none",
                            "--python-sampling=false", "-o", str(out), "-f", "true"]
     assert profile[9:12] == ["-t", "cuda", "--duration=5"]

@@ -240,13 +240,19 @@ elif args[0] == "stats":
 '''
 
 
-def test_run_capture_end_to_end_with_fake_nsys(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    log = tmp_path / "calls.jsonl"
-    nsys = tmp_path / "bin" / "nsys"
+def fake_nsys(folder: Path) -> tuple[Path, Path]:
+    """(FAKE_NSYS written as folder/bin/nsys, the file its calls go to: one JSON object a line)."""
+    log = folder / "calls.jsonl"
+    nsys = folder / "bin" / "nsys"
     nsys.parent.mkdir()
     nsys.write_text(FAKE_NSYS.format(python=sys.executable, log=str(log)))
     nsys.chmod(0o755)
+    return nsys, log
+
+
+def test_run_capture_end_to_end_with_fake_nsys(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    nsys, log = fake_nsys(tmp_path)
     monkeypatch.setattr(runner, "check_torch_cuda", lambda: None)
     monkeypatch.setenv("SOME_TOKEN", "do-not-record")
     lines: list[str] = []

@@ -8,6 +8,8 @@ import pytest
 
 from nsysql import catalog
 
+from conftest import load_script
+
 QUERIES = sorted(catalog.all_queries().values(), key=lambda q: q.id)
 
 
@@ -111,12 +113,7 @@ def test_header_parser_needs_the_required_keys():
 
 def test_header_lock_rule():
     """scripts/check_headers.py: columns changed at the same version fail; a raised version only needs the lock."""
-    import importlib.util
-    from pathlib import Path
-    spec = importlib.util.spec_from_file_location(
-        "check_headers", Path(__file__).resolve().parent.parent / "scripts" / "check_headers.py")
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
+    check = load_script("scripts/check_headers.py")
     locked = {"a.x": {"version": 1, "columns": ["n | BIGINT | count"]}}
     assert check.problems(locked, locked) == ([], [])
     bump, _ = check.problems(locked, {"a.x": {"version": 1, "columns": ["n | DOUBLE | count"]}})

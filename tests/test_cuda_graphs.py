@@ -20,8 +20,8 @@ from nsysql import catalog, plot
 from nsysql.errors import MissingDataError, cli_text
 from nsysql.render import to_csv
 
-from conftest import FIXTURES
-from plainwalk import union_length
+from conftest import FIXTURES, unxz
+from plainwalk import pid_of, read_export, union_length
 
 GRAPH, NODE, COMPILE, NONVTX = "cuda-graphs-graph", "cuda-graphs-node", "cuda-graphs-compile", "cuda-graphs-nonvtx"
 
@@ -30,20 +30,18 @@ class Raw:
     """The raw rows: GPU ops (graph rows included), CUDA calls, NVTX push/pop ranges; sqlite3 and loops only."""
 
     def __init__(self, path: Path):
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        strings = dict(db.execute("SELECT id, value FROM StringIds"))
+        db, tables, strings = read_export(path)
         self.calls = {}
         for s, e, gtid, corr, name in db.execute(
                 "SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME"):
-            self.calls[((gtid >> 24) & 0xFFFFFF, corr)] = dict(start=s, end=e, gtid=gtid, name=strings[name])
+            self.calls[(pid_of(gtid), corr)] = dict(start=s, end=e, gtid=gtid, name=strings[name])
         self.ops = []  # dict(kind, id, start, end, device, pid, call)
         for kind, table in (("kernel", "CUPTI_ACTIVITY_KIND_KERNEL"), ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"),
                             ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"), ("graph", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")):
             if table in tables:
                 for rowid, s, e, dev, gpid, corr in db.execute(
                         f"SELECT rowid, start, end, deviceId, globalPid, correlationId FROM {table}"):
-                    pid = (gpid >> 24) & 0xFFFFFF
+                    pid = pid_of(gpid)
                     self.ops.append(dict(kind=kind, id=rowid, start=s, end=e, device=dev, pid=pid,
                                          call=self.calls.get((pid, corr))))
         self.graph_ids = {}
@@ -74,8 +72,7 @@ def raw(export_files):
 def nonvtx(tmp_path_factory):
     directory = tmp_path_factory.mktemp("nonvtx")
     path = directory / "nonvtx.sqlite"
-    with lzma.open(FIXTURES / NONVTX / "export.sqlite.xz") as src, path.open("wb") as dst:
-        shutil.copyfileobj(src, dst)
+    unxz(FIXTURES / NONVTX / "export.sqlite.xz", path)
     with nsysql.open(path, cache_dir=directory / "cache") as ex:
         yield ex, path
 

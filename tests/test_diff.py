@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections import Counter
 
 import pytest
@@ -11,7 +10,7 @@ from typer.testing import CliRunner
 import nsysql
 from nsysql.cli import app
 
-from plainwalk import PlainAttribution, user_range_paths
+from plainwalk import PlainAttribution, read_export, user_range_paths
 from test_steps import open_case
 
 runner = CliRunner()
@@ -20,8 +19,7 @@ FP32, BF16 = "gpt-tiny-train-fp32", "gpt-tiny-train-bf16"
 
 def raw_kernels(path):
     """[(demangled name, short name, duration)] straight from the export."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    strings = dict(db.execute("SELECT id, value FROM StringIds"))
+    db, _, strings = read_export(path)
     rows = [(strings[d], strings[s], e - b) for d, s, b, e in
             db.execute("SELECT demangledName, shortName, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL")]
     db.close()

@@ -1,7 +1,6 @@
 """The docs site: generated references current, every command and public query documented, every link valid."""
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -10,17 +9,14 @@ import pytest
 
 from nsysql import catalog
 
-from conftest import REPO
+from conftest import REPO, load_script
 
 DOCS = REPO / "docs"
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("make_reference_docs", REPO / "scripts" / "make_reference_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/make_reference_docs.py")
 
 
 def test_generated_references_are_current():

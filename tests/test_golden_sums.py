@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import lzma
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from nsysql import catalog
 from nsysql.errors import MissingDataError
 from nsysql.render import to_csv
 
-from conftest import golden_exports
+from conftest import golden_exports, unxz
 
 REPORTS = ["cuda_gpu_sum", "cuda_api_gpu_sum", "cuda_gpu_kern_gb_sum", "nvtx_pushpop_sum", "nvtx_pushpop_trace",
            "nvtx_startend_sum"]
@@ -85,9 +84,7 @@ def test_report_is_empty_where_nvidia_found_no_rows(opened, ident, name):
 @pytest.fixture(scope="module")
 def cpu_export(tmp_path_factory):
     directory = tmp_path_factory.mktemp("nsys2022-sums")
-    target = directory / "export.sqlite"
-    with lzma.open(FIXTURE_2022 / "export.sqlite.xz") as src, target.open("wb") as dst:
-        shutil.copyfileobj(src, dst)
+    target = unxz(FIXTURE_2022 / "export.sqlite.xz", directory / "export.sqlite")
     with nsysql.open(target, cache_dir=directory / "cache") as ex:
         yield ex
 

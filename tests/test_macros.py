@@ -190,3 +190,129 @@ def test_launch_stats_as_columns_of_a_grouped_select():
         "g", "launches", "kernel_ns", "mean_api_ns", "median_api_ns", "p95_api_ns", "mean_queue_ns",
         "median_queue_ns", "p95_queue_ns", "shorter_than_launch"]
     assert rows.fetchall() == [(1, 3, 36, 20.0, 20.0, 29.0, 4.0, 4.0, 7.6, 2), (2, 1, 7, 7.0, 7.0, 7.0, 1.0, 1.0, 1.0, 0)]
+
+
+def test_comm_kernels_by_name_or_by_an_nccl_range_around_the_launch():
+    """Kernels named like NCCL's (any case), and kernels launched by a call inside one of NCCL's ranges (directly or
+    under a range nested in one), matched on process AND correlation id; a range of another domain does not count."""
+    con = connection()
+    got = con.execute("""
+        WITH kernel(kernel_id, kernel_name, pid, correlation_id) AS (VALUES
+            (1, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm *)', 1, 10),  -- by its name
+            (2, 'oneRankReduce', 1, 11),   -- launched inside ncclAllReduce
+            (3, 'NCCLKernel_x', 1, 12),    -- by its name, another case
+            (4, 'gemm', 1, 13),            -- launched inside a range of another domain
+            (5, 'oneRankReduce', 2, 11),   -- the same correlation id in another process, launched outside
+            (6, 'copy_kernel', 1, 14),     -- launched inside a user range nested in NCCL's
+            (7, 'gemm', 1, 99)),           -- no launching call
+        runtime(runtime_id, pid, correlation_id) AS (VALUES (100, 1, 11), (101, 1, 13), (102, 2, 11), (103, 1, 14)),
+        nvtx_range(range_id, domain) AS (VALUES (7, 'NCCL'), (8, 'other'), (9, 'user')),
+        runtime_nvtx(runtime_id, range_id) AS (VALUES (100, 7), (101, 8), (103, 9)),
+        nvtx_ancestor(range_id, ancestor_id) AS (VALUES (7, 7), (8, 8), (9, 9), (9, 7))
+        SELECT kernel_id FROM comm_kernels(kernel, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range)
+        ORDER BY kernel_id""").fetchall()
+    assert [k for (k,) in got] == [1, 2, 3, 6]
+    names = ["ncclKernel_AllGather", "NCCLDEV", "oneRankReduce", "gemm_nccl_fused", "gemm"]
+    flags = [con.execute("SELECT is_nccl_name($n)", {"n": n}).fetchone()[0] for n in names]
+    assert flags == [True, True, False, True, False]
+
+
+def test_device_busy_in_equals_a_plain_walk():
+    """Spans on two devices against their disjoint busy intervals: before the first, across several, inside one,
+    after the last, empty, and on a device with none."""
+    con = connection()
+    busy = {0: [(10, 20), (30, 50), (60, 61)], 1: [(0, 1000)]}
+    spans = [(1, 0, 0, 100), (2, 0, 15, 35), (3, 0, 20, 30), (4, 0, 55, 60), (5, 1, 500, 700), (6, 0, 45, 60),
+             (7, 2, 0, 10), (8, 0, 70, 90), (9, 0, 12, 12)]  # (id, device_id, s, e); device 2 has no busy interval
+    busy_values = ", ".join(f"({d}, {s}, {e})" for d, intervals in busy.items() for s, e in intervals)
+    span_values = ", ".join(f"({i}, {d}, {s}, {e})" for i, d, s, e in spans)
+    got = {i: b for i, d, b in con.execute(
+        f"WITH busy(device_id, start_ns, end_ns) AS (VALUES {busy_values}), "
+        f"span(id, device_id, s, e) AS (VALUES {span_values}) "
+        "SELECT id, device_id, busy_ns FROM device_busy_in(span, busy) ORDER BY id").fetchall()}
+    walk = {i: sum(max(0, min(e, be) - max(s, bs)) for bs, be in busy.get(d, [])) for i, d, s, e in spans}
+    assert got == walk
+    assert got[1] == 31 and got[5] == 200 and got[7] == 0 and got[8] == 0  # spelled out
+
+
+def test_kernel_launches_pairs_kernels_and_graphs_with_their_call():
+    """Kernels and graph-level CUDA graphs meet their launching call on process AND correlation id; a kernel without
+    one is left out; queue time is floored at 0."""
+    con = connection()
+    got = con.execute("""
+        WITH kernel(start_ns, end_ns, device_id, correlation_id, pid, kernel_name) AS (VALUES
+            (100, 150, 0, 1, 7, 'k_a'),   -- launched by call 10
+            (105, 120, 1, 2, 7, 'k_b'),   -- starts before its call returns: queue 0
+            (300, 310, 0, 1, 8, 'k_c'),   -- the same correlation id in another process: call 12
+            (400, 410, 0, 9, 7, 'k_orphan')),
+        graph_trace(start_ns, end_ns, device_id, correlation_id, pid, graph_id) AS (VALUES (500, 900, 0, 3, 7, 42)),
+        runtime(runtime_id, global_tid, pid, tid, correlation_id, start_ns, end_ns) AS (VALUES
+            (10, 70, 7, 70, 1, 50, 90), (11, 71, 7, 71, 2, 95, 110), (12, 80, 8, 80, 1, 200, 260),
+            (13, 70, 7, 70, 3, 480, 490))
+        SELECT kernel_name, runtime_id, global_tid, api_ns, queue_ns, kernel_ns
+        FROM kernel_launches(kernel, graph_trace, runtime) ORDER BY runtime_id""").fetchall()
+    assert got == [("k_a", 10, 70, 40, 10, 50), ("k_b", 11, 71, 15, 0, 15), ("k_c", 12, 80, 60, 40, 10),
+                   ("[CUDA graph 42]", 13, 70, 10, 10, 400)]
+
+
+def test_copy_ops_and_copy_stats():
+    """Copies and sets meet their call on process AND correlation id (a set is kind 'Memset' from '-'); an op without
+    a call is not synchronous; the statistics of a group add up the ops (bandwidth in bytes per ns = GB/s)."""
+    con = connection()
+    ops = con.execute("""
+        WITH memcpy(device_id, stream_id, copy_kind, src_kind, dst_kind, bytes, start_ns, end_ns, correlation_id, pid)
+             AS (VALUES (0, 7, 'Host-to-Device', 'Pageable', 'Device', 1000, 100, 200, 1, 5),
+                        (0, 7, 'Host-to-Device', 'Pinned', 'Device', 4000, 300, 320, 2, 5),
+                        (0, 8, 'Device-to-Host', 'Device', 'Pinned', 10, 400, 410, 9, 5)),
+        memset(device_id, stream_id, mem_kind, bytes, start_ns, end_ns, correlation_id, pid)
+             AS (VALUES (1, 9, 'Device', 64, 500, 505, 3, 5)),
+        runtime(runtime_id, pid, correlation_id, api_name, start_ns, end_ns) AS (VALUES
+            (11, 5, 1, 'cudaMemcpyAsync_v3020', 90, 95),    -- returns before the copy ends: not synchronous
+            (12, 5, 2, 'cudaMemcpy_v3020', 290, 330),       -- a blocking API
+            (13, 5, 3, 'cudaMemsetAsync_v3020', 480, 510),  -- returns after the set ended
+            (14, 6, 9, 'cudaMemcpy_v3020', 0, 1))           -- another process's correlation id 9
+        SELECT copy_kind, src_kind, host_memory, dur_ns, runtime_id, api_ns, is_sync
+        FROM copy_ops(memcpy, memset, runtime) ORDER BY start_ns""").fetchall()
+    assert ops == [("Host-to-Device", "Pageable", "Pageable", 100, 11, 5, False),
+                   ("Host-to-Device", "Pinned", "Pinned", 20, 12, 40, True),
+                   ("Device-to-Host", "Device", "Pinned", 10, None, None, False),
+                   ("Memset", "-", None, 5, 13, 30, True)]
+    stats = con.execute("""
+        SELECT g, UNNEST(copy_stats(bytes, dur_ns, is_sync, api_ns))
+        FROM (VALUES (1, 1000, 100, false, 5), (1, 4000, 20, true, 40), (1, 64, 5, true, 30), (2, 8, 0, false, NULL))
+             AS t(g, bytes, dur_ns, is_sync, api_ns)
+        GROUP BY g ORDER BY g""")
+    assert [d[0] for d in stats.description] == ["g", "count", "total_bytes", "total_ns", "avg_bytes", "gb_per_s",
+                                                 "sync_count", "sync_api_ns"]
+    assert stats.fetchall() == [(1, 3, 5064, 125, 1688.0, 5064 / 125, 2, 70), (2, 1, 8, 0, 8.0, None, 0, 0)]
+
+
+def test_the_findings_text_macros():
+    """The pieces the findings write their text with: durations, plurals, the opening of the evidence, threads."""
+    con = connection()
+    assert con.execute("SELECT human_ns_each([1500, 2.5e8, 41])").fetchone()[0] == ["1.50 µs", "250 ms", "41 ns"]
+    assert con.execute("SELECT [plural_s(n) FOR n IN [0, 1, 2]]").fetchone()[0] == ["s", "", "s"]
+    got = con.execute("SELECT per_step_phrase(0, 1), per_step_phrase(3, 1), per_step_phrase(9, 4)").fetchone()
+    assert got == ("Over the GPU activity", "In the analysed step", "Per step (mean of 4)")
+    assert con.execute("SELECT thread_label('python3', 7), thread_label(NULL, 8)").fetchone() == ("python3 (7)", "? (8)")
+
+
+def test_thread_list_and_call_layers_per_process():
+    """Per process: its calls' threads once each, named (the least name of several, '?' without one), in name order;
+    the three user-range paths with the most weight (ties in name order), outside every user range named so."""
+    con = connection()
+    threads = con.execute("""
+        WITH thread(pid, tid, thread_name) AS (VALUES (1, 10, 'python3'), (1, 11, 'worker'), (1, 11, 'a_worker'),
+                                                     (2, 20, 'python3')),
+        calls(pid, tid) AS (VALUES (1, 11), (1, 10), (1, 11), (1, 12), (2, 20))
+        SELECT pid, threads, n FROM thread_list(calls, thread) ORDER BY pid""").fetchall()
+    assert threads == [(1, "? (12), a_worker (11), python3 (10)", 3), (2, "python3 (20)", 1)]
+    layers = con.execute("""
+        WITH runtime_nvtx(runtime_id, range_id) AS (VALUES (1, 100), (2, 101), (3, 102), (4, 103), (5, 100)),
+        nvtx_context(range_id, user_range_id) AS (VALUES (100, 200), (101, 201), (102, 202), (103, 203)),
+        user_range(range_id, layer) AS (VALUES (200, 'step/fwd'), (201, 'step/bwd'), (202, 'step/opt'),
+                                               (203, 'step/zz')),
+        calls(pid, runtime_id, weight) AS (VALUES (1, 1, 10), (1, 5, 15), (1, 2, 20), (1, 3, 20), (1, 4, 5),
+                                                  (1, 9, 30), (2, 4, 1))
+        SELECT pid, layers FROM call_layers(calls, runtime_nvtx, nvtx_context, user_range) ORDER BY pid""").fetchall()
+    assert layers == [(1, "(outside user ranges), step/fwd, step/bwd"), (2, "step/zz")]

@@ -122,9 +122,7 @@ def test_unknown_grouping(ocg_export):
 
 
 def test_no_copies_is_a_one_line_error(tmp_path):
-    module = make_synthetic()
-    b = module.SyntheticExport().thread(1, 1, "python3")
-    b.launch(start=10, end=20, tid=1, pid=1, correlation_id=1, kernel=("k", 30, 40, 7, 0))
+    b = make_synthetic().one_launch()
     path = b.write(tmp_path / "no_copies.sqlite")
     with nsysql.open(path, cache_dir=tmp_path / "cache") as ex, pytest.raises(MissingDataError):
         ex.memcpy()

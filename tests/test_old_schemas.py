@@ -7,11 +7,9 @@ rule against the CSVs NVIDIA's 2025.3 scripts made from them, and every command 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,7 @@ from nsysql.cli import app
 from nsysql.errors import MissingDataError
 from nsysql.render import to_csv
 
+from conftest import load_script, opened_each
 from test_schema_versions import run_or_missing
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,15 +30,7 @@ EXTERNAL = Path(os.environ.get("NSYSQL_EXTERNAL_SAMPLES") or REPO.parent / "shar
 runner = CliRunner()
 
 
-def _load_old_exports():
-    spec = importlib.util.spec_from_file_location("make_old_exports", REPO / "scripts" / "make_old_exports.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-old_exports = _load_old_exports()
+old_exports = load_script("scripts/make_old_exports.py")
 FLAVOURS = list(old_exports.FLAVOURS)
 
 
@@ -57,10 +48,8 @@ def synth_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def synth(synth_files, synth_cache):
-    handles = {f: nsysql.open(path, cache_dir=synth_cache) for f, path in synth_files.items()}
-    yield handles
-    for h in handles.values():
-        h.close()
+    with opened_each(synth_files, synth_cache) as handles:
+        yield handles
 
 
 def test_synthetic_files_have_the_old_shapes(synth_files):

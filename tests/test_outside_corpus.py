@@ -5,10 +5,8 @@ that each family meets a dozen cases and the module stays CI-fast; the script it
 case's directory and nothing left in TMPDIR."""
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import signal
-import sys
 import tempfile
 
 import pytest
@@ -16,12 +14,9 @@ from typer.testing import CliRunner
 
 from nsysql.cli import app
 
-from conftest import REPO
+from conftest import load_script
 
-spec = importlib.util.spec_from_file_location("make_outside_corpus", REPO / "scripts" / "make_outside_corpus.py")
-corpus = importlib.util.module_from_spec(spec)
-sys.modules["make_outside_corpus"] = corpus  # dataclasses look their module up there
-spec.loader.exec_module(corpus)
+corpus = load_script("scripts/make_outside_corpus.py")
 
 FAMILIES = list(corpus.COMMANDS)
 NAMES = ["_good"] + [c[0] for c in corpus.CASES] + list(corpus.EXTERNAL_CASES)

@@ -139,9 +139,7 @@ def test_unknown_grouping_is_a_one_line_error(ocg_export):
 
 
 def test_by_range_needs_nvtx(tmp_path):
-    module = make_synthetic()
-    b = module.SyntheticExport().thread(1, 1, "python3")
-    b.launch(start=10, end=20, tid=1, pid=1, correlation_id=1, kernel=("k", 30, 40, 7, 0))
+    b = make_synthetic().one_launch()
     with nsysql.open(b.write(tmp_path / "no_nvtx.sqlite"), cache_dir=tmp_path / "cache") as ex:
         assert ex.overhead(by="thread")["launches"].to_list() == [1]
         with pytest.raises(MissingDataError, match="NVTX_EVENTS"):

@@ -11,9 +11,7 @@ import csv
 import dataclasses
 import io
 import json
-import lzma
 import re
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -26,7 +24,7 @@ from nsysql.cli import app
 from nsysql.errors import MissingDataError, NsysqlError
 from nsysql.render import to_csv
 
-from conftest import make_synthetic
+from conftest import make_synthetic, unxz
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "fixtures" / "cpu-nvtx-osrt-nsys2022.4"
@@ -39,10 +37,7 @@ synth = make_synthetic()
 # -- the 2022.4 fixture --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def raw_path(tmp_path_factory) -> Path:
-    target = tmp_path_factory.mktemp("nsys2022") / "export.sqlite"
-    with lzma.open(FIXTURE / "export.sqlite.xz") as src, target.open("wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return target
+    return unxz(FIXTURE / "export.sqlite.xz", tmp_path_factory.mktemp("nsys2022") / "export.sqlite")
 
 
 @pytest.fixture(scope="module")

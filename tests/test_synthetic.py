@@ -6,7 +6,6 @@ docstring in the script); nothing here is copied from nsysql's own output.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import math
 import os
 import sqlite3
@@ -19,19 +18,14 @@ import pytest
 
 import nsysql
 
+from conftest import make_synthetic
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "make_synthetic.py"
 REAL_EXPORT = Path("/work/shared/samples/small-train/export.sqlite")
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("make_synthetic", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-synth = _load_script()
+synth = make_synthetic()
 NSYS_CASES = [name for name, fn in synth.CASES.items() if isinstance(fn(), synth.SyntheticExport)]
 
 

@@ -1,13 +1,14 @@
 -- nsysql: analysis.comm v1
 -- purpose: Communication against compute per rank (process and GPU) and step: the step's compute time, communication time, the part of the communication that compute hides (overlap) and the part it does not (exposed), each a union of intervals, never a sum of durations.
--- requires: analysis.steady_steps, gpu_op, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range, macros.union_ns
+-- requires: analysis.steady_steps, gpu_op, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range, macros.comm_kernels, macros.union_ns
 -- params: none
 -- notes: Classes of GPU ops: communication = a kernel whose demangled name contains `nccl` (any case:
 --   ncclDevKernel_*, ncclKernel_*), or whose launching CUDA call lies inside an NVTX range of NCCL's domain
---   (ncclAllReduce, ncclGroupEnd, ...; with one rank NCCL runs a kernel named oneRankReduce); memory = copies
---   and memsets; compute = every other GPU op (kernels, CUDA graph executions). An op belongs to the step whose
---   span holds its launching call (start to end) on any thread of the step's process, as in analysis.steps; a
---   rank is (pid, device_id). compute_ns, comm_ns and memory_ns are the unions of the rank's ops of that class in
+--   (ncclAllReduce, ncclGroupEnd, ...; with one rank NCCL runs a kernel named oneRankReduce): macros.comm_kernels;
+--   memory = copies and memsets; compute = every other GPU op (kernels, CUDA graph executions). An op belongs to
+--   the step whose span holds its launching call (start to end) on any thread of the step's process, as in
+--   analysis.steps; a rank is (pid, device_id).
+--   compute_ns, comm_ns and memory_ns are the unions of the rank's ops of that class in
 --   the step; overlap_ns = the communication time during which the rank's own compute of the step runs
 --   (|C ∩ K| = |C| + |K| - |C ∪ K|), exposed_comm_ns = comm_ns - overlap_ns. With one process per GPU, as
 --   DDP runs, the rank's compute is the GPU's. step counts the process's own steps (1 = its first), so ranks
@@ -29,17 +30,16 @@
 --   comm_kernels | BIGINT | count
 --   exposed_pct | DOUBLE | pct of comm_ns | 1
 WITH
-nccl_call AS (  -- CUDA calls made inside one of NCCL's own NVTX ranges
-    SELECT DISTINCT rn.runtime_id
-    FROM runtime_nvtx AS rn
-    JOIN nvtx_ancestor AS a ON a.range_id = rn.range_id
-    WHERE a.ancestor_id IN (SELECT range_id FROM nvtx_range WHERE domain = 'NCCL')
+kernel_op AS (
+    SELECT op_id AS kernel_id, op_name AS kernel_name, pid, correlation_id FROM gpu_op WHERE op_kind = 'kernel'
+),
+comm_kernel AS (  -- queries/macros/comm_kernels.sql
+    SELECT kernel_id FROM comm_kernels(kernel_op, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range)
 ),
 op AS (
     SELECT o.op_kind, o.pid, o.device_id, o.start_ns, o.end_ns, rt.start_ns AS call_start_ns, rt.end_ns AS call_end_ns,
            CASE WHEN o.op_kind IN ('memcpy', 'memset') THEN 'memory'
-                WHEN o.op_kind = 'kernel' AND (contains(lower(o.op_name), 'nccl')
-                                               OR o.runtime_id IN (SELECT runtime_id FROM nccl_call)) THEN 'comm'
+                WHEN o.op_kind = 'kernel' AND o.op_id IN (SELECT kernel_id FROM comm_kernel) THEN 'comm'
                 ELSE 'compute' END AS class
     FROM gpu_op AS o
     JOIN runtime AS rt ON rt.runtime_id = o.runtime_id

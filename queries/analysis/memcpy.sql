@@ -1,6 +1,6 @@
 -- nsysql: analysis.memcpy v2
 -- purpose: Memory copies per copy kind and source/destination memory kind (pageable vs pinned host memory), with memsets as their own kind: count, bytes, GPU time, achieved bandwidth, and how many were synchronous.
--- requires: memcpy|memset, macros.host_memory, macros.copy_is_sync
+-- requires: memcpy|memset, macros.copy_ops, macros.copy_stats
 -- params: none
 -- notes: Copy and memory kinds are NVIDIA's labels (ENUM_CUDA_MEMCPY_OPER, ENUM_CUDA_MEM_KIND), as nsys stats's
 --   cuda_gpu_mem_time_sum / cuda_gpu_mem_size_sum print them; per copy kind, count, total_ns and total_bytes
@@ -26,27 +26,13 @@
 --   sync_count | BIGINT | count (synchronous, see notes)
 --   sync_api_ns | BIGINT | ns (duration of their launching calls)
 WITH
-ops AS (
-    SELECT m.copy_kind, m.src_kind, m.dst_kind, m.bytes, m.end_ns, m.end_ns - m.start_ns AS dur,
-           rt.api_name, rt.end_ns AS api_end_ns, rt.end_ns - rt.start_ns AS api_ns
-    FROM memcpy AS m
-    LEFT JOIN runtime AS rt ON rt.correlation_id = m.correlation_id AND rt.pid = m.pid
-    UNION ALL
-    SELECT 'Memset', '-', s.mem_kind, s.bytes, s.end_ns, s.end_ns - s.start_ns, rt.api_name, rt.end_ns,
-           rt.end_ns - rt.start_ns
-    FROM memset AS s
-    LEFT JOIN runtime AS rt ON rt.correlation_id = s.correlation_id AND rt.pid = s.pid
-),
-classified AS (
-    SELECT *,
-           host_memory(src_kind, dst_kind) AS host_memory,  -- queries/macros/host_memory.sql
-           copy_is_sync(api_name, api_end_ns, end_ns) AS is_sync  -- queries/macros/copy_is_sync.sql
-    FROM ops
+grouped AS (
+    SELECT copy_kind, src_kind, dst_kind, host_memory,
+           UNNEST(copy_stats(bytes, dur_ns, is_sync, api_ns))  -- queries/macros/copy_stats.sql
+    FROM copy_ops(memcpy, memset, runtime)  -- queries/macros/copy_ops.sql
+    GROUP BY copy_kind, src_kind, dst_kind, host_memory
 )
-SELECT copy_kind, src_kind, dst_kind, host_memory, COUNT(*) AS count, SUM(bytes) AS total_bytes,
-       SUM(dur) AS total_ns, AVG(bytes) AS avg_bytes, CASE WHEN SUM(dur) > 0 THEN SUM(bytes) / SUM(dur) END AS gb_per_s,
-       COUNT(*) FILTER (WHERE is_sync) AS sync_count,
-       CAST(COALESCE(SUM(api_ns) FILTER (WHERE is_sync), 0) AS BIGINT) AS sync_api_ns
-FROM classified
-GROUP BY copy_kind, src_kind, dst_kind, host_memory
+SELECT copy_kind, src_kind, dst_kind, host_memory, count, total_bytes, total_ns, avg_bytes, gb_per_s, sync_count,
+       sync_api_ns
+FROM grouped
 ORDER BY total_ns DESC, copy_kind, src_kind, dst_kind;

@@ -1,6 +1,6 @@
 -- nsysql: analysis.memcpy_by_range v1
 -- purpose: Memory copies and memsets per user NVTX range (innermost user range of the launching call, PyTorch op-marker ranges rolled up into it) and copy kind: count, bytes, GPU time, achieved bandwidth, pageable vs pinned host memory, synchronous copies.
--- requires: memcpy|memset, runtime, nvtx_range, macros.host_memory, macros.copy_is_sync
+-- requires: memcpy|memset, runtime, nvtx_range, macros.copy_ops, macros.copy_stats
 -- params: none
 -- notes: Each op counts once, under the innermost user range (not nvtx_range.is_op_marker) open on its thread around
 --   the CUDA call that launched it (correlationId AND process; runtime_nvtx, then up the nesting tree skipping op
@@ -23,16 +23,9 @@
 --   sync_count | BIGINT | count (synchronous)
 --   sync_api_ns | BIGINT | ns (duration of their launching calls)
 WITH
-ops AS MATERIALIZED (
-    SELECT m.copy_kind, m.src_kind, m.dst_kind, m.bytes, m.start_ns, m.end_ns, rt.runtime_id,
-           rt.api_name, rt.end_ns AS api_end_ns, rt.end_ns - rt.start_ns AS api_ns
-    FROM memcpy AS m
-    LEFT JOIN runtime AS rt ON rt.correlation_id = m.correlation_id AND rt.pid = m.pid
-    UNION ALL
-    SELECT 'Memset', '-', s.mem_kind, s.bytes, s.start_ns, s.end_ns, rt.runtime_id, rt.api_name, rt.end_ns,
-           rt.end_ns - rt.start_ns
-    FROM memset AS s
-    LEFT JOIN runtime AS rt ON rt.correlation_id = s.correlation_id AND rt.pid = s.pid
+ops AS MATERIALIZED (  -- queries/macros/copy_ops.sql
+    SELECT copy_kind, src_kind, dst_kind, host_memory, bytes, start_ns, dur_ns, runtime_id, api_ns, is_sync
+    FROM copy_ops(memcpy, memset, runtime)
 ),
 innermost AS (
     SELECT o.*, rn.range_id AS innermost_id FROM ops AS o LEFT JOIN runtime_nvtx AS rn USING (runtime_id)
@@ -53,19 +46,14 @@ path AS (
 ),
 classified AS (
     SELECT COALESCE(p.range_path, '(outside user ranges)') AS range_path, i.copy_kind, i.src_kind, i.dst_kind,
-           host_memory(i.src_kind, i.dst_kind) AS host_memory,  -- queries/macros/host_memory.sql
-           i.bytes, i.start_ns, i.end_ns - i.start_ns AS dur, i.api_ns,
-           copy_is_sync(i.api_name, i.api_end_ns, i.end_ns) AS is_sync  -- queries/macros/copy_is_sync.sql
+           i.host_memory, i.bytes, i.start_ns, i.dur_ns, i.api_ns, i.is_sync
     FROM innermost AS i
     LEFT JOIN nearest_user AS u USING (innermost_id)
     LEFT JOIN path AS p ON p.range_id = u.range_id
 ),
 grouped AS (
-    SELECT range_path, copy_kind, src_kind, dst_kind, host_memory, COUNT(*) AS count, SUM(bytes) AS total_bytes,
-           SUM(dur) AS total_ns, AVG(bytes) AS avg_bytes,
-           CASE WHEN SUM(dur) > 0 THEN SUM(bytes) / SUM(dur) END AS gb_per_s,
-           COUNT(*) FILTER (WHERE is_sync) AS sync_count,
-           CAST(COALESCE(SUM(api_ns) FILTER (WHERE is_sync), 0) AS BIGINT) AS sync_api_ns,
+    SELECT range_path, copy_kind, src_kind, dst_kind, host_memory,
+           UNNEST(copy_stats(bytes, dur_ns, is_sync, api_ns)),  -- queries/macros/copy_stats.sql
            MIN(MIN(start_ns)) OVER (PARTITION BY range_path) AS path_first_ns
     FROM classified
     GROUP BY range_path, copy_kind, src_kind, dst_kind, host_memory

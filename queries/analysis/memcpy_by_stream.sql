@@ -1,6 +1,6 @@
 -- nsysql: analysis.memcpy_by_stream v1
 -- purpose: Memory copies and memsets per GPU, stream and copy kind: count, bytes, GPU time, achieved bandwidth, pageable vs pinned host memory, synchronous copies.
--- requires: memcpy|memset, macros.host_memory, macros.copy_is_sync
+-- requires: memcpy|memset, macros.copy_ops, macros.copy_stats
 -- params: none
 -- notes: host_memory, synchronous and gb_per_s as in analysis.memcpy: host_memory is Pageable when either side is
 --   pageable, else Pinned when either is pinned; synchronous = the launching CUDA call (correlationId AND process)
@@ -22,28 +22,13 @@
 --   sync_count | BIGINT | count (synchronous)
 --   sync_api_ns | BIGINT | ns (duration of their launching calls)
 WITH
-ops AS (
-    SELECT m.device_id, m.stream_id, m.copy_kind, m.src_kind, m.dst_kind, m.bytes, m.end_ns,
-           m.end_ns - m.start_ns AS dur, rt.api_name, rt.end_ns AS api_end_ns, rt.end_ns - rt.start_ns AS api_ns
-    FROM memcpy AS m
-    LEFT JOIN runtime AS rt ON rt.correlation_id = m.correlation_id AND rt.pid = m.pid
-    UNION ALL
-    SELECT s.device_id, s.stream_id, 'Memset', '-', s.mem_kind, s.bytes, s.end_ns, s.end_ns - s.start_ns,
-           rt.api_name, rt.end_ns, rt.end_ns - rt.start_ns
-    FROM memset AS s
-    LEFT JOIN runtime AS rt ON rt.correlation_id = s.correlation_id AND rt.pid = s.pid
-),
-classified AS (
-    SELECT *,
-           host_memory(src_kind, dst_kind) AS host_memory,  -- queries/macros/host_memory.sql
-           copy_is_sync(api_name, api_end_ns, end_ns) AS is_sync  -- queries/macros/copy_is_sync.sql
-    FROM ops
+grouped AS (
+    SELECT device_id, stream_id, copy_kind, src_kind, dst_kind, host_memory,
+           UNNEST(copy_stats(bytes, dur_ns, is_sync, api_ns))  -- queries/macros/copy_stats.sql
+    FROM copy_ops(memcpy, memset, runtime)  -- queries/macros/copy_ops.sql
+    GROUP BY device_id, stream_id, copy_kind, src_kind, dst_kind, host_memory
 )
-SELECT device_id, stream_id, copy_kind, src_kind, dst_kind, host_memory, COUNT(*) AS count,
-       SUM(bytes) AS total_bytes, SUM(dur) AS total_ns, AVG(bytes) AS avg_bytes,
-       CASE WHEN SUM(dur) > 0 THEN SUM(bytes) / SUM(dur) END AS gb_per_s,
-       COUNT(*) FILTER (WHERE is_sync) AS sync_count,
-       CAST(COALESCE(SUM(api_ns) FILTER (WHERE is_sync), 0) AS BIGINT) AS sync_api_ns
-FROM classified
-GROUP BY device_id, stream_id, copy_kind, src_kind, dst_kind, host_memory
+SELECT device_id, stream_id, copy_kind, src_kind, dst_kind, host_memory, count, total_bytes, total_ns, avg_bytes,
+       gb_per_s, sync_count, sync_api_ns
+FROM grouped
 ORDER BY device_id, stream_id, total_ns DESC, copy_kind, src_kind, dst_kind;

@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_kernel v2
 -- purpose: Kernel launch overhead per kernel name: launches, CPU time in the launching calls, GPU busy time, API and queue time statistics, kernels shorter than their launch call, and whether launching costs more than the kernels run.
--- requires: kernel|graph_trace, runtime, macros.union_ns, macros.launch_stats
+-- requires: kernel|graph_trace, runtime, macros.kernel_launches, macros.union_ns, macros.launch_stats
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -31,15 +31,10 @@ name AS MATERIALIZED (  -- a small integer per kernel name, so the steps below n
     FROM (SELECT DISTINCT kernel_name FROM kernel
           UNION SELECT DISTINCT '[CUDA graph ' || graph_id || ']' FROM graph_trace)
 ),
-launch AS MATERIALIZED (
-    SELECT n.name_id, k.start_ns AS kernel_start_ns, k.end_ns AS kernel_end_ns, rt.runtime_id,
-           rt.end_ns - rt.start_ns AS api_ns, GREATEST(k.start_ns - rt.end_ns, 0) AS queue_ns,
-           k.end_ns - k.start_ns AS kernel_ns
-    FROM (SELECT start_ns, end_ns, device_id, correlation_id, pid, kernel_name FROM kernel
-          UNION ALL  -- CUDA graphs traced at graph level: one launch, its kernels as one
-          SELECT start_ns, end_ns, device_id, correlation_id, pid, '[CUDA graph ' || graph_id || ']' FROM graph_trace) AS k
-    JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
-    JOIN name AS n ON n.kernel_name IS NOT DISTINCT FROM k.kernel_name
+launch AS MATERIALIZED (  -- queries/macros/kernel_launches.sql
+    SELECT n.name_id, l.kernel_start_ns, l.kernel_end_ns, l.runtime_id, l.api_ns, l.queue_ns, l.kernel_ns
+    FROM kernel_launches(kernel, graph_trace, runtime) AS l
+    JOIN name AS n ON n.kernel_name IS NOT DISTINCT FROM l.kernel_name
 ),
 kernel_interval AS (SELECT name_id AS grp, kernel_start_ns AS s, kernel_end_ns AS e FROM launch),
 union_busy AS (  -- the union of the group's kernel intervals (queries/macros/union_ns.sql)

@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_range v2
 -- purpose: Kernel launch overhead per user NVTX range (its full path of user ranges, PyTorch op-marker ranges rolled up into their nearest user ancestor): launches, range CPU time, GPU busy and idle time, API and queue time statistics, and whether the range is launch-bound.
--- requires: kernel|graph_trace, runtime, nvtx_range, macros.union_ns, macros.launch_stats
+-- requires: kernel|graph_trace, runtime, nvtx_range, macros.kernel_launches, macros.union_ns, macros.launch_stats, macros.device_busy_in
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -41,16 +41,11 @@
 --   shorter_than_launch | BIGINT | count (kernels that ran shorter than their launch call)
 --   launch_bound | BOOLEAN | flag (see notes; NULL for the outside row)
 WITH
-launch AS MATERIALIZED (
-    SELECT k.start_ns AS kernel_start_ns, k.end_ns AS kernel_end_ns, k.device_id,
-           rt.global_tid, rt.pid, rt.tid, rt.start_ns AS api_start_ns, rt.end_ns AS api_end_ns,
-           rt.end_ns - rt.start_ns AS api_ns, GREATEST(k.start_ns - rt.end_ns, 0) AS queue_ns,
-           k.end_ns - k.start_ns AS kernel_ns, rn.range_id AS innermost_id
-    FROM (SELECT start_ns, end_ns, device_id, correlation_id, pid FROM kernel
-          UNION ALL  -- CUDA graphs traced at graph level: one launch, its kernels as one
-          SELECT start_ns, end_ns, device_id, correlation_id, pid FROM graph_trace) AS k
-    JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
-    LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = rt.runtime_id
+launch AS MATERIALIZED (  -- queries/macros/kernel_launches.sql, with the innermost range of the call
+    SELECT l.kernel_start_ns, l.kernel_end_ns, l.device_id, l.global_tid, l.pid, l.tid, l.api_start_ns,
+           l.api_end_ns, l.api_ns, l.queue_ns, l.kernel_ns, rn.range_id AS innermost_id
+    FROM kernel_launches(kernel, graph_trace, runtime) AS l
+    LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = l.runtime_id
 ),
 user_stack AS MATERIALIZED (  -- the user ranges enclosing each launch's innermost range (itself included)
     SELECT a.range_id AS innermost_id, a.ancestor_id AS range_id
@@ -90,32 +85,18 @@ launch_stats AS (
     FROM member
     GROUP BY group_id
 ),
-busy_cum AS (  -- busy time of the device before each busy interval
-    SELECT device_id, start_ns, end_ns,
-           COALESCE(SUM(end_ns - start_ns) OVER (PARTITION BY device_id ORDER BY start_ns
-                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
-    FROM gpu_busy
-),
 instance AS MATERIALIZED (  -- per range instance with launches: its launching span and devices
     SELECT range_id, MIN(api_start_ns) AS first_call_ns, MAX(api_end_ns) AS last_call_end_ns
     FROM member WHERE range_id IS NOT NULL
     GROUP BY range_id
 ),
-instance_device AS (
-    SELECT d.range_id, d.device_id, g.start_ns, g.end_ns
+instance_device AS (  -- the instance's wall time on each device it launched on
+    SELECT d.range_id AS id, d.device_id, g.start_ns AS s, g.end_ns AS e
     FROM (SELECT DISTINCT range_id, device_id FROM member WHERE range_id IS NOT NULL) AS d
     JOIN grp AS g USING (range_id)
 ),
-busy_to_end AS (  -- busy time of the device up to the instance's end ...
-    SELECT w.*, COALESCE(b.before_ns + LEAST(w.end_ns, b.end_ns) - b.start_ns, 0) AS busy_to_end_ns
-    FROM instance_device AS w
-    ASOF LEFT JOIN busy_cum AS b ON b.device_id = w.device_id AND b.start_ns <= w.end_ns
-),
-busy_in_window AS (  -- ... minus busy time up to its start
-    SELECT w.range_id, w.device_id,
-           w.busy_to_end_ns - COALESCE(b.before_ns + LEAST(w.start_ns, b.end_ns) - b.start_ns, 0) AS busy_ns
-    FROM busy_to_end AS w
-    ASOF LEFT JOIN busy_cum AS b ON b.device_id = w.device_id AND b.start_ns <= w.start_ns
+busy_in_window AS (  -- busy time inside it (queries/macros/device_busy_in.sql); the busiest device counts
+    SELECT id AS range_id, MAX(busy_ns) AS busy_ns FROM device_busy_in(instance_device, gpu_busy) GROUP BY id
 ),
 range_stats AS (
     SELECT g.group_id, MIN(g.range_path) AS range_path, MIN(g.depth) AS depth, COUNT(*) AS instances,
@@ -123,7 +104,7 @@ range_stats AS (
            SUM(i.last_call_end_ns - i.first_call_ns) AS launch_span_ns
     FROM instance AS i
     JOIN grp AS g USING (range_id)
-    JOIN (SELECT range_id, MAX(busy_ns) AS busy_ns FROM busy_in_window GROUP BY range_id) AS b USING (range_id)
+    JOIN busy_in_window AS b USING (range_id)
     GROUP BY g.group_id
 )
 SELECT l.pid, l.tid, COALESCE(r.range_path, '(outside user ranges)') AS range_path, r.depth, r.instances, l.launches,

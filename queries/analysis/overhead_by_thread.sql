@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_thread v2
 -- purpose: Kernel launch overhead per launching thread: launches, CPU time in launching calls, GPU busy and idle time over the thread's launching span, API and queue time statistics, kernels shorter than their launch call, and whether the thread is launch-bound.
--- requires: kernel|graph_trace, runtime, macros.union_ns, macros.launch_stats
+-- requires: kernel|graph_trace, runtime, macros.kernel_launches, macros.union_ns, macros.launch_stats, macros.device_busy_in
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -33,15 +33,10 @@
 --   shorter_than_launch | BIGINT | count (kernels that ran shorter than their launch call)
 --   launch_bound | BOOLEAN | flag (see notes)
 WITH
-launch AS MATERIALIZED (
-    SELECT k.start_ns AS kernel_start_ns, k.end_ns AS kernel_end_ns, k.device_id, rt.runtime_id,
-           rt.global_tid, rt.pid, rt.tid, rt.start_ns AS api_start_ns, rt.end_ns AS api_end_ns,
-           rt.end_ns - rt.start_ns AS api_ns, GREATEST(k.start_ns - rt.end_ns, 0) AS queue_ns,
-           k.end_ns - k.start_ns AS kernel_ns
-    FROM (SELECT start_ns, end_ns, device_id, correlation_id, pid FROM kernel
-          UNION ALL  -- CUDA graphs traced at graph level: one launch, its kernels as one
-          SELECT start_ns, end_ns, device_id, correlation_id, pid FROM graph_trace) AS k
-    JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
+launch AS MATERIALIZED (  -- queries/macros/kernel_launches.sql
+    SELECT kernel_start_ns, kernel_end_ns, device_id, runtime_id, global_tid, pid, tid, api_start_ns, api_end_ns,
+           api_ns, queue_ns, kernel_ns
+    FROM kernel_launches(kernel, graph_trace, runtime)
 ),
 kernel_interval AS (SELECT global_tid AS grp, kernel_start_ns AS s, kernel_end_ns AS e FROM launch),
 union_busy AS (  -- the union of the group's kernel intervals (queries/macros/union_ns.sql)
@@ -58,28 +53,13 @@ stats AS (
     FROM launch
     GROUP BY global_tid
 ),
-busy_cum AS (  -- busy time of the device before each busy interval
-    SELECT device_id, start_ns, end_ns,
-           COALESCE(SUM(end_ns - start_ns) OVER (PARTITION BY device_id ORDER BY start_ns
-                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
-    FROM gpu_busy
-),
-thread_device AS (
-    SELECT d.global_tid, d.device_id, s.span_start_ns, s.span_end_ns
+thread_device AS (  -- the thread's launching span on each device it launched on
+    SELECT d.global_tid AS id, d.device_id, s.span_start_ns AS s, s.span_end_ns AS e
     FROM (SELECT DISTINCT global_tid, device_id FROM launch) AS d
     JOIN stats AS s USING (global_tid)
 ),
-busy_to_end AS (  -- busy time of the device up to the span's end ...
-    SELECT w.*, COALESCE(b.before_ns + LEAST(w.span_end_ns, b.end_ns) - b.start_ns, 0) AS busy_to_end_ns
-    FROM thread_device AS w
-    ASOF LEFT JOIN busy_cum AS b ON b.device_id = w.device_id AND b.start_ns <= w.span_end_ns
-),
-busy_in_span AS (  -- ... minus busy time up to its start; the busiest device counts
-    SELECT w.global_tid,
-           MAX(w.busy_to_end_ns - COALESCE(b.before_ns + LEAST(w.span_start_ns, b.end_ns) - b.start_ns, 0)) AS busy_ns
-    FROM busy_to_end AS w
-    ASOF LEFT JOIN busy_cum AS b ON b.device_id = w.device_id AND b.start_ns <= w.span_start_ns
-    GROUP BY w.global_tid
+busy_in_span AS (  -- busy time inside the span (queries/macros/device_busy_in.sql); the busiest device counts
+    SELECT id AS global_tid, MAX(busy_ns) AS busy_ns FROM device_busy_in(thread_device, gpu_busy) GROUP BY id
 )
 SELECT s.pid, s.tid, t.thread_name, s.launches, CAST(c.cpu_ns AS BIGINT) AS cpu_ns,
        CAST(u.gpu_busy_ns AS BIGINT) AS gpu_busy_ns, s.span_end_ns - s.span_start_ns AS launch_span_ns,

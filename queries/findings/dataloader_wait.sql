@@ -1,6 +1,6 @@
 -- nsysql: findings.dataloader_wait v3
 -- purpose: Finding: the step's thread waiting for its next batch (inside a data-loading NVTX range) while the GPU has nothing to do, in the analysed steps.
--- requires: analysis.steady_steps, analysis._step_label, analysis._step_busy, nvtx_range, thread, macros.busy_in_step, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._step_busy, nvtx_range, thread, macros.busy_in_step, macros.human_ns_each, macros.thread_label, macros.thread_names, macros.per_step_phrase
 -- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Data-loading range: an NVTX range (user range or PyTorch marker) on the step's own thread whose text
 --   matches, ignoring case, dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|
@@ -65,24 +65,21 @@ names AS (
     WHERE rank <= 3 GROUP BY pid
 ),
 fired AS (
-    SELECT p.*, n.names, l.label, COALESCE(t.thread_name, '?') || ' (' || p.tid || ')' AS thread
+    SELECT p.*, n.names, l.label, thread_label(t.thread_name, p.tid) AS thread
     FROM per_pid AS p
     JOIN names AS n USING (pid)
     JOIN _step_label AS l USING (pid)
-    LEFT JOIN (SELECT pid, tid, MIN(thread_name) AS thread_name FROM thread GROUP BY pid, tid) AS t
-           ON t.pid = p.pid AND t.tid = p.tid
+    LEFT JOIN thread_names(thread) AS t ON t.pid = p.pid AND t.tid = p.tid
     WHERE p.idle_ns > 0 AND 100.0 * p.idle_ns >= $min_pct * p.wall_ns
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
-    SELECT *, list_transform([idle_ns / steps, load_ns / steps]::DOUBLE[],
-               lambda x: human_ns(x)) AS d
+    SELECT *, human_ns_each([idle_ns / steps, load_ns / steps]) AS d
     FROM fired
 )
 SELECT 'dataloader_wait' AS rule,
        printf('Waiting for data with the GPU idle: %s per step (%.1f%%)', d[1], 100.0 * idle_ns / wall_ns) AS title,
        label || ', thread ' || thread || ', in ' || names AS "where",
-       CASE WHEN last_step = 0 THEN 'Over the GPU activity' WHEN steps = 1 THEN 'In the analysed step'
-            ELSE printf('Per step (mean of %d)', steps) END
+       per_step_phrase(last_step, steps)  -- queries/macros/per_step_phrase.sql
          || printf(' the step thread spent %s loading data (%.1f%% of the step wall time); no GPU op ran for %s of it. ',
                    d[2], 100.0 * load_ns / wall_ns, d[1])
          || printf('%d of %d steps load inside the step.', loading_steps, steps) AS evidence,

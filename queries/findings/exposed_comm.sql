@@ -1,6 +1,6 @@
 -- nsysql: findings.exposed_comm v2
 -- purpose: Finding: communication (NCCL kernels) inside the analysed steps that no compute kernel overlaps on its GPU: time the step waits for the collective.
--- requires: analysis.steady_steps, analysis._step_label, kernel, runtime, runtime_nvtx, nvtx_ancestor, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, kernel, runtime, runtime_nvtx, nvtx_ancestor, macros.comm_kernels, macros.human_ns_each, macros.plural_s
 -- params: $min_exposed_pct DOUBLE default 30 (fires when at least this share of the communication time is exposed, %), $min_ns_per_step BIGINT default 10000 (and the exposed time is at least this much per analysed step, on average, ns)
 -- notes: Communication kernel: a kernel whose demangled name contains `nccl` (any case: ncclDevKernel_*,
 --   ncclKernel_*), or whose launching CUDA call (correlationId AND process) lies inside an NVTX range of the NCCL
@@ -29,17 +29,8 @@ WITH
 win AS (  -- the analysed steady-state step windows
     SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
 ),
-nccl_call AS (  -- CUDA calls made inside one of NCCL's own NVTX ranges (by process and correlation id)
-    SELECT c.pid, c.correlation_id
-    FROM runtime AS c
-    WHERE c.runtime_id IN (SELECT rn.runtime_id FROM runtime_nvtx AS rn
-                           JOIN nvtx_ancestor AS a ON a.range_id = rn.range_id
-                           WHERE a.ancestor_id IN (SELECT range_id FROM nvtx_range WHERE domain = 'NCCL'))
-),
-comm_kernel AS (
-    SELECT k.kernel_id FROM kernel AS k WHERE contains(lower(k.kernel_name), 'nccl')
-    UNION
-    SELECT k.kernel_id FROM kernel AS k JOIN nccl_call AS n ON n.pid = k.pid AND n.correlation_id = k.correlation_id
+comm_kernel AS (  -- queries/macros/comm_kernels.sql
+    SELECT kernel_id FROM comm_kernels(kernel, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range)
 ),
 comm_row AS MATERIALIZED (  -- the communication kernels themselves (few), before they meet the windows
     SELECT k.kernel_id, k.pid, k.device_id, k.stream_id, k.short_name, k.start_ns, k.end_ns
@@ -131,8 +122,7 @@ fired AS (
       AND d.exposed_ns >= $min_ns_per_step * p.steps
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
-    SELECT *, list_transform([exposed_ns / steps, comm_ns / steps]::DOUBLE[],
-               lambda x: human_ns(x)) AS d
+    SELECT *, human_ns_each([exposed_ns / steps, comm_ns / steps]) AS d
     FROM fired
 )
 SELECT 'exposed_comm' AS rule,
@@ -142,7 +132,7 @@ SELECT 'exposed_comm' AS rule,
               streams, names) AS "where",
        printf('%d NCCL kernel%s in %d step%s ran %s per step (their union); for %s of it (%.0f%%) no compute kernel ran on '
               || 'GPU %d, so the step waited for the collective: %.1f%% of the step wall time.', n,
-              CASE WHEN n = 1 THEN '' ELSE 's' END, steps, CASE WHEN steps = 1 THEN '' ELSE 's' END, d[2], d[1],
+              plural_s(n), steps, plural_s(steps), d[2], d[1],
               100.0 * exposed_ns / comm_ns, device_id, 100.0 * exposed_ns / wall_ns) AS evidence,
        'Overlap communication with compute: let DDP/FSDP launch bucketed all-reduces during backward (bucket_cap_mb, '
          || 'gradient_as_bucket_view, no_sync for accumulation, FSDP backward/forward prefetch), issue collectives '

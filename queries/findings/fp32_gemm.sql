@@ -1,6 +1,6 @@
 -- nsysql: findings.fp32_gemm v2
 -- purpose: Finding: fp32 matrix multiplications and convolutions running on CUDA cores (no tensor cores) inside the analysed steps, which TF32 or bf16 autocast would move to tensor cores.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns_each, macros.plural_s
 -- params: $min_busy_pct DOUBLE default 10 (fires when those kernels take at least this share of the GPU busy time of the analysed steps, %), $speedup BIGINT default 8 (assumed ceiling of the tensor-core speedup)
 -- notes: A kernel counts when its demangled name
 --   (a) is a GEMM/GEMV/convolution kernel: matches, ignoring case, gemm|gemv|xmma|cutlass|splitkreduce|
@@ -140,8 +140,7 @@ fired AS (
     WHERE u.gemm_ns > 0 AND 100.0 * u.gemm_ns >= $min_busy_pct * u.busy_ns
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
-    SELECT *, list_transform([gemm_ns / steps, busy_ns / steps, saved_ns / steps]::DOUBLE[],
-               lambda x: human_ns(x)) AS d
+    SELECT *, human_ns_each([gemm_ns / steps, busy_ns / steps, saved_ns / steps]) AS d
     FROM fired
 )
 SELECT 'fp32_gemm' AS rule,
@@ -150,7 +149,7 @@ SELECT 'fp32_gemm' AS rule,
        label || ', kernels ' || kernel_names || CASE WHEN op_names IS NOT NULL THEN ', ops ' || op_names ELSE '' END
          AS "where",
        printf('%d fp32 matmul/convolution kernels on CUDA cores (FFMA/SIMT, no TF32) in %d step%s: ', kernels, steps,
-              CASE WHEN steps = 1 THEN '' ELSE 's' END)
+              plural_s(steps))
          || printf('%s of GPU time per step, %.1f%% of the %s the GPU was busy. At %dx on tensor cores ', d[1],
                    100.0 * gemm_ns / busy_ns, d[2], $speedup)
          || printf('(the TF32/fp32 peak ratio) they would take %s less per step.', d[3]) AS evidence,

@@ -1,6 +1,6 @@
 -- nsysql: findings.gpu_idle_in_step v3
 -- purpose: Finding: the GPU idle inside the analysed steady-state steps, with what the step's own thread was doing meanwhile (its ranges, CUDA API calls, OS calls).
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, user_range, runtime, thread, macros.busy_in_step, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, user_range, runtime, thread, macros.busy_in_step, macros.human_ns, macros.human_ns_each, macros.thread_label, macros.thread_names, macros.per_step_phrase
 -- params: $min_idle_pct DOUBLE default 10 (fires when the GPU idles at least this share of the analysed steps' wall time, %)
 -- notes: Windows: the analysed steps of analysis.steady_steps (warm-up excluded); one finding per process with
 --   analysed steps. Busy = the busy intervals of the process's devices (analysis._process_busy: any kernel, copy or
@@ -120,25 +120,22 @@ context AS (
 fired AS (
     SELECT p.*, c.ranges, COALESCE(c.cuda_ns, 0) AS cuda_ns, COALESCE(c.os_ns, 0) AS os_ns,
            COALESCE(c.calls_ns, 0) AS calls_ns, c.os_name,
-           l.label, COALESCE(t.thread_name, '?') || ' (' || p.tid || ')' AS thread
+           l.label, thread_label(t.thread_name, p.tid) AS thread
     FROM per_pid AS p
     JOIN context AS c USING (pid)
     JOIN _step_label AS l USING (pid)
-    LEFT JOIN (SELECT pid, tid, MIN(thread_name) AS thread_name FROM thread GROUP BY pid, tid) AS t
-           ON t.pid = p.pid AND t.tid = p.tid
+    LEFT JOIN thread_names(thread) AS t ON t.pid = p.pid AND t.tid = p.tid
     WHERE p.idle_ns > 0 AND 100.0 * p.idle_ns >= $min_idle_pct * p.wall_ns
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
-    SELECT *, list_transform([idle_ns / steps, wall_ns / steps, cuda_ns / steps, os_ns / steps,
-                (idle_ns - calls_ns) / steps]::DOUBLE[],
-               lambda x: human_ns(x)) AS d
+    SELECT *, human_ns_each([idle_ns / steps, wall_ns / steps, cuda_ns / steps, os_ns / steps,
+                (idle_ns - calls_ns) / steps]) AS d
     FROM fired
 )
 SELECT 'gpu_idle_in_step' AS rule,
        printf('GPU idle inside steps: %s of %s per step (%.1f%%)', d[1], d[2], 100.0 * idle_ns / wall_ns) AS title,
        label || ', thread ' || thread AS "where",
-       CASE WHEN last_step = 0 THEN 'Over the GPU activity' WHEN steps = 1 THEN 'In the analysed step'
-            ELSE printf('Per step (mean of %d)', steps) END
+       per_step_phrase(last_step, steps)  -- queries/macros/per_step_phrase.sql
          || printf(': no GPU op ran for %s of %s (%.1f%%). Step thread meanwhile:', d[1], d[2],
                    100.0 * idle_ns / wall_ns)
          || CASE WHEN ranges IS NOT NULL THEN ' in ' || ranges || ';' ELSE '' END

@@ -1,6 +1,6 @@
 -- nsysql: findings.launch_bound v3
 -- purpose: Finding: threads that cannot launch GPU work as fast as the GPU runs it inside the analysed steps (kernels shorter than their launch calls, the GPU idle between them), which CUDA graphs or torch.compile would fix.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, gpu_op_attribution, user_range, thread, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, gpu_op_attribution, user_range, thread, macros.human_ns_each, macros.plural_s, macros.thread_names
 -- params: $min_launches_per_step BIGINT default 20 (fewest launches per analysed step, on average), $min_short_pct DOUBLE default 50 (share of the thread's kernels that ran shorter than their launch call, %), $max_gap_ns BIGINT default 1000000 (longest idle gap counted as waiting for a launch, ns), $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Launch: a GPU op (kernel, copy, set) and the CUDA call that launched it (correlationId AND process); it
 --   belongs to the analysed step of its process in which the call starts, and to the call's thread.
@@ -114,22 +114,21 @@ fired AS (
     JOIN wait_thread AS w USING (pid, tid)
     JOIN _step_label AS s USING (pid)
     LEFT JOIN layers AS l USING (pid, tid)
-    LEFT JOIN (SELECT pid, tid, MIN(thread_name) AS thread_name FROM thread GROUP BY pid, tid) AS n
+    LEFT JOIN thread_names(thread) AS n
            ON n.pid = t.pid AND n.tid = t.tid
     WHERE t.launches >= $min_launches_per_step * p.steps AND t.kernels > 0
       AND 100.0 * t.short_kernels >= $min_short_pct * t.kernels
       AND w.wait_ns > 0 AND 100.0 * w.wait_ns >= $min_pct * p.wall_ns
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
-    SELECT *, list_transform([wait_ns / steps, median_kernel_ns, median_api_ns, $max_gap_ns]::DOUBLE[],
-               lambda x: human_ns(x)) AS d
+    SELECT *, human_ns_each([wait_ns / steps, median_kernel_ns, median_api_ns, $max_gap_ns]) AS d
     FROM fired
 )
 SELECT 'launch_bound' AS rule,
        printf('Launch-bound thread %s: GPU waits %s per step (%.1f%%)', thread, d[1], 100.0 * wait_ns / wall_ns) AS title,
        label || ', thread ' || thread || CASE WHEN layers IS NOT NULL THEN ', in ' || layers ELSE '' END AS "where",
        printf('%d launches in %d step%s; %.0f%% of its %d kernels ran shorter than their launch call (median kernel %s, '
-              || 'median launch call %s). ', launches, steps, CASE WHEN steps = 1 THEN '' ELSE 's' END,
+              || 'median launch call %s). ', launches, steps, plural_s(steps),
               100.0 * short_kernels / kernels, kernels, d[2], d[3])
          || printf('The GPU ran dry and waited for its next launch in %d gaps of at most %s: %s per step '
                    || '(%.1f%% of the step wall time).', gaps, d[4], d[1], 100.0 * wait_ns / wall_ns) AS evidence,

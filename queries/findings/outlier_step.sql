@@ -1,6 +1,6 @@
 -- nsysql: findings.outlier_step v2
 -- purpose: Finding: analysed steps much slower than the typical step of their process, and which of the step thread's ranges took the extra time.
--- requires: analysis.steady_steps, analysis._steady_windows, user_range, thread, macros.human_ns
+-- requires: analysis.steady_steps, analysis._steady_windows, user_range, thread, macros.human_ns_each, macros.plural_s, macros.thread_label, macros.thread_names
 -- params: $factor DOUBLE default 1.5 (a step is an outlier when its wall time exceeds this multiple of the median; 1.5 as analysis.steady_steps's slow leading steps), $min_steps BIGINT default 3 (fewest analysed steps of a process to judge)
 -- notes: Per process with at least $min_steps analysed steps: median = the median wall time of its analysed steps
 --   (quantile_cont 0.5: the mean of the two middle ones for an even count). An analysed step is an outlier when
@@ -67,8 +67,7 @@ extra AS (
     GROUP BY g.pid, g.text
 ),
 extra_text AS (
-    SELECT pid, string_agg(text || ' +' || list_transform([extra_ns / n]::DOUBLE[],
-                               lambda x: human_ns(x))[1],
+    SELECT pid, string_agg(text || ' +' || human_ns_each([extra_ns / n])[1],
                            ', ' ORDER BY extra_ns DESC, text) AS texts
     FROM (SELECT e.*, (SELECT COUNT(*) FROM outlier AS o WHERE o.pid = e.pid) AS n,
                  ROW_NUMBER() OVER (PARTITION BY e.pid ORDER BY e.extra_ns DESC, e.text) AS rank
@@ -92,19 +91,18 @@ step_label AS (
 ),
 fired AS (
     SELECT p.pid, p.steps, p.wall_ns, p.median_ns, l.n, l.excess_ns, l.max_ns, l.steps_list, l.walls, x.texts,
-           s.label, COALESCE(t.thread_name, '?') || ' (' || p.tid || ')' AS thread,
+           s.label, thread_label(t.thread_name, p.tid) AS thread,
            CAST(FLOOR(l.excess_ns) AS BIGINT) AS recoverable_ns
     FROM per_pid AS p
     JOIN list AS l USING (pid)
     JOIN step_label AS s USING (pid)
     LEFT JOIN extra_text AS x USING (pid)
-    LEFT JOIN (SELECT pid, tid, MIN(thread_name) AS thread_name FROM thread GROUP BY pid, tid) AS t
-           ON t.pid = p.pid AND t.tid = p.tid
+    LEFT JOIN thread_names(thread) AS t ON t.pid = p.pid AND t.tid = p.tid
     WHERE l.excess_ns > 0
 )
 SELECT 'outlier_step' AS rule,
        printf('Slow steps: %d of %d took up to %.1fx the median step', n, steps, max_ns / median_ns) AS title,
-       printf('step%s %s of %s, thread %s', CASE WHEN n = 1 THEN '' ELSE 's' END, steps_list, label, thread)
+       printf('step%s %s of %s, thread %s', plural_s(n), steps_list, label, thread)
          AS "where",
        printf('Median step %.1f ms; %s (more than %sx the median). ', median_ns / 1e6, walls, $factor::VARCHAR)
          || CASE WHEN texts IS NOT NULL THEN 'Extra time per slow step, over the typical step: ' || texts || '. '

@@ -1,6 +1,6 @@
 -- nsysql: findings.pageable_copy v2
 -- purpose: Finding: memory copies between the GPU and pageable (unpinned) host memory inside the analysed steps: staged by the driver, slower, and unable to overlap with compute.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, memcpy, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, memcpy, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.human_ns_each, macros.plural_s, macros.call_layers, macros.thread_list
 -- params: $min_ns_per_step BIGINT default 10000 (fires when the pageable copies take at least this much GPU time per analysed step, on average, ns)
 -- notes: Pageable copy: a memcpy whose source or destination memory kind is Pageable (NVIDIA's label, as
 --   analysis.memcpy's host_memory), of a process with analysed steps. Its GPU interval counts where it
@@ -78,30 +78,12 @@ pinned AS (  -- the process's pinned copies anywhere in the capture, for compari
     FROM memcpy WHERE 'Pinned' IN (src_kind, dst_kind) AND pid IN (SELECT pid FROM win)
     GROUP BY pid HAVING SUM(bytes) >= 1000000 AND SUM(end_ns - start_ns) > 0
 ),
-call_layer AS (
-    SELECT c.pid, COALESCE(u.layer, '(outside user ranges)') AS range_path, SUM(c.dur_ns) AS dur_ns
-    FROM copy_once AS c
-    LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = c.runtime_id
-    LEFT JOIN nvtx_context AS x ON x.range_id = rn.range_id
-    LEFT JOIN user_range AS u ON u.range_id = x.user_range_id
-    WHERE c.runtime_id IS NOT NULL
-    GROUP BY c.pid, range_path
+layer_call AS (SELECT pid, runtime_id, dur_ns AS weight FROM copy_once WHERE runtime_id IS NOT NULL),
+thread_call AS (SELECT pid, tid FROM copy_once WHERE tid IS NOT NULL),
+layers AS (  -- the top 3 user-range paths by copy time (queries/macros/call_layers.sql)
+    SELECT pid, layers FROM call_layers(layer_call, runtime_nvtx, nvtx_context, user_range)
 ),
-layers AS (
-    SELECT pid, string_agg(range_path, ', ' ORDER BY dur_ns DESC, range_path) AS layers
-    FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY pid ORDER BY dur_ns DESC, range_path) AS rank FROM call_layer)
-    WHERE rank <= 3 GROUP BY pid
-),
-threads AS (
-    SELECT c.pid, string_agg(DISTINCT COALESCE(t.thread_name, '?') || ' (' || c.tid || ')', ', '
-                      ORDER BY COALESCE(t.thread_name, '?') || ' (' || c.tid || ')') AS threads,
-           COUNT(DISTINCT c.tid) AS n
-    FROM copy_once AS c
-    LEFT JOIN (SELECT pid, tid, MIN(thread_name) AS thread_name FROM thread GROUP BY pid, tid) AS t
-           ON t.pid = c.pid AND t.tid = c.tid
-    WHERE c.tid IS NOT NULL
-    GROUP BY c.pid
-),
+threads AS (SELECT pid, threads, n FROM thread_list(thread_call, thread)),  -- queries/macros/thread_list.sql
 fired AS (
     SELECT p.pid, p.steps, p.wall_ns, b.union_ns, t.n, t.bytes, t.dur_ns, t.api_ns, k.kinds, l.layers,
            th.threads, th.n AS thread_count, s.label,
@@ -117,8 +99,7 @@ fired AS (
     WHERE b.union_ns > 0 AND b.union_ns >= $min_ns_per_step * p.steps
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
-    SELECT *, list_transform([union_ns / steps, api_ns / steps]::DOUBLE[],
-               lambda x: human_ns(x)) AS d
+    SELECT *, human_ns_each([union_ns / steps, api_ns / steps]) AS d
     FROM fired
 )
 SELECT 'pageable_copy' AS rule,
@@ -127,7 +108,7 @@ SELECT 'pageable_copy' AS rule,
                      THEN ', thread' || CASE WHEN thread_count > 1 THEN 's ' ELSE ' ' END || threads ELSE '' END
          || CASE WHEN layers IS NOT NULL THEN ', in ' || layers ELSE '' END AS "where",
        printf('%d pageable cop%s in %d step%s (%s), ', n, CASE WHEN n = 1 THEN 'y' ELSE 'ies' END,
-              steps, CASE WHEN steps = 1 THEN '' ELSE 's' END, kinds)
+              steps, plural_s(steps), kinds)
          || CASE WHEN bytes >= 1e9 THEN printf('%.2f GB', bytes / 1e9) WHEN bytes >= 1e6 THEN printf('%.2f MB', bytes / 1e6)
                  WHEN bytes >= 1e3 THEN printf('%.1f kB', bytes / 1e3) ELSE printf('%d bytes', bytes) END
          || printf(': %s of GPU time per step at %.2f GB/s', d[1], CASE WHEN dur_ns > 0 THEN bytes / dur_ns ELSE 0 END)

@@ -1,6 +1,6 @@
 -- nsysql: findings.short_kernels v3
 -- purpose: Finding: streams running long runs of back-to-back kernels that are each shorter than the CUDA call that launched them, with the GPU idle between them: work to fuse.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, kernel, runtime, macros.busy_inside, macros.human_ns
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, kernel, runtime, macros.busy_inside, macros.human_ns_each, macros.plural_s
 -- params: $min_run BIGINT default 8 (fewest consecutive short kernels that make a run), $max_gap_ns BIGINT default 1000000 (longest time between two kernels of a run that counts, ns), $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Kernels with a launching call (correlationId AND process), in the analysed step of their process in which
 --   the call starts. A kernel is short when it ran for less time than its launching call took (end - start of the
@@ -105,8 +105,7 @@ fired AS (
     WHERE s.idle_ns > 0 AND 100.0 * s.idle_ns >= $min_pct * p.wall_ns
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
-    SELECT *, list_transform([idle_ns / steps, median_kernel_ns, median_api_ns]::DOUBLE[],
-               lambda x: human_ns(x)) AS d
+    SELECT *, human_ns_each([idle_ns / steps, median_kernel_ns, median_api_ns]) AS d
     FROM fired
 )
 SELECT 'short_kernels' AS rule,
@@ -114,8 +113,8 @@ SELECT 'short_kernels' AS rule,
               d[1], 100.0 * idle_ns / wall_ns) AS title,
        printf('%s, GPU %d stream %d, kernels %s', label, device_id, stream_id, names) AS "where",
        printf('%d run%s of %d or more consecutive kernels each shorter than its launch call, %d kernels in %d step%s '
-              || '(median kernel %s, median launch call %s). ', runs, CASE WHEN runs = 1 THEN '' ELSE 's' END,
-              $min_run, kernels, steps, CASE WHEN steps = 1 THEN '' ELSE 's' END, d[2], d[3])
+              || '(median kernel %s, median launch call %s). ', runs, plural_s(runs),
+              $min_run, kernels, steps, plural_s(steps), d[2], d[3])
          || printf('Between them the GPU sat idle %s per step (%.1f%% of the step wall time).', d[1],
                    100.0 * idle_ns / wall_ns) AS evidence,
        'Fuse these small kernels: torch.compile the model (or the optimizer step), use fused/foreach optimizers '

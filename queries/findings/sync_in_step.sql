@@ -1,6 +1,6 @@
 -- nsysql: findings.sync_in_step v2
 -- purpose: Finding: synchronizing CUDA calls inside the analysed steps (device/stream/event/context synchronize, and copies or memsets whose call blocked until they ended), with the GPU idle time they cost.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.busy_before, macros.human_ns, macros.copy_is_sync
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.busy_before, macros.copy_is_sync, macros.human_ns_each, macros.plural_s, macros.call_layers, macros.thread_list
 -- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Synchronizing calls: CUDA API calls named cudaDeviceSynchronize, cudaStreamSynchronize,
 --   cudaEventSynchronize, cudaThreadSynchronize or their driver forms (cuCtxSynchronize, cuStreamSynchronize,
@@ -109,28 +109,11 @@ per_api AS (
     SELECT pid, string_agg(api || ' ' || n, ', ' ORDER BY n DESC, api) AS apis
     FROM (SELECT pid, api, COUNT(*) AS n FROM call_idle GROUP BY pid, api) GROUP BY pid
 ),
-call_layer AS (
-    SELECT c.pid, COALESCE(u.layer, '(outside user ranges)') AS range_path, SUM(c.idle_ns) AS idle_ns
-    FROM call_idle AS c
-    LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = c.runtime_id
-    LEFT JOIN nvtx_context AS x ON x.range_id = rn.range_id
-    LEFT JOIN user_range AS u ON u.range_id = x.user_range_id
-    GROUP BY c.pid, range_path
+layer_call AS (SELECT pid, runtime_id, idle_ns AS weight FROM call_idle),
+layers AS (  -- the top 3 user-range paths by GPU idle time (queries/macros/call_layers.sql)
+    SELECT pid, layers FROM call_layers(layer_call, runtime_nvtx, nvtx_context, user_range)
 ),
-layers AS (
-    SELECT pid, string_agg(range_path, ', ' ORDER BY idle_ns DESC, range_path) AS layers
-    FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY pid ORDER BY idle_ns DESC, range_path) AS rank FROM call_layer)
-    WHERE rank <= 3 GROUP BY pid
-),
-threads AS (
-    SELECT c.pid, string_agg(DISTINCT COALESCE(t.thread_name, '?') || ' (' || c.tid || ')', ', '
-                      ORDER BY COALESCE(t.thread_name, '?') || ' (' || c.tid || ')') AS threads,
-           COUNT(DISTINCT c.tid) AS n
-    FROM call_idle AS c
-    LEFT JOIN (SELECT pid, tid, MIN(thread_name) AS thread_name FROM thread GROUP BY pid, tid) AS t
-           ON t.pid = c.pid AND t.tid = c.tid
-    GROUP BY c.pid
-),
+threads AS (SELECT pid, threads, n FROM thread_list(call_idle, thread)),  -- queries/macros/thread_list.sql
 fired AS (
     SELECT p.*, a.apis, l.layers, t.threads, t.n AS thread_count, s.label
     FROM per_pid AS p
@@ -141,8 +124,7 @@ fired AS (
     WHERE p.calls > 0 AND p.idle_ns > 0 AND 100.0 * p.idle_ns >= $min_pct * p.wall_ns
 ),
 shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
-    SELECT *, list_transform([idle_ns / steps, blocked_ns / steps]::DOUBLE[],
-               lambda x: human_ns(x)) AS d
+    SELECT *, human_ns_each([idle_ns / steps, blocked_ns / steps]) AS d
     FROM fired
 )
 SELECT 'sync_in_step' AS rule,
@@ -150,8 +132,8 @@ SELECT 'sync_in_step' AS rule,
          AS title,
        label || ', thread' || CASE WHEN thread_count > 1 THEN 's ' ELSE ' ' END || threads
          || CASE WHEN layers IS NOT NULL THEN ', in ' || layers ELSE '' END AS "where",
-       printf('%d synchronizing call%s in %d step%s (%s). ', calls, CASE WHEN calls = 1 THEN '' ELSE 's' END,
-              steps, CASE WHEN steps = 1 THEN '' ELSE 's' END, apis)
+       printf('%d synchronizing call%s in %d step%s (%s). ', calls, plural_s(calls),
+              steps, plural_s(steps), apis)
          || CASE WHEN steps = 1 THEN 'They' ELSE 'Per step they' END
          || printf(' blocked the CPU %s and left the GPU idle %s (%.1f%% of the step wall time), from their start '
                    || 'until the GPU got work again.', d[2], d[1], 100.0 * idle_ns / wall_ns) AS evidence,

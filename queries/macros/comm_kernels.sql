@@ -1,0 +1,24 @@
+-- nsysql: macros.comm_kernels v1
+-- purpose: The communication kernels: `comm_kernels(kernel, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range)` reads the table or CTE named `kernel` (columns kernel_id, kernel_name, pid, correlation_id) and returns the kernel_id of each kernel named like NCCL's (macros.is_nccl_name) or launched by a CUDA call made inside one of NCCL's own NVTX ranges.
+-- requires: macros.is_nccl_name
+-- params: none
+-- notes: NCCL's ranges are those of the NVTX domain `NCCL` (ncclAllReduce, ncclGroupEnd, ...: with one rank NCCL
+--   runs a kernel named oneRankReduce, which only its range tells apart); a call is inside one when the range or
+--   any of its ancestors (nvtx_ancestor) is NCCL's. A kernel's launching call is the runtime row of its process
+--   with its correlation id. The normalized tables are passed by name, so it reads the caller's schema's.
+--   analysis.comm and findings.exposed_comm read it.
+-- columns:
+--   kernel_id | BIGINT | id
+CREATE OR REPLACE TEMP MACRO comm_kernels(kernel, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range) AS TABLE
+WITH
+nccl_call AS (  -- CUDA calls made inside one of NCCL's own NVTX ranges (by process and correlation id)
+    SELECT c.pid, c.correlation_id
+    FROM query_table(runtime) AS c
+    WHERE c.runtime_id IN (SELECT rn.runtime_id FROM query_table(runtime_nvtx) AS rn
+                           JOIN query_table(nvtx_ancestor) AS a ON a.range_id = rn.range_id
+                           WHERE a.ancestor_id IN (SELECT range_id FROM query_table(nvtx_range) WHERE domain = 'NCCL'))
+)
+SELECT k.kernel_id FROM query_table(kernel) AS k WHERE is_nccl_name(k.kernel_name)
+UNION
+SELECT k.kernel_id
+FROM query_table(kernel) AS k JOIN nccl_call AS n ON n.pid = k.pid AND n.correlation_id = k.correlation_id;
