@@ -178,10 +178,14 @@ REPORT_OPTIONAL = {
                           "Total Range Time (ns)"),
     "nvtx_kern_sum": ("Style", "PID", "NVTX Inst", "TID", "Avg (ns)"),
     "nvtx_sum": ("Style",),
+    # the call, its rank, peer and size first; the end, ids and collective sizes go when narrow
+    "mpi_event_trace": ("End (ns)", "Pid", "Tid", "RootRank", "CollRecvSize (MB)", "CollSendSize (MB)", "Tag"),
 }
 
 
-REPORT_TEXT_MIN = {"Name": 30, "Kernel Name": 30, "Range": 30, "NVTX Range": 24, "Operation": 30}
+REPORT_TEXT_MIN = {"Name": 30, "Kernel Name": 30, "Range": 30, "NVTX Range": 24, "Operation": 30, "Event": 24}
+# openacc_sum's names carry the directive's file and line (`Compute construct@/src/jacobi.c:42`): wider first
+REPORT_TEXT_MIN_OF = {"openacc_sum": {"Name": 44}}
 
 
 def report_layout(name: str) -> tuple[list[str], list[list[str]]]:
@@ -214,7 +218,7 @@ def report(
         catalog.report_params(q, catalog.split_report_spec(name)[1])
         df = src.gather(exports, lambda ex: ex.report(name))
         optional, groups = report_layout(q.name)
-        out.emit(df, columns=q.columns, title=name, optional=optional, unit_groups=groups, text_min=REPORT_TEXT_MIN)
+        out.emit(df, columns=q.columns, title=name, optional=optional, unit_groups=groups, text_min={**REPORT_TEXT_MIN, **REPORT_TEXT_MIN_OF.get(q.name, {})})
 
 
 def summarize(

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import duckdb
@@ -13,7 +14,8 @@ from .cache import cache_file, cache_key, default_cache_dir
 from .engine import connect, error_line, quote_ident
 from .errors import MissingDataError, NsysqlError
 
-# normalized table -> (raw nsys table it comes from, nsys flag that produces it)
+# normalized table -> (raw nsys table it comes from, nsys flag that produces it); a table read from several raw
+# tables names them with a wildcard (MPI_*_EVENTS): any one of them present is data
 SOURCES = {
     "kernel": ("CUPTI_ACTIVITY_KIND_KERNEL", "--trace=cuda"),
     "runtime": ("CUPTI_ACTIVITY_KIND_RUNTIME", "--trace=cuda"),
@@ -29,6 +31,10 @@ SOURCES = {
     "um_cpu_page_fault": ("CUDA_UM_CPU_PAGE_FAULT_EVENTS", "--cuda-um-cpu-page-faults=true"),
     "um_gpu_page_fault": ("CUDA_UM_GPU_PAGE_FAULT_EVENTS", "--cuda-um-gpu-page-faults=true"),
     "syscall": ("SYSCALL", "--syscall=process-tree (experimental in Nsight Systems 2025.3)"),
+    "mpi_event": ("MPI_*_EVENTS", "--trace=mpi (and --mpi-impl=openmpi or mpich)"),
+    "openmp_event": ("OPENMP_EVENT_KIND_*", "--trace=openmp (of a program whose OpenMP runtime has OMPT, e.g. LLVM's "
+                     "libomp; GCC's libgomp has none)"),
+    "openacc_event": ("CUPTI_ACTIVITY_KIND_OPENACC_*", "--trace=openacc"),
 }
 
 
@@ -111,7 +117,7 @@ class Export:
     def has(self, table: str) -> bool:
         """Whether the export holds the raw data behind a normalized table."""
         raw = SOURCES.get(table, (None,))[0]
-        return raw is None or raw in self._tables
+        return raw is None or any(fnmatchcase(t, raw) for t in self._tables)
 
     def require(self, tables, purpose: str) -> None:
         """Raise MissingDataError unless every requirement holds; `a|b` needs at least one of a, b."""

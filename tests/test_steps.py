@@ -89,7 +89,7 @@ def test_steps_match_plain_reading(cases):
 
 
 # fixtures captured by their own small programs, not capture/workload.py (fixtures/README.md): iter_N ranges
-NOT_WORKLOAD = {"um-faults", "um-faults-syscall"}
+NOT_WORKLOAD = {"um-faults", "um-faults-syscall", "mpi-2rank"}
 
 
 def test_fixture_steps_are_the_profiled_steps_not_the_backward_burst(cases):

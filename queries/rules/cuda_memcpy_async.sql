@@ -2,7 +2,7 @@
 -- purpose: Async memcpys using pageable memory (so synchronous), longest first, identical to `nsys analyze -r cuda_memcpy_async` (Nsight Systems 2025.3).
 -- requires: memcpy, runtime
 -- params: $rows BIGINT default 50 (rows shown, longest first; -1 for all)
--- notes: A copy is matched to its API call on correlationId alone, as NVIDIA does; the API name is matched with a case-insensitive LIKE 'cudaMemcpy%Async%' and printed as recorded. Bytes are printed in MB (10^6 bytes, 3 decimals). Equal durations keep the export's row order here.
+-- notes: A copy is matched to its API call on correlationId alone, as NVIDIA does; the API name is matched with a case-insensitive LIKE 'cudaMemcpy%Async%' and printed as recorded. Bytes are printed in MB (10^6 bytes, 3 decimals). Equal durations come in NVIDIA's order: by the API call's row, then the copy's (with two processes, whose correlationIds overlap, each copy is matched to the calls of both, as NVIDIA does: fixtures/mpi-2rank).
 -- columns:
 --   Duration (ns) | BIGINT | ns
 --   Start (ns) | BIGINT | ns timestamp
@@ -30,5 +30,5 @@ FROM memcpy AS m
 JOIN runtime AS r ON r.correlation_id = m.correlation_id
 WHERE (m.src_kind = 'Pageable' OR m.dst_kind = 'Pageable')
   AND r.api_name ILIKE 'cudaMemcpy%Async%'
-ORDER BY "Duration (ns)" DESC, m.memcpy_id, r.runtime_id
+ORDER BY "Duration (ns)" DESC, r.runtime_id, m.memcpy_id
 LIMIT (CASE WHEN $rows < 0 THEN NULL ELSE $rows END);

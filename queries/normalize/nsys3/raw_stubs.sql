@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.raw_stubs v3
+-- nsysql: normalize.nsys3.raw_stubs v4
 -- purpose: Empty stand-ins for raw nsys tables an export lacks (nsys exports only tables that have data), so every normalized table exists, empty, instead of failing.
 -- requires: none
 -- params: none
@@ -25,3 +25,29 @@ CREATE TABLE raw.CUDA_UM_GPU_PAGE_FAULT_EVENTS (rowid BIGINT, start BIGINT, "end
 CREATE TABLE raw.ENUM_CUDA_UNIF_MEM_ACCESS_TYPE (rowid BIGINT, id BIGINT, name VARCHAR, label VARCHAR);
 CREATE TABLE raw.ENUM_CUDA_UNIF_MEM_MIGRATION (rowid BIGINT, id BIGINT, name VARCHAR, label VARCHAR);
 CREATE TABLE raw.SYSCALL (rowid BIGINT, start BIGINT, "end" BIGINT, eventClass BIGINT, globalTid BIGINT, nameId BIGINT, callchainId BIGINT);
+CREATE TABLE raw.MPI_RANKS (rowid BIGINT, globalTid BIGINT, rank BIGINT);
+CREATE TABLE raw.MPI_P2P_EVENTS (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, textId BIGINT, commHandle BIGINT, tag BIGINT, remoteRank BIGINT, size BIGINT, requestHandle BIGINT);
+CREATE TABLE raw.MPI_START_WAIT_EVENTS (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, textId BIGINT, requestHandle BIGINT);
+CREATE TABLE raw.MPI_OTHER_EVENTS (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, textId BIGINT);
+CREATE TABLE raw.MPI_COLLECTIVES_EVENTS (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, textId BIGINT, commHandle BIGINT, rootRank BIGINT, size BIGINT, recvSize BIGINT, requestHandle BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_THREAD (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_PARALLEL (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_SYNC_REGION_WAIT (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_SYNC_REGION (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_TASK (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_MASTER (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_REDUCTION (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_TASK_CREATE (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_TASK_SCHEDULE (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_CANCEL (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_MUTEX_WAIT (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_CRITICAL_SECTION (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_MUTEX_RELEASED (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_LOCK_INIT (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_LOCK_DESTROY (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_WORKSHARE (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_DISPATCH (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.OPENMP_EVENT_KIND_FLUSH (rowid BIGINT, start BIGINT, "end" BIGINT, globalTid BIGINT, nameId BIGINT);
+CREATE TABLE raw.CUPTI_ACTIVITY_KIND_OPENACC_DATA (rowid BIGINT, start BIGINT, "end" BIGINT, nameId BIGINT, globalTid BIGINT, lineNo BIGINT, srcFile BIGINT, funcName BIGINT, bytes BIGINT, varName BIGINT);
+CREATE TABLE raw.CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH (rowid BIGINT, start BIGINT, "end" BIGINT, nameId BIGINT, globalTid BIGINT, lineNo BIGINT, srcFile BIGINT, funcName BIGINT, kernelName BIGINT);
+CREATE TABLE raw.CUPTI_ACTIVITY_KIND_OPENACC_OTHER (rowid BIGINT, start BIGINT, "end" BIGINT, nameId BIGINT, globalTid BIGINT, lineNo BIGINT, srcFile BIGINT, funcName BIGINT);
