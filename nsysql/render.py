@@ -612,6 +612,15 @@ def fit(cols: list[Shown], width: int, optional: Sequence[str | tuple[str, ...]]
     return shown, fitted, hidden
 
 
+def _several_processes(df: pl.DataFrame) -> bool:
+    """Whether the rows of one export come from several processes (`pid` column)."""
+    if "pid" not in df.columns or df.height < 2:
+        return False
+    if "export" in df.columns:
+        return bool((df.group_by("export").agg(pl.col("pid").n_unique().alias("n"))["n"] > 1).any())
+    return df["pid"].n_unique() > 1
+
+
 # -- table ---------------------------------------------------------------------------------------------
 _BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
 
@@ -641,6 +650,8 @@ def to_table(df: pl.DataFrame, decimals: dict[str, int] | None = None, title: st
     optional = list(optional)
     if "export" in df.columns and "rank" in df.columns:
         optional.insert(0, "rank")  # several exports: the rank is also in the export's label
+    if _several_processes(df):  # each process numbers its own steps: the pid tells the rows apart, never hidden
+        optional = [tuple(n for n in o if n != "pid") if isinstance(o, tuple) else o for o in optional if o != "pid"]
     shown, widths, hidden = fit(cols, width, optional, wide, text_min)
 
     def paint(text: str, style: str) -> str:

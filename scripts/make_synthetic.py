@@ -825,6 +825,41 @@ def no_steps() -> SyntheticExport:
     return b
 
 
+def two_ranks() -> SyntheticExport:
+    """Two processes, each with its own steps at the same time, as `torchrun --nproc-per-node 2` under one
+    `nsys profile` gives (one rank per GPU, gradients all-reduced by NCCL). Synthetic because no real capture of
+    that shape exists here: the 2-GPU machine was not lent when per-process step numbering was built, and the
+    fixtures' other processes (DataLoader workers, torch.compile's compile workers) have no NVTX ranges. Each rank
+    numbers its own steps 1-3 (`nsysql steps` has a pid column; (pid, step) names a step).
+
+        rank 0: pid 100, tid 100, GPU 0: profiled_step [1000,2000], [2000,3000], [3000,4000]
+        rank 1: pid 200, tid 200, GPU 1: profiled_step [1100,2100], [2100,3100], [3100,4200]
+        in step k (b = 1000 * (k - 1)), corr 10k+1 and 10k+2 of each process:
+          rank 0: call [b+1010,b+1020] -> k_compute [b+1050,b+1450] (stream 7);
+                  call [b+1300,b+1310] -> ncclDevKernel_AllReduce_Sum_f32_RING_LL [b+1400,b+1800] (stream 20)
+                  compute 400, comm 400, overlap 50, exposed 350, busy 750
+          rank 1: call [b+1110,b+1120] -> k_compute [b+1150,b+1650];
+                  call [b+1500,b+1510] -> ncclDevKernel_AllReduce_Sum_f32_RING_LL [b+1600,b+1900]
+                  compute 500, comm 300, overlap 50, exposed 250, busy 750
+        each step: rank 1 is the straggler, 50 ns behind the median rank (450 ns of compute)
+    """
+    b = SyntheticExport()
+    for pid, device, shift in ((100, 0, 0), (200, 1, 100)):
+        b.thread(pid, pid, "python3")
+        for k in (1, 2, 3):
+            base = 1000 * (k - 1)
+            end = base + 2000 + shift + (100 if (pid, k) == (200, 3) else 0)
+            b.range("profiled_step", base + 1000 + shift, end, tid=pid, pid=pid)
+            compute = 400 if pid == 100 else 500
+            b.launch(start=base + 1010 + shift, end=base + 1020 + shift, tid=pid, pid=pid, correlation_id=10 * k + 1,
+                     kernel=("k_compute", base + 1050 + shift, base + 1050 + shift + compute, 7, device))
+            call, start, length = (1300, 1400, 400) if pid == 100 else (1500, 1600, 300)
+            b.launch(start=base + call, end=base + call + 10, tid=pid, pid=pid, correlation_id=10 * k + 2,
+                     kernel=("ncclDevKernel_AllReduce_Sum_f32_RING_LL", base + start, base + start + length, 20,
+                             device))
+    return b
+
+
 # ---------------------------------------------------------------------------------------------
 # Export schema versions (tests/test_schema_versions.py): not in CASES, since nsysql refuses some
 # of them by design and CASES are all opened by tests/test_synthetic.py.

@@ -560,8 +560,9 @@ def top_level_user_ranges(pa: PlainAttribution):
 
 
 def plain_steps(pa: PlainAttribution):
-    """[{name, source, pid, gtid, start, end}] in start order: step-named top-level user ranges, else a
-    pattern of repeating top-level names on each process's busiest non-autograd thread."""
+    """[{step, name, source, pid, gtid, start, end}] in (step, pid) order: step-named top-level user ranges, else a
+    pattern of repeating top-level names on each process's busiest non-autograd thread; each process numbers its
+    own steps 1, 2, ... in start order."""
     top = top_level_user_ranges(pa)
     steps = [dict(name=r["text"], source="range", pid=r["pid"], gtid=r["gtid"], start=r["start"], end=r["end"])
              for r in top if STEP_NAME.fullmatch(r["text"])]
@@ -589,7 +590,12 @@ def plain_steps(pa: PlainAttribution):
                     steps.append(current)
                 elif current is not None:
                     current["end"] = max(current["end"], r["end"])
-    return sorted(steps, key=lambda s: (s["start"], s["pid"], s["gtid"]))
+    steps.sort(key=lambda s: (s["start"], s["pid"], s["gtid"]))
+    count: dict[int, int] = defaultdict(int)
+    for s in steps:
+        count[s["pid"]] += 1
+        s["step"] = count[s["pid"]]
+    return sorted(steps, key=lambda s: (s["step"], s["pid"]))
 
 
 def ops_in_steps(pa: PlainAttribution, steps):

@@ -77,11 +77,37 @@ def test_busy_in_step_equals_a_plain_walk():
     macros.install(con)
     probes = [(1, 1, 5, 45), (2, 1, 15, 35), (3, 1, 20, 30), (4, 2, 55, 60), (5, 2, 60, 70), (6, 3, 500, 700),
               (7, 3, 400, 400), (8, 1, 5, 10)]  # (id, step, s, e), each inside its step
-    values = ", ".join(f"({i}, {step}, {s}, {e})" for i, step, s, e in probes)
-    got = dict(con.execute(f"WITH probe(id, step, s, e) AS (VALUES {values}) "
+    values = ", ".join(f"({i}, {steps[step][0]}, {step}, {s}, {e})" for i, step, s, e in probes)
+    got = dict(con.execute(f"WITH probe(id, pid, step, s, e) AS (VALUES {values}) "
                            "SELECT id, busy_ns FROM busy_in_step(probe, step_busy) ORDER BY id").fetchall())
     assert got == {i: busy_walk(steps[step][0], s, e) for i, step, s, e in probes}
     assert got[1] == 25 and got[5] == 1 and got[8] == 0  # spelled out
+
+
+def test_busy_in_step_keeps_the_processes_steps_apart():
+    """Steps are numbered per process: step 1 of process 100 and step 1 of process 200 are two steps running at
+    the same time (two ranks), and a probe of one never reads the other's busy intervals."""
+    con = duckdb.connect()
+    steps = {(100, 1): (5, 45), (200, 1): (0, 40), (200, 2): (900, 1000)}  # (pid, step) -> (start, end)
+    rows, idx = [], 0
+    for (pid, step), (ws, we) in sorted(steps.items()):
+        before = 0
+        for start, end in BUSY[pid]:
+            s, e = max(start, ws), min(end, we)
+            if s < e:
+                idx += 1
+                rows.append((step, pid, s, e, before, idx))
+                before += e - s
+    con.execute("CREATE TEMP TABLE step_busy (step BIGINT, pid BIGINT, start_ns BIGINT, end_ns BIGINT, "
+                "before_ns BIGINT, idx BIGINT)")
+    con.executemany("INSERT INTO step_busy VALUES (?, ?, ?, ?, ?, ?)", rows)
+    macros.install(con)
+    probes = [(1, 100, 1, 5, 45), (2, 200, 1, 10, 30), (3, 100, 1, 20, 30), (4, 200, 2, 900, 1000)]
+    values = ", ".join(f"({i}, {pid}, {step}, {s}, {e})" for i, pid, step, s, e in probes)
+    got = dict(con.execute(f"WITH probe(id, pid, step, s, e) AS (VALUES {values}) "
+                           "SELECT id, busy_ns FROM busy_in_step(probe, step_busy) ORDER BY id").fetchall())
+    assert got == {i: busy_walk(pid, s, e) for i, pid, step, s, e in probes}
+    assert (got[1], got[2], got[4]) == (25, 20, 100)  # spelled out
 
 
 def test_every_macro_is_stored_and_read_by_the_queries_that_say_so():
