@@ -30,7 +30,7 @@ DPI = 120
 # -- public entry points -------------------------------------------------------------------------
 def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None, end_ms: float | None = None,
              step: int | None = None, pid: int | None = None, op_markers: bool = False) -> Path:
-    """NVTX ranges per thread above GPU ops per stream, for a window (ms after capture start) or one step (of
+    """NVTX ranges per thread above GPU ops per stream, for a window (ms since the capture's first event) or one step (of
     process `pid` where several processes have steps: each numbers its own)."""
     output = check_output(output)
     if step is not None and (start_ms is not None or end_ms is not None):
@@ -53,8 +53,8 @@ def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None,
         lo, hi = window["from_ns"], window["to_ns"]
         what = "window" if start_ms is not None or end_ms is not None else "whole capture"
     if hi <= lo:
-        raise NsysqlError(f"empty time window ({(lo - origin) / 1e6:.3f} to {(hi - origin) / 1e6:.3f} ms after "
-                          "the capture start); `end_ms=` must be greater than `start_ms=`")
+        raise NsysqlError(f"empty time window ({(lo - origin) / 1e6:.3f} to {(hi - origin) / 1e6:.3f} ms since "
+                          "the capture's first event); `end_ms=` must be greater than `start_ms=`")
     if ex.has("nvtx_range"):
         ranges = ex.run("analysis._plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=op_markers)
     else:  # a program without NVTX (a CUDA application, OpenACC, ...): its GPU ops alone
@@ -64,10 +64,10 @@ def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None,
     ops = ex.run("analysis._plot_timeline_ops", from_ns=lo, to_ns=hi)
     if ranges.is_empty() and ops.is_empty():
         raise NsysqlError(f"nothing happens between {(lo - origin) / 1e6:.3f} and {(hi - origin) / 1e6:.3f} ms "
-                          "after the capture start; widen `start_ms=`/`end_ms=`")
+                          "since the capture's first event; widen `start_ms=`/`end_ms=`")
     fig = _draw_timeline(ranges, ops, origin, lo, hi, op_markers,
                          title=f"{_export_title(ex)}: {what}, {(lo - origin) / 1e6:,.3f} to "
-                               f"{(hi - origin) / 1e6:,.3f} ms after capture start")
+                               f"{(hi - origin) / 1e6:,.3f} ms since the first event")
     return _save(fig, output)
 
 
@@ -201,7 +201,7 @@ def _draw_timeline(ranges, ops, origin: int, lo: int, hi: int, op_markers: bool,
                       title="GPU op direction", title_fontsize=8, frameon=False)
     ax_gpu.grid(axis="x", color="#DDDDDD", linewidth=0.5)
     ax_gpu.set_xlim(to_ms(lo), to_ms(hi))
-    ax_gpu.set_xlabel("time since capture start (ms)", fontsize=9)
+    ax_gpu.set_xlabel("time since the capture's first event (ms)", fontsize=9)
     ax_gpu.ticklabel_format(axis="x", useOffset=False, style="plain")
     return fig
 

@@ -37,7 +37,7 @@ class Summary:
     overview: Overview
     findings: pl.DataFrame | None
     details: list[Section] = field(default_factory=list)  # --full
-    origin: int | None = None  # capture start: where timestamps in the --full tables count from
+    origin: int | None = None  # the capture's first event: where timestamps in the --full tables count from
     comm: Section | None = None  # only when the export has communication kernels
 
 

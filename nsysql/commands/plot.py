@@ -25,10 +25,10 @@ def plot(
         "-o", "--output", help="Image file; .png, .svg or .pdf picks the format. Several exports: one image each, "
                                "FILE's stem + _<export> + suffix (e.g. out_rank0.png).", show_default=False)],
     start_ms: Annotated[Optional[float], typer.Option(
-        "--start-ms", help="timeline: window start, ms after the capture start [default: capture start].",
+        "--start-ms", help="timeline: window start, ms since the capture's first event [default: that event].",
         show_default=False)] = None,
     end_ms: Annotated[Optional[float], typer.Option(
-        "--end-ms", help="timeline: window end, ms after the capture start [default: capture end].",
+        "--end-ms", help="timeline: window end, ms since the capture's first event [default: the last event's end].",
         show_default=False)] = None,
     step: Annotated[Optional[int], typer.Option(
         "--step", min=1, help="timeline: the window of step N (1-based, as `nsysql steps` numbers them).",
