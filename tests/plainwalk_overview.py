@@ -19,9 +19,9 @@ from collections import defaultdict
 from plainwalk import (
     BACKWARD,
     EVAL,
-    LIBRARY_DOMAINS,
     STEP_NAME,
     is_op_marker,
+    is_user_range,
     layer_path,
     merge,
     short_api,
@@ -122,7 +122,7 @@ class PlainExport:
         db.close()
 
     def user_ranges(self):
-        return [r for r in self.ranges if not is_op_marker(r["text"]) and r["domain"] not in LIBRARY_DOMAINS]
+        return [r for r in self.ranges if is_user_range(r["domain"], r["text"])]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,7 +448,7 @@ def plain_top_ranges(px: PlainExport, windows):
     ranges of its own (PyTorch's autograd thread), the innermost user range open across the whole call on the
     one other thread of the process that has one. For exports without any op marker (no seq links)."""
     wins = [w for w in windows if w["analysed"]]
-    users = [r for r in px.ranges if not is_op_marker(r["text"]) and r["domain"] not in LIBRARY_DOMAINS]
+    users = [r for r in px.ranges if is_user_range(r["domain"], r["text"])]
     by_thread = thread_trees(users)
     user_parent = parents(by_thread)
     has_child = set(user_parent.values())

@@ -4,7 +4,8 @@
 -- params: none
 -- notes: Named steps: top-level user ranges (not PyTorch op markers nor library ranges) named like a step,
 --   ignoring case: profiled_step, step, step_N, train_step, iteration N, iter_N, ProfilerStep#N (user_range.is_step,
---   the same ranges that kernel attribution leaves out of layer paths). When the export has none, steps come from
+--   the same ranges that kernel attribution leaves out of layer paths). A library's ranges never make steps (NCCL's,
+--   nvFuser's are no user ranges; TensorRT's layer ranges are, but only layers). When the export has none, steps come from
 --   a pattern: per process, on the thread with the most top-level user ranges (PyTorch autograd threads
 --   `pt_autograd_*` never), the first top-level name that occurs twice or more (e.g. forward_pass in
 --   forward_pass, backward_pass, optimizer_step, forward_pass, ...) starts a step at each occurrence; a pattern
@@ -48,7 +49,7 @@ top_level AS (  -- top-level user ranges, with their thread's name
     FROM user_range AS u
     JOIN nvtx_range AS r ON r.range_id = u.range_id
     LEFT JOIN thread AS t ON t.global_tid = u.global_tid
-    WHERE u.user_depth = 0 AND r.end_global_tid IS NULL
+    WHERE u.user_depth = 0 AND r.end_global_tid IS NULL AND NOT u.from_library  -- a library's layers make no step
 ),
 named_steps AS (
     SELECT range_id, pid, tid, text AS name, start_ns, end_ns, 'range' AS source FROM top_level WHERE is_step
