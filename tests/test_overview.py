@@ -441,8 +441,8 @@ def breakdown_tables():
     return wins, ops, calls, ranges, osrt
 
 
-def test_step_breakdown_hand_worked():
-    wins, ops, calls, ranges, osrt = breakdown_tables()
+def breakdown_rows(wins, ops, calls, ranges, osrt):
+    """analysis.step_breakdown over hand-worked tables (breakdown_tables' shapes)."""
     _, rows = run_query("analysis.step_breakdown", {
         "steady_steps": ("step BIGINT, pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, analysed BOOLEAN, "
                          "wall_ns BIGINT", [w + (w[4] - w[3],) for w in wins]),
@@ -452,20 +452,30 @@ def test_step_breakdown_hand_worked():
                        ranges),
         "osrt": ("pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, nesting_level BIGINT", osrt),
     })
-    expected = [dict(step=1, pid=1, wall_ns=1000, kernel_ns=250, memcpy_ns=50, memset_ns=10, runtime_ns=100,
-                     dataloader_ns=200, cpu_exec_ns=240, other_ns=150),
-                dict(step=3, pid=1, wall_ns=100, kernel_ns=0, memcpy_ns=0, memset_ns=0, runtime_ns=0, dataloader_ns=0,
-                     cpu_exec_ns=0, other_ns=100)]
-    assert rows == expected
-    # the plain sweep the real exports are checked with agrees on the hand-worked case
-    walk = [plain_breakdown(dict(pid=p, tid=t, start_ns=s, end_ns=e), [dict(kind=k, pid=q, start=a, end=b)
-                                                                        for k, q, a, b in ops],
+    return rows
+
+
+def breakdown_walk(wins, ops, calls, ranges, osrt):
+    """The plain sweep the real exports are checked with, over the same hand-worked tables: one dict per analysed
+    window, in the order of `wins`."""
+    return [plain_breakdown(dict(pid=p, tid=t, start_ns=s, end_ns=e),
+                            [dict(kind=k, pid=q, start=a, end=b) for k, q, a, b in ops],
                             [dict(pid=q, tid=u, start=a, end=b) for q, u, a, b in calls],
                             [dict(pid=q, tid=u, start=a, end=b, cross=x is not None, text=txt)
                              for q, u, a, b, x, txt in ranges],
                             [dict(pid=q, tid=u, start=a, end=b) for q, u, a, b, lvl in osrt if lvl == 0])
             for _, p, t, s, e, ok in wins if ok]
-    assert walk == [{k: r[k] for k in CATEGORIES} for r in expected]
+
+
+def test_step_breakdown_hand_worked():
+    tables = breakdown_tables()
+    rows = breakdown_rows(*tables)
+    expected = [dict(step=1, pid=1, wall_ns=1000, kernel_ns=250, memcpy_ns=50, memset_ns=10, runtime_ns=100,
+                     dataloader_ns=200, cpu_exec_ns=240, other_ns=150),
+                dict(step=3, pid=1, wall_ns=100, kernel_ns=0, memcpy_ns=0, memset_ns=0, runtime_ns=0, dataloader_ns=0,
+                     cpu_exec_ns=0, other_ns=100)]
+    assert rows == expected
+    assert breakdown_walk(*tables) == [{k: r[k] for k in CATEGORIES} for r in expected]
     assert statistics.fmean(r["wall_ns"] for r in rows) == 550
 
 
@@ -475,30 +485,15 @@ def test_step_breakdown_of_two_processes_at_once():
     kernel 1300-1400, its call 1450-1500, the rest cpu_exec (no OS call of thread 20)."""
     wins, ops, calls, ranges, osrt = breakdown_tables()
     wins = wins + [(1, 2, 20, 1000, 2000, True)]
-    _, rows = run_query("analysis.step_breakdown", {
-        "steady_steps": ("step BIGINT, pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, analysed BOOLEAN, "
-                         "wall_ns BIGINT", [w + (w[4] - w[3],) for w in wins]),
-        "gpu_op": ("op_kind VARCHAR, pid BIGINT, start_ns BIGINT, end_ns BIGINT", ops),
-        "runtime": ("pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT", calls),
-        "nvtx_range": ("pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, end_global_tid BIGINT, text VARCHAR",
-                       ranges),
-        "osrt": ("pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, nesting_level BIGINT", osrt),
-    })
+    rows = breakdown_rows(wins, ops, calls, ranges, osrt)
     assert [(r["step"], r["pid"]) for r in rows] == [(1, 1), (1, 2), (3, 1)]
     by_step = {(r["pid"], r["step"]): {k: r[k] for k in CATEGORIES} for r in rows}
     assert by_step[(1, 1)] == dict(kernel_ns=250, memcpy_ns=50, memset_ns=10, runtime_ns=100, dataloader_ns=200,
                                    cpu_exec_ns=240, other_ns=150)  # as without process 2's step
     assert by_step[(2, 1)] == dict(kernel_ns=100, memcpy_ns=0, memset_ns=0, runtime_ns=50, dataloader_ns=0,
                                    cpu_exec_ns=850, other_ns=0)
-    for _, p, t, s, e, ok in wins:
-        if ok:
-            walk = plain_breakdown(dict(pid=p, tid=t, start_ns=s, end_ns=e),
-                                   [dict(kind=k, pid=q, start=a, end=b) for k, q, a, b in ops],
-                                   [dict(pid=q, tid=u, start=a, end=b) for q, u, a, b in calls],
-                                   [dict(pid=q, tid=u, start=a, end=b, cross=x is not None, text=txt)
-                                    for q, u, a, b, x, txt in ranges],
-                                   [dict(pid=q, tid=u, start=a, end=b) for q, u, a, b, lvl in osrt if lvl == 0])
-            assert walk == by_step[(p, 1 if s == 1000 else 3)]
+    analysed = [(p, n) for n, p, _, _, _, ok in wins if ok]
+    assert breakdown_walk(wins, ops, calls, ranges, osrt) == [by_step[key] for key in analysed]
 
 
 H100 = dict(smCount=132, maxBlocksPerSm=32, maxWarpsPerSm=64, maxRegistersPerSm=65536, maxShmemPerSm=233472,
