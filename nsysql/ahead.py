@@ -17,7 +17,7 @@ from .summary import build_summary
 
 # (what, how): each computes the answers one command's default output reads, with that command's exact arguments
 DEFAULT_OUTPUTS: list[tuple[str, Callable[[Export], object]]] = [
-    ("the time origin of tables (ms since the capture start)", time_origin),
+    ("the time origin of tables (ms since the capture's first event)", time_origin),
     ("steps", lambda ex: ex.steps()),
     ("layers", lambda ex: (ex.layers(depth=0, merge_repeats=False), ex.attribution_coverage())),
     ("memcpy", lambda ex: ex.memcpy(by="kind")),

@@ -72,7 +72,7 @@ class Analysis:
       `selects` flag that is set, else ""); `unit_groups`: duration columns shown in one shared unit; `text_min`:
       widths text columns keep before optional columns are hidden.
     rows_capped: table output shows the first 40 rows (unless `--top` is given); `more_hint` says how to see all.
-    timestamps: the columns include `ns timestamp` instants, shown as ms since the capture start (tables).
+    timestamps: the columns include `ns timestamp` instants, shown as ms since the capture's first event (tables).
     after: the command it follows in `nsysql --help` (new analyses: after the last command).
     """
     name: str
@@ -174,7 +174,7 @@ DECLARED: list[Analysis] = [
 
     A step's GPU work includes ops launched by other threads of its process while it runs (PyTorch's autograd thread).
 
-    Table and markdown show times in ms (start: ms since the capture start, as `nsysql plot`); csv, json and parquet keep the exact nanoseconds (start_ns/end_ns on the export's clock).
+    Table and markdown show times in ms (start: ms since the capture's first event, as `nsysql plot`); csv, json and parquet keep the exact nanoseconds (start_ns/end_ns on the export's clock).
 
     With several exports, those without steps are skipped (named on stderr).
     """,
@@ -253,7 +253,7 @@ DECLARED: list[Analysis] = [
     the thread's innermost user NVTX range, and its longest CUDA API and OS runtime calls in the gap.
 
     Table output shows the first 40 rows (--top N shows N gaps); table and markdown show gap_start as ms since the
-    capture start (as `nsysql plot`) and lengths in ms or µs. csv, json and parquet keep the exact nanoseconds
+    capture's first event (as `nsysql plot`) and lengths in ms or µs. csv, json and parquet keep the exact nanoseconds
     (gap_start_ns/gap_end_ns on the export's clock).
     """,
         queries={"": "analysis.gaps"},
@@ -279,7 +279,7 @@ DECLARED: list[Analysis] = [
         help="""GPU utilization over time: per device and fixed window (from the first GPU op to the last), the busy
     time (union of kernels, copies and sets), its share of the window and the ops started in it.
 
-    Table output shows the first 40 windows; table and markdown show window starts as ms since the capture start
+    Table output shows the first 40 windows; table and markdown show window starts as ms since the capture's first event
     (as `nsysql plot`), csv, json and parquet the exact nanoseconds on the export's clock.""",
         queries={"": "analysis.utilization"},
         params=(Param("window_ms", float, 10.0, "Window length in ms (> 0)."),),

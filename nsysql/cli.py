@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from . import catalog, inputs, signals
-from .commands.common import OUTPUT, SOURCE, ExportsArg, Output, OutputOpt, Source, add_commands
+from .commands.common import OUTPUT, SOURCE, ExportsArg, Output, OutputOpt, Source, TimeOrigins, add_commands
 from .commands.tables import add_declared
 from .errors import NsysqlError, cli_text
 from .formats import Format
@@ -211,14 +211,17 @@ def report(
     """Run one report; `--format csv` is identical to `nsys stats -r NAME[:arg...] -f csv` (one export).
 
     Table and markdown show the times in ms or µs (the unit under the column name; totals share one unit, the
-    per-instance statistics another) and hide the spread statistics when the terminal is narrow (--wide shows
-    them); csv, json and parquet keep NVIDIA's nanoseconds and headers."""
+    per-instance statistics another; a trace's start times as ms since the capture's first event) and hide the
+    spread statistics when the terminal is narrow (--wide shows them); csv, json and parquet keep NVIDIA's
+    nanoseconds and headers."""
     with src.errors():
         q = catalog.report_query(name)  # NAME[:arg...], as `nsys stats -r`; a bad name or argument fails before any work
         catalog.report_params(q, catalog.split_report_spec(name)[1])
-        df = src.gather(exports, lambda ex: ex.report(name))
+        origins = TimeOrigins(out.for_people and any(c.unit == "ns timestamp" for c in q.columns))
+        df = src.gather(exports, origins.wrap(lambda ex: ex.report(name)))
         optional, groups = report_layout(q.name)
-        out.emit(df, columns=q.columns, title=name, optional=optional, unit_groups=groups, text_min={**REPORT_TEXT_MIN, **REPORT_TEXT_MIN_OF.get(q.name, {})})
+        out.emit(df, columns=q.columns, title=name, optional=optional, unit_groups=groups,
+                 text_min={**REPORT_TEXT_MIN, **REPORT_TEXT_MIN_OF.get(q.name, {})}, origin=origins.origin(exports))
 
 
 def summarize(

@@ -13,7 +13,7 @@ import polars as pl
 
 from . import catalog
 from .engine import connect, quote_literal
-from .errors import NsysqlError
+from .errors import MissingDataError, NsysqlError
 
 if TYPE_CHECKING:
     from .export import Export
@@ -35,6 +35,11 @@ def diff(a: "Export", b: "Export", *, by: str = "range", match: str = "exact") -
     if match != "exact" and by != "kernel":
         raise NsysqlError("`match='base'` applies to kernels only; add `by='kernel'`")
     side = catalog.get(SIDE_QUERIES[by])
+    for export in (a, b):
+        if by == "range" and export.has("kernel") and not export.has("nvtx_range"):  # a CUDA program without NVTX
+            raise MissingDataError(f"{export.path.name} has no NVTX_EVENTS, which diff per NVTX range (the default) "
+                                   "needs; per kernel (`by='kernel'`) works without NVTX; capture with --trace=nvtx "
+                                   "for ranges")
     combine = catalog.get("analysis._diff")
     con = connect()
     try:

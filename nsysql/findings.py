@@ -88,14 +88,21 @@ def describe_steps(steps: pl.DataFrame) -> str:
     if analysed.height and analysed["step"].max() == 0:
         return "No step ranges: the whole GPU activity is analysed as one window."
     wall = int(analysed["wall_ns"].sum() or 0)
-    line = (f"Analysed {_step_list(analysed['step'].to_list())} ({analysed.height} of {steps.height}, "
-            f"{format_ns(wall)} wall)")
+    line = f"Analysed {_process_step_list(analysed)} ({analysed.height} of {steps.height}, {format_ns(wall)} wall)"
     left = steps.filter(~pl.col("analysed"))
     if left.height:
         reasons = sorted(set(left["excluded_because"].drop_nulls().to_list()))
         why = {"warmup_range": "inside a warm-up range", "slow_leading_step": "slow leading steps"}
-        line += f"; left out as warm-up: {_step_list(left['step'].to_list())} ({', '.join(why.get(r, r) for r in reasons)})"
+        line += f"; left out as warm-up: {_process_step_list(left)} ({', '.join(why.get(r, r) for r in reasons)})"
     return line + "."
+
+
+def _process_step_list(steps: pl.DataFrame) -> str:
+    """`steps 1-8`; with several processes, each numbering its own steps: `pid 100: steps 1-8; pid 200: steps 1-8`."""
+    pids = sorted(steps["pid"].unique().to_list())
+    if len(pids) == 1:
+        return _step_list(steps["step"].to_list())
+    return "; ".join(f"pid {pid}: {_step_list(steps.filter(pl.col('pid') == pid)['step'].to_list())}" for pid in pids)
 
 
 def _step_list(steps: list[int]) -> str:

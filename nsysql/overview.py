@@ -50,11 +50,12 @@ class Overview:
 
     def to_json(self, top: int) -> dict:
         """The `overview` object of `summarize --format json` (keys are a contract: see README)."""
-        names = dict(zip(self.windows["step"].to_list(), self.windows["name"].to_list()))
-        steps = [{"step": row["step"], "name": names.get(row["step"]), "wall_ns": row["wall_ns"],
-                  "breakdown": {key: row[key] for key in BREAKDOWN_KEYS}}
+        names = {(r["pid"], r["step"]): r["name"] for r in self.windows.iter_rows(named=True)}  # steps: per process
+        steps = [{"step": row["step"], "pid": row["pid"], "name": names.get((row["pid"], row["step"])),
+                  "wall_ns": row["wall_ns"], "breakdown": {key: row[key] for key in BREAKDOWN_KEYS}}
                  for row in self.breakdown.iter_rows(named=True)]
-        excluded = [{"step": r["step"], "name": r["name"], "wall_ns": r["wall_ns"], "reason": r["excluded_because"]}
+        excluded = [{"step": r["step"], "pid": r["pid"], "name": r["name"], "wall_ns": r["wall_ns"],
+                     "reason": r["excluded_because"]}
                     for r in self.windows.iter_rows(named=True) if not r["analysed"]]
         mean = self.mean_breakdown()
         return {

@@ -29,11 +29,14 @@ DPI = 120
 
 # -- public entry points -------------------------------------------------------------------------
 def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None, end_ms: float | None = None,
-             step: int | None = None, op_markers: bool = False) -> Path:
-    """NVTX ranges per thread above GPU ops per stream, for a window (ms after capture start) or one step."""
+             step: int | None = None, pid: int | None = None, op_markers: bool = False) -> Path:
+    """NVTX ranges per thread above GPU ops per stream, for a window (ms since the capture's first event) or one step (of
+    process `pid` where several processes have steps: each numbers its own)."""
     output = check_output(output)
     if step is not None and (start_ms is not None or end_ms is not None):
         raise NsysqlError("give either `step=` or `start_ms=`/`end_ms=`, not both")
+    if pid is not None and step is None:
+        raise NsysqlError("`pid=` picks the process of `step=`; give both")
     window = ex.run("analysis._plot_window", start_ms=start_ms, end_ms=end_ms).row(0, named=True)
     origin = window["origin_ns"]
     if origin is None:
@@ -42,18 +45,16 @@ def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None,
         steps = ex.steps()
         if steps.is_empty():
             raise NsysqlError(f"{ex.path.name} has no steps (see `nsysql steps`); use `start_ms=`/`end_ms=`")
-        if not 1 <= step <= steps.height:
-            raise NsysqlError(f"`step={step}`: {ex.path.name} has steps 1 to {steps.height} (see `nsysql steps`)")
-        row = steps.row(step - 1, named=True)
+        row = _step_row(ex, steps, step, pid)
         margin = (row["end_ns"] - row["start_ns"]) // 50  # 2% each side: the step's edges stay visible
         lo, hi = row["start_ns"] - margin, row["end_ns"] + margin
-        what = f"step {step} ({row['name']})"
+        what = f"step {step} ({row['name']})" + (f" of pid {row['pid']}" if pid is not None else "")
     else:
         lo, hi = window["from_ns"], window["to_ns"]
         what = "window" if start_ms is not None or end_ms is not None else "whole capture"
     if hi <= lo:
-        raise NsysqlError(f"empty time window ({(lo - origin) / 1e6:.3f} to {(hi - origin) / 1e6:.3f} ms after "
-                          "the capture start); `end_ms=` must be greater than `start_ms=`")
+        raise NsysqlError(f"empty time window ({(lo - origin) / 1e6:.3f} to {(hi - origin) / 1e6:.3f} ms since "
+                          "the capture's first event); `end_ms=` must be greater than `start_ms=`")
     if ex.has("nvtx_range"):
         ranges = ex.run("analysis._plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=op_markers)
     else:  # a program without NVTX (a CUDA application, OpenACC, ...): its GPU ops alone
@@ -63,10 +64,10 @@ def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None,
     ops = ex.run("analysis._plot_timeline_ops", from_ns=lo, to_ns=hi)
     if ranges.is_empty() and ops.is_empty():
         raise NsysqlError(f"nothing happens between {(lo - origin) / 1e6:.3f} and {(hi - origin) / 1e6:.3f} ms "
-                          "after the capture start; widen `start_ms=`/`end_ms=`")
+                          "since the capture's first event; widen `start_ms=`/`end_ms=`")
     fig = _draw_timeline(ranges, ops, origin, lo, hi, op_markers,
                          title=f"{_export_title(ex)}: {what}, {(lo - origin) / 1e6:,.3f} to "
-                               f"{(hi - origin) / 1e6:,.3f} ms after capture start")
+                               f"{(hi - origin) / 1e6:,.3f} ms since the first event")
     return _save(fig, output)
 
 
@@ -90,6 +91,28 @@ def kernels(ex: "Export", output: str | Path, *, top: int = 20) -> Path:
         raise NsysqlError(f"{ex.path.name} has no kernels (capture with --trace=cuda)")
     fig = _draw_kernels(df, title=f"{_export_title(ex)}: top {df.height} kernels by GPU time")
     return _save(fig, output)
+
+
+def _step_row(ex: "Export", steps, step: int, pid: int | None) -> dict:
+    """The row of `nsysql steps` for step `step` (of process `pid`): one clear error when there is none, or when
+    several processes have that step and `pid` does not say which."""
+    import polars as pl
+    if pid is not None:
+        mine = steps.filter(pl.col("pid") == pid)
+        if mine.is_empty():
+            pids = ", ".join(str(p) for p in sorted(steps["pid"].unique().to_list()))
+            raise NsysqlError(f"`pid={pid}`: {ex.path.name} has steps in process {pids} (see `nsysql steps`)")
+        steps = mine
+    found = steps.filter(pl.col("step") == step)
+    if found.is_empty():
+        whose = f" in process {pid}" if pid is not None else ""
+        raise NsysqlError(f"`step={step}`: {ex.path.name} has steps 1 to {steps['step'].max()}{whose} "
+                          "(see `nsysql steps`)")
+    if found.height > 1:
+        pids = ", ".join(str(p) for p in sorted(found["pid"].to_list()))
+        raise NsysqlError(f"`step={step}`: processes {pids} each have a step {step} (steps are numbered per process); "
+                          "choose one with `pid=`")
+    return found.row(0, named=True)
 
 
 # -- drawing ---------------------------------------------------------------------------------------
@@ -178,7 +201,7 @@ def _draw_timeline(ranges, ops, origin: int, lo: int, hi: int, op_markers: bool,
                       title="GPU op direction", title_fontsize=8, frameon=False)
     ax_gpu.grid(axis="x", color="#DDDDDD", linewidth=0.5)
     ax_gpu.set_xlim(to_ms(lo), to_ms(hi))
-    ax_gpu.set_xlabel("time since capture start (ms)", fontsize=9)
+    ax_gpu.set_xlabel("time since the capture's first event (ms)", fontsize=9)
     ax_gpu.ticklabel_format(axis="x", useOffset=False, style="plain")
     return fig
 

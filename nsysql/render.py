@@ -10,8 +10,8 @@ Formats for people (`table`, `markdown`) show each column in its unit, read from
 
 - `ns` (a duration) -> one time unit per column (s, ms, µs or ns, chosen from the column's typical value; the
   columns of one `unit_groups` entry share one unit);
-- `ns timestamp` (an instant on the export's clock) -> ms since the capture start (`origin`, the same time
-  origin as `nsysql plot timeline`: analysis._plot_window);
+- `ns timestamp` (an instant on the export's clock) -> ms since the capture's first event (`origin`, the same
+  time origin as `nsysql plot timeline`: analysis._plot_window);
 - `bytes` -> B, KB, MB or GB (10^3 steps) per column; `GB/s`, `10^9 bytes/s` -> GB/s; `pct` -> %;
 - `count` and other numbers -> thousands separators; `id`, `index`, `position` -> plain;
 - text -> shortened in the middle with `…` to fit the width (tables only; markdown keeps it whole).
@@ -612,6 +612,15 @@ def fit(cols: list[Shown], width: int, optional: Sequence[str | tuple[str, ...]]
     return shown, fitted, hidden
 
 
+def _several_processes(df: pl.DataFrame) -> bool:
+    """Whether the rows of one export come from several processes (`pid` column)."""
+    if "pid" not in df.columns or df.height < 2:
+        return False
+    if "export" in df.columns:
+        return bool((df.group_by("export").agg(pl.col("pid").n_unique().alias("n"))["n"] > 1).any())
+    return df["pid"].n_unique() > 1
+
+
 # -- table ---------------------------------------------------------------------------------------------
 _BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
 
@@ -626,7 +635,7 @@ def to_table(df: pl.DataFrame, decimals: dict[str, int] | None = None, title: st
     columns: the columns' meaning (a query id, catalog Columns or Metas); without it numbers are only grouped.
     optional: names of columns that may be hidden to fit, the first hidden first (`--wide` shows them); a tuple
       of names is hidden together.
-    origin: the capture start (ns) that `ns timestamp` columns count from; with several exports a dict
+    origin: the capture's first event (ns) that `ns timestamp` columns count from; with several exports a dict
       {export label: origin} read through the `export` column.
     max_rows: show only the first rows and say how many more (`more_hint` says how to get them).
     notes: lines printed under the table.
@@ -641,6 +650,8 @@ def to_table(df: pl.DataFrame, decimals: dict[str, int] | None = None, title: st
     optional = list(optional)
     if "export" in df.columns and "rank" in df.columns:
         optional.insert(0, "rank")  # several exports: the rank is also in the export's label
+    if _several_processes(df):  # each process numbers its own steps: the pid tells the rows apart, never hidden
+        optional = [tuple(n for n in o if n != "pid") if isinstance(o, tuple) else o for o in optional if o != "pid"]
     shown, widths, hidden = fit(cols, width, optional, wide, text_min)
 
     def paint(text: str, style: str) -> str:
@@ -672,7 +683,7 @@ def to_table(df: pl.DataFrame, decimals: dict[str, int] | None = None, title: st
         foot.append(f"{total - df.height:,} more rows; {more_hint or MORE_HINT}")
     stamps = [c.label for c in shown if c.kind == "timestamp" and c.unit == "ms"]
     if stamps:
-        foot.append(f"{', '.join(stamps)}: ms since the capture start")
+        foot.append(f"{', '.join(stamps)}: ms since the capture's first event")
     if hidden:
         n = len(hidden)
         what = f"{n} column{'s' if n > 1 else ''} hidden to fit {width} columns"
@@ -696,7 +707,7 @@ def to_markdown(df: pl.DataFrame, decimals: dict[str, int] | None = None, *, col
     lines += ["| " + " | ".join(esc(c.cells[r]) for c in cols) + " |" for r in range(df.height)]
     stamps = [c.label for c in cols if c.kind == "timestamp" and c.unit == "ms"]
     if stamps:
-        lines += ["", f"_{', '.join(stamps)}: ms since the capture start_"]
+        lines += ["", f"_{', '.join(stamps)}: ms since the capture's first event_"]
     return "\n".join(lines) + "\n"
 
 
@@ -745,7 +756,7 @@ def write_text(text: str, output: Path | str | None = None) -> None:
 
 
 def time_origin(export) -> int | None:
-    """The capture start on the export's clock (ns): where `ns timestamp` columns count from in tables and
+    """The capture's first event on the export's clock (ns): where `ns timestamp` columns count from in tables and
     markdown, and the zero of `nsysql plot timeline` (both read analysis._plot_window). None without events."""
     return export.run("analysis._plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
 

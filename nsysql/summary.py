@@ -41,7 +41,7 @@ class Summary:
     overview: Overview
     findings: pl.DataFrame | None
     details: list[Section] = field(default_factory=list)  # --full
-    origin: int | None = None  # capture start: where timestamps in the --full tables count from
+    origin: int | None = None  # the capture's first event: where timestamps in the --full tables count from
     comm: Section | None = None  # only when the export has communication kernels
 
 
@@ -119,7 +119,7 @@ def detail_sections(export: Export, top: int = 10) -> list[Section]:
                                     "GPU work launched by any thread of the process while the step runs (the autograd "
                                     "thread's backward included); fprop/bprop/optim from kernel attribution; "
                                     "`nsysql steps`", key="steps", query="analysis.steps",
-                                    optional=("kernels", "off_thread_ops", "optim_ns")))
+                                    optional=("pid", "kernels", "off_thread_ops", "optim_ns")))
     if export.has("kernel") and export.has("nvtx_range"):  # layers and coverage are of NVTX ranges
         sections.append(_layers(export, top))
         cov = export.run("analysis.range_coverage")
@@ -136,8 +136,8 @@ def detail_sections(export: Export, top: int = 10) -> list[Section]:
     return sections
 
 
-STEP_COLUMNS = ["step", "name", "wall_ns", "gpu_busy_ns", "gpu_busy_pct", "fprop_ns", "bprop_ns", "optim_ns", "kernels",
-                "off_thread_ops"]
+STEP_COLUMNS = ["step", "pid", "name", "wall_ns", "gpu_busy_ns", "gpu_busy_pct", "fprop_ns", "bprop_ns", "optim_ns",
+                "kernels", "off_thread_ops"]
 LAUNCH_COLUMNS = ["pid", "tid", "thread_name", "launches", "cpu_ns", "gpu_busy_ns", "launch_span_ns", "gpu_idle_ns",
                   "median_api_ns", "p95_api_ns", "median_queue_ns", "p95_queue_ns", "shorter_than_launch", "launch_bound"]
 GAP_COLUMNS = ["device_id", "gap_ns", "before_op", "after_op", "tid", "thread_name", "launch_api", "launch_offset_ns",
@@ -231,6 +231,17 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
+def _process_steps_text(rows: list[dict]) -> str:
+    """Step numbers of rows with `pid` and `step`: '1-3, 7'; with several processes (each numbers its own steps)
+    'pid 100: 1-3; pid 200: 1-2'."""
+    by_pid: dict = {}
+    for r in rows:
+        by_pid.setdefault(r["pid"], []).append(r["step"])
+    if len(by_pid) == 1:
+        return _steps_text(next(iter(by_pid.values())))
+    return "; ".join(f"pid {pid}: {_steps_text(sorted(steps))}" for pid, steps in sorted(by_pid.items()))
+
+
 def _steps_text(numbers: list[int]) -> str:
     """[1, 2, 3, 7] -> '1-3, 7'."""
     runs, start = [], None
@@ -267,15 +278,20 @@ def _header_lines(summary: Summary, width: int) -> list[str]:
 def _scope_lines(ov: Overview, width: int) -> list[str]:
     st = ov.stats
     if ov.has_steps and st["analysed_steps"]:
-        analysed = [r["step"] for r in ov.windows.iter_rows(named=True) if r["analysed"]]
-        names = sorted({r["name"] for r in ov.windows.iter_rows(named=True) if r["analysed"]})
+        analysed = [r for r in ov.windows.iter_rows(named=True) if r["analysed"]]
+        names = sorted({r["name"] for r in analysed})
         excluded = [r for r in ov.windows.iter_rows(named=True) if not r["analysed"]]
-        text = (f"Analysed: {_plural(len(analysed), 'step')} ({_steps_text(analysed)} of {ov.windows.height}; "
-                f"{', '.join(names[:3])}), {human_ns(st['total_ns'])} in all; ")
+        if st["processes"] > 1:  # each process numbers its own steps
+            text = (f"Analysed: {len(analysed):,} of {_plural(ov.windows.height, 'step')} in {st['processes']} "
+                    f"processes ({', '.join(names[:3])}; {_process_steps_text(analysed)}), "
+                    f"{human_ns(st['total_ns'])} in all; ")
+        else:
+            text = (f"Analysed: {_plural(len(analysed), 'step')} ({_process_steps_text(analysed)} of "
+                    f"{ov.windows.height}; {', '.join(names[:3])}), {human_ns(st['total_ns'])} in all; ")
         if excluded:
             why = {"warmup_range": "inside a warm-up range", "slow_leading_step": "slow leading steps"}
             reasons = sorted({why.get(r["excluded_because"], r["excluded_because"]) for r in excluded})
-            text += (f"{_plural(len(excluded), 'step')} ({_steps_text([r['step'] for r in excluded])}) left out as "
+            text += (f"{_plural(len(excluded), 'step')} ({_process_steps_text(excluded)}) left out as "
                      f"warm-up ({', '.join(reasons)}).")
         else:
             text += "no step left out as warm-up."
@@ -295,17 +311,24 @@ def _step_time_line(ov: Overview, width: int) -> list[str]:
     outliers = st["outlier_steps"] or []
     if st["analysed_steps"] == 1:
         return _wrap(f"Step time: {human_ns(st['max_ns'])} (one step).", width)
+    several = st["processes"] > 1  # each process numbers its own steps: say whose
+    slowest = f"step {st['slowest_step']}" + (f" of pid {st['slowest_pid']}" if several else "")
     text = (f"Step time: mean {human_ns(st['mean_ns'])}, median {human_ns(st['median_ns'])}, "
-            f"max {human_ns(st['max_ns'])} (step {st['slowest_step']}); ")
-    text += (f"outlier steps (> 1.5 x median): {_steps_text(outliers)}." if outliers
+            f"max {human_ns(st['max_ns'])} ({slowest}); ")
+    judged = "its process's median" if several else "median"
+    listed = _process_steps_text([{"pid": p, "step": s} for p, s in zip(st["outlier_pids"] or [], outliers)])
+    text += (f"outlier steps (> 1.5 x {judged}): {listed}." if outliers
              else "no outlier step." if st["analysed_steps"] >= 3 else "too few steps to judge outliers.")
     return _wrap(text, width)
 
 
 def _breakdown_frame(ov: Overview, top: int) -> tuple[pl.DataFrame, int]:
-    """Per analysed step (the first `top`) and the mean over all of them, in ns."""
+    """Per analysed step (the first `top`) and the mean over all of them, in ns; with several processes the step
+    reads `3 (pid 100)`, as each process numbers its own steps."""
     rows = ov.breakdown.head(top)
-    frame = pl.DataFrame({"step": [str(s) for s in rows["step"].to_list()],
+    several = ov.breakdown["pid"].n_unique() > 1
+    labels = [f"{s} (pid {p})" if several else str(s) for s, p in zip(rows["step"].to_list(), rows["pid"].to_list())]
+    frame = pl.DataFrame({"step": labels,
                           **{k: rows[k].cast(pl.Float64).to_list() for k in ("wall_ns",) + BREAKDOWN_KEYS}},
                          schema={"step": pl.Utf8, **{k: pl.Float64 for k in ("wall_ns",) + BREAKDOWN_KEYS}})
     if ov.breakdown.height > 1:
@@ -326,7 +349,8 @@ def _breakdown_lines(ov: Overview, width: int, top: int, color: bool) -> list[st
     frame, more = _breakdown_frame(ov, top)
     frame = frame.rename(_SHORT)
     meta = {_SHORT[k]: catalog.Column(_SHORT[k], "BIGINT", "ns", 2) for k in BREAKDOWN_META}
-    notes = [f"{more:,} more steps; the mean is over all of them; `nsysql overview -f csv` lists every step"] if more else []
+    notes = ([f"{_plural(more, 'more step')}; the mean is over all of them; `nsysql overview -f csv` lists every step"]
+             if more else [])
     table = to_table(frame, title="Step time breakdown (each instant in one category, priority left to right)",
                      columns=meta, width=width, color=color, notes=notes).rstrip("\n").split("\n")
     mean = ov.mean_breakdown()

@@ -89,10 +89,10 @@ def _range_spread(df: pl.DataFrame, n_exports: int, top: int) -> Section:
 def _slowest_per_step(df: pl.DataFrame) -> Section:
     slowest = (df.sort(["wall_ns", "export"], descending=[True, False]).group_by("step", maintain_order=True).first()
                  .select("step", pl.col("export").alias("slowest_export"), pl.col("rank").alias("slowest_rank")))
-    per_step = (df.group_by("step")
-                  .agg(pl.len().alias("exports"), pl.col("wall_ns").min().alias("min_wall_ns"),
+    per_step = (df.group_by("step")  # an export of several processes has a step N in each of them
+                  .agg(pl.col("export").n_unique().alias("exports"), pl.col("wall_ns").min().alias("min_wall_ns"),
                        pl.col("wall_ns").median().alias("median_wall_ns"), pl.col("wall_ns").max().alias("max_wall_ns"))
                   .join(slowest, on="step").sort("step"))
     return Section("Steps: slowest export per step", per_step,
-                   "steps as `nsysql steps` finds them, matched by their index in each export", key="slowest_per_step",
-                   optional=("slowest_rank",), own_decimals={"median_wall_ns": 1})
+                   "steps as `nsysql steps` finds them, matched by their index in each export (and process)",
+                   key="slowest_per_step", optional=("slowest_rank",), own_decimals={"median_wall_ns": 1})

@@ -861,6 +861,96 @@ def no_steps() -> SyntheticExport:
     return b
 
 
+def two_ranks() -> SyntheticExport:
+    """Two processes, each with its own steps at the same time, as `torchrun --nproc-per-node 2` under one
+    `nsys profile` gives (one rank per GPU, gradients all-reduced by NCCL). Synthetic because no real capture of
+    that shape exists here: the 2-GPU machine was not lent when per-process step numbering was built, and the
+    fixtures' other processes (DataLoader workers, torch.compile's compile workers) have no NVTX ranges. Each rank
+    numbers its own steps 1-3 (`nsysql steps` has a pid column; (pid, step) names a step).
+
+        rank 0: pid 100, tid 100, GPU 0: profiled_step [1000,2000], [2000,3000], [3000,4000]
+        rank 1: pid 200, tid 200, GPU 1: profiled_step [1100,2100], [2100,3100], [3100,4200]
+        in step k (b = 1000 * (k - 1)), corr 10k+1 and 10k+2 of each process:
+          rank 0: call [b+1010,b+1020] -> k_compute [b+1050,b+1450] (stream 7);
+                  call [b+1300,b+1310] -> ncclDevKernel_AllReduce_Sum_f32_RING_LL [b+1400,b+1800] (stream 20)
+                  compute 400, comm 400, overlap 50, exposed 350, busy 750
+          rank 1: call [b+1110,b+1120] -> k_compute [b+1150,b+1650];
+                  call [b+1500,b+1510] -> ncclDevKernel_AllReduce_Sum_f32_RING_LL [b+1600,b+1900]
+                  compute 500, comm 300, overlap 50, exposed 250, busy 750
+        each step: rank 1 is the straggler, 50 ns behind the median rank (450 ns of compute)
+    """
+    b = SyntheticExport()
+    for pid, device, shift in ((100, 0, 0), (200, 1, 100)):
+        b.thread(pid, pid, "python3")
+        for k in (1, 2, 3):
+            base = 1000 * (k - 1)
+            end = base + 2000 + shift + (100 if (pid, k) == (200, 3) else 0)
+            b.range("profiled_step", base + 1000 + shift, end, tid=pid, pid=pid)
+            compute = 400 if pid == 100 else 500
+            b.launch(start=base + 1010 + shift, end=base + 1020 + shift, tid=pid, pid=pid, correlation_id=10 * k + 1,
+                     kernel=("k_compute", base + 1050 + shift, base + 1050 + shift + compute, 7, device))
+            call, start, length = (1300, 1400, 400) if pid == 100 else (1500, 1600, 300)
+            b.launch(start=base + call, end=base + call + 10, tid=pid, pid=pid, correlation_id=10 * k + 2,
+                     kernel=("ncclDevKernel_AllReduce_Sum_f32_RING_LL", base + start, base + start + length, 20,
+                             device))
+    return b
+
+
+def library_ranges() -> SyntheticExport:
+    """Libraries' NVTX ranges on one thread (pid 100, tid 100), none of the user's: TensorRT inference as trtexec
+    runs it, NCCL set-up calls and nvFuser's executor. Synthetic because no capture of TensorRT or nvFuser can be
+    made here (the GPU machine has neither; NCCL's domain is in fixtures/cnn-nccl-1gpu). The ranges follow what
+    these libraries document and their source shows: TensorRT marks one range per engine layer in its domain
+    `TensorRT`, named by the layer (fused layers joined by ` + `, reformatting layers `Reformatting CopyNode for
+    ...`, with ProfilingVerbosity kDETAILED a JSON object whose "Name" is the layer's name), inside its API call's
+    range (`ExecutionContext::enqueueV3`); nvFuser pushes ranges in the default domain named by its C++ scopes
+    (FUSER_PERF_SCOPE: `FusionExecutorCache::runFusionWithInputs` around `KernelExecutor::runFusion` around
+    `prepareRuntimeOrder`); NCCL names its calls in domain `NCCL` (`ncclCommInitRank`, `ncclCommCount`).
+
+        NCCL:ncclCommInitRank [100,900]
+        three inferences, b = 1000 + 2000 * i (i = 0, 1, 2), each repeating the same ranges at top level:
+          TensorRT:ExecutionContext::enqueueV3 [b,b+1000] (an API range: no layer)
+            TensorRT:conv1 + relu1 [b+100,b+400]: call [b+110,b+120] -> conv_kernel [b+150,b+350]
+            TensorRT:{"Name": "fc1", "LayerType": "CaskGemm", ...} [b+400,b+700]: call [b+410,b+420]
+              -> gemm_kernel [b+450,b+650]
+            TensorRT:Reformatting CopyNode for Output Tensor 0 to fc1 [b+700,b+800]: call [b+710,b+720]
+              -> copy_kernel [b+750,b+780]
+          :FusionExecutorCache::runFusionWithInputs [b+1200,b+1800]
+            :KernelExecutor::runFusion [b+1300,b+1700]
+              :prepareRuntimeOrder [b+1350,b+1400]: call [b+1360,b+1370] -> nvfuser_pointwise [b+1500,b+1560]
+          NCCL:ncclCommCount [b+1900,b+1950]
+        => no step (the repeating top-level names are all libraries'); user ranges: the 9 TensorRT layer ranges
+           only, layers `conv1 + relu1`, `fc1`, `Reformatting CopyNode for Output Tensor 0 to fc1` (3 kernels each,
+           fprop); nvFuser's kernels: direction other, layer '?'
+    """
+    b = SyntheticExport().thread(P, T, "trtexec")
+    b.domain("NCCL", 10, pid=P)
+    b.domain("TensorRT", 20, pid=P)
+    b.range("ncclCommInitRank", 100, 900, tid=T, pid=P, domain="NCCL")
+    detailed = '{"Name": "fc1", "LayerType": "CaskGemm", "Inputs": [{"Name": "x", "Dimensions": [8,64]}]}'
+    corr = 0
+    for i in range(3):
+        base = 1000 + 2000 * i
+        b.range("ExecutionContext::enqueueV3", base, base + 1000, tid=T, pid=P, domain="TensorRT")
+        for layer, start, kernel, (ks, ke) in (("conv1 + relu1", 100, "conv_kernel", (150, 350)),
+                                               (detailed, 400, "gemm_kernel", (450, 650)),
+                                               ("Reformatting CopyNode for Output Tensor 0 to fc1", 700,
+                                                "copy_kernel", (750, 780))):
+            b.range(layer, base + start, base + start + (100 if start == 700 else 300), tid=T, pid=P,
+                    domain="TensorRT")
+            corr += 1
+            b.launch(start=base + start + 10, end=base + start + 20, tid=T, pid=P, correlation_id=corr,
+                     kernel=(kernel, base + ks, base + ke, 7, 0))
+        b.range("FusionExecutorCache::runFusionWithInputs", base + 1200, base + 1800, tid=T, pid=P)
+        b.range("KernelExecutor::runFusion", base + 1300, base + 1700, tid=T, pid=P)
+        b.range("prepareRuntimeOrder", base + 1350, base + 1400, tid=T, pid=P)
+        corr += 1
+        b.launch(start=base + 1360, end=base + 1370, tid=T, pid=P, correlation_id=corr,
+                 kernel=("nvfuser_pointwise", base + 1500, base + 1560, 7, 0))
+        b.range("ncclCommCount", base + 1900, base + 1950, tid=T, pid=P, domain="NCCL")
+    return b
+
+
 # ---------------------------------------------------------------------------------------------
 # Export schema versions (tests/test_schema_versions.py): not in CASES, since nsysql refuses some
 # of them by design and CASES are all opened by tests/test_synthetic.py.

@@ -84,12 +84,12 @@ class PlainFindings:
 
     # -- the analysed steps (analysis.steady_steps) ---------------------------------------------------------
     def _windows(self):
-        steps = plain_steps(self.pa)
-        for i, s in enumerate(steps, 1):
-            s["step"], s["tid"] = i, s["gtid"] & 0xFFFFFF
+        steps = plain_steps(self.pa)  # each process numbers its own steps: (pid, step) names one
+        for s in steps:
+            s["tid"] = s["gtid"] & 0xFFFFFF
         warm = [r for r in self.pa.ranges if r["user"] and WARMUP.search(r["text"])]
-        in_warm = {s["step"]: any(w["pid"] == s["pid"] and w["start"] <= s["start"] < w["end"] for w in warm)
-                   for s in steps}
+        in_warm = {(s["pid"], s["step"]): any(w["pid"] == s["pid"] and w["start"] <= s["start"] < w["end"]
+                                              for w in warm) for s in steps}
         all_warm = bool(steps) and all(in_warm.values())
         slow_leading = set()
         by_pid = defaultdict(list)
@@ -99,10 +99,11 @@ class PlainFindings:
             for k, s in enumerate(rows):
                 later = [r["end"] - r["start"] for r in rows[k + 1:]]
                 if later and s["end"] - s["start"] > 1.5 * statistics.median(later):
-                    slow_leading.add(s["step"])
+                    slow_leading.add((s["pid"], s["step"]))
                 else:
                     break
-        return [s for s in steps if not (in_warm[s["step"]] and not all_warm) and s["step"] not in slow_leading]
+        return [s for s in steps if not (in_warm[(s["pid"], s["step"])] and not all_warm)
+                and (s["pid"], s["step"]) not in slow_leading]
 
     def window_of(self, pid, t):
         """The analysed step of process pid in which time t falls (start <= t < end), or None."""

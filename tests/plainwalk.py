@@ -84,7 +84,11 @@ class Plain:
 import re  # noqa: E402
 
 LIBRARY_DOMAINS = {"CCCL", "NCCL", "cuBLAS", "cuBLASLt", "cuDNN", "cuFFT", "cuSPARSE", "cuSOLVER", "NVSHMEM",
-                   "TensorRT", "CUTLASS"}
+                   "CUTLASS", "nvFuser", "TensorRT"}
+# nvFuser pushes its ranges in the default domain, named by its C++ scopes: these open its internals
+NVFUSER_ENTRY = re.compile(r"(nvfuser|FusionExecutorCache|FusionKernelRuntime|KernelExecutor|FusionExecutor|"
+                           r"ExecutorDispatch|FusionDefinition)::")
+CPP_METHOD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::")  # TensorRT's API ranges: ExecutionContext::enqueueV3
 STEP_NAME = re.compile(r"(profiled_step|((train|training|eval|inference)_)?(step|iteration|iter)([ _#-]?[0-9]+)?"
                        r"|ProfilerStep#[0-9]+)", re.IGNORECASE)
 EVAL = "autograd::engine::evaluate_function: "
@@ -110,6 +114,29 @@ def layer_path(texts):
 def is_op_marker(text: str) -> bool:
     return (", op_id = " in text or ", seq = " in text or text.startswith(EVAL)
             or text.startswith("Optimizer.step#") or text.startswith("Optimizer.zero_grad#"))
+
+
+def is_library(domain: str, text: str) -> bool:
+    """A library's own range (never a step): a library's domain, or an nvFuser entry range in the default one."""
+    return (domain in LIBRARY_DOMAINS or domain.startswith("com.nvidia.nccl")
+            or (domain == "" and NVFUSER_ENTRY.match(text) is not None))
+
+
+def is_user_range(domain: str, text: str) -> bool:
+    """Neither an op marker nor a library's internal range: TensorRT's layer ranges are user ranges (layers)."""
+    return not is_op_marker(text) and (not is_library(domain, text)
+                                       or (domain == "TensorRT" and CPP_METHOD.match(text) is None))
+
+
+def layer_name(r) -> str:
+    """A range's text as a layer path has it: TensorRT's detailed layer info (a JSON object) by its "Name"."""
+    if r.get("library") and r["text"].startswith("{"):
+        import json
+        try:
+            return json.loads(r["text"]).get("Name") or r["text"]
+        except ValueError:
+            return r["text"]
+    return r["text"]
 
 
 def seq_of(text: str):
@@ -165,11 +192,15 @@ class PlainAttribution:
             domain = domains.get((pid_of(gtid), dom), "")
             marker = is_op_marker(body)
             self.ranges.append(dict(id=rowid, text=body, start=s, end=e if e is not None else last, gtid=gtid,
-                                    pid=pid_of(gtid), marker=marker,
-                                    user=not marker and domain not in LIBRARY_DOMAINS))
+                                    pid=pid_of(gtid), marker=marker, domain=domain,
+                                    user=is_user_range(domain, body), library=is_library(domain, body)))
         self.by_thread = defaultdict(list)
         for r in self.ranges:
             self.by_thread[r["gtid"]].append(r)
+        for r in self.ranges:  # a default-domain range inside an nvFuser entry range is nvFuser's too
+            if r["domain"] == "" and any(x is not r and x["domain"] == "" and NVFUSER_ENTRY.match(x["text"])
+                                         for x in self.stack(r["gtid"], r["start"], r["end"])):
+                r["user"], r["library"] = False, True
         for r in self.ranges:  # an annotated backward range, or a range inside one
             r["annotated"] = any(x["user"] and x["text"].endswith(BACKWARD)
                                  for x in self.stack(r["gtid"], r["start"], r["end"])) \
@@ -181,7 +212,7 @@ class PlainAttribution:
         return sorted(rs, key=lambda r: (r["start"], -r["end"], r["id"]))
 
     def path(self, user_stack):
-        return layer_path([r["text"] for r in user_stack])
+        return layer_path([layer_name(r) for r in user_stack])
 
     def user_path_of(self, r):
         return self.path([x for x in self.stack(r["gtid"], r["start"], r["end"]) if x["user"]])
@@ -565,9 +596,10 @@ def top_level_user_ranges(pa: PlainAttribution):
 
 
 def plain_steps(pa: PlainAttribution):
-    """[{name, source, pid, gtid, start, end}] in start order: step-named top-level user ranges, else a
-    pattern of repeating top-level names on each process's busiest non-autograd thread."""
-    top = top_level_user_ranges(pa)
+    """[{step, name, source, pid, gtid, start, end}] in (step, pid) order: step-named top-level user ranges, else a
+    pattern of repeating top-level names on each process's busiest non-autograd thread; each process numbers its
+    own steps 1, 2, ... in start order."""
+    top = [r for r in top_level_user_ranges(pa) if not r["library"]]  # TensorRT's layers: no steps
     steps = [dict(name=r["text"], source="range", pid=r["pid"], gtid=r["gtid"], start=r["start"], end=r["end"])
              for r in top if STEP_NAME.fullmatch(r["text"])]
     if not steps:
@@ -594,7 +626,12 @@ def plain_steps(pa: PlainAttribution):
                     steps.append(current)
                 elif current is not None:
                     current["end"] = max(current["end"], r["end"])
-    return sorted(steps, key=lambda s: (s["start"], s["pid"], s["gtid"]))
+    steps.sort(key=lambda s: (s["start"], s["pid"], s["gtid"]))
+    count: dict[int, int] = defaultdict(int)
+    for s in steps:
+        count[s["pid"]] += 1
+        s["step"] = count[s["pid"]]
+    return sorted(steps, key=lambda s: (s["step"], s["pid"]))
 
 
 def ops_in_steps(pa: PlainAttribution, steps):

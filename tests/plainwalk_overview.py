@@ -18,9 +18,9 @@ from collections import defaultdict
 from plainwalk import (
     BACKWARD,
     EVAL,
-    LIBRARY_DOMAINS,
     STEP_NAME,
     is_op_marker,
+    is_user_range,
     layer_path,
     merge,
     pid_of,
@@ -121,7 +121,7 @@ class PlainExport:
         db.close()
 
     def user_ranges(self):
-        return [r for r in self.ranges if not is_op_marker(r["text"]) and r["domain"] not in LIBRARY_DOMAINS]
+        return [r for r in self.ranges if is_user_range(r["domain"], r["text"])]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,10 +129,11 @@ class PlainExport:
 # ---------------------------------------------------------------------------------------------
 def plain_steady(steps, user_ranges, ops=(), calls_by_corr=None):
     """steps: dicts with step, name, source, pid, tid, start_ns, end_ns (steps of `nsysql steps`); user_ranges:
-    dicts with pid, start, end, text. Returns steady_steps rows worked out by the header's rules, as dicts."""
+    dicts with pid, start, end, text. Returns steady_steps rows worked out by the header's rules, as dicts, in
+    (step, pid) order: each process numbers its own steps, (pid, step) names one."""
     warm = [r for r in user_ranges if WARMUP.search(r["text"])]
-    in_warm = {s["step"]: any(r["pid"] == s["pid"] and r["start"] <= s["start_ns"] < r["end"] for r in warm)
-               for s in steps}
+    in_warm = {(s["pid"], s["step"]): any(r["pid"] == s["pid"] and r["start"] <= s["start_ns"] < r["end"]
+                                          for r in warm) for s in steps}
     all_warm = bool(steps) and all(in_warm.values())
     slow_leading = set()
     by_pid = defaultdict(list)
@@ -143,11 +144,12 @@ def plain_steady(steps, user_ranges, ops=(), calls_by_corr=None):
             later = [x["end_ns"] - x["start_ns"] for x in group[k + 1:]]
             if not later or not s["end_ns"] - s["start_ns"] > 1.5 * statistics.median(later):
                 break
-            slow_leading.add(s["step"])
+            slow_leading.add((s["pid"], s["step"]))
     rows = []
-    for s in sorted(steps, key=lambda s: s["step"]):
-        reason = ("warmup_range" if in_warm[s["step"]] and not all_warm
-                  else "slow_leading_step" if s["step"] in slow_leading else None)
+    for s in sorted(steps, key=lambda s: (s["step"], s["pid"])):
+        key = (s["pid"], s["step"])
+        reason = ("warmup_range" if in_warm[key] and not all_warm
+                  else "slow_leading_step" if key in slow_leading else None)
         rows.append(dict(step=s["step"], name=s["name"], source=s["source"], pid=s["pid"], tid=s["tid"],
                          start_ns=s["start_ns"], end_ns=s["end_ns"], wall_ns=s["end_ns"] - s["start_ns"],
                          analysed=reason is None, excluded_because=reason))
@@ -166,14 +168,22 @@ def plain_steady(steps, user_ranges, ops=(), calls_by_corr=None):
 
 
 def plain_step_stats(windows):
-    walls = {w["step"]: w["wall_ns"] for w in windows if w["analysed"]}
+    """Steps are numbered per process: (pid, step) names one; an outlier is judged against its own process's
+    median (3 or more analysed steps)."""
+    walls = {(w["pid"], w["step"]): w["wall_ns"] for w in windows if w["analysed"]}
     n = len(walls)
     median = statistics.median(walls.values()) if n else None
+    per_pid = defaultdict(list)
+    for (pid, _), wall in walls.items():
+        per_pid[pid].append(wall)
+    outliers = sorted((pid, s) for (pid, s), w in walls.items()
+                      if len(per_pid[pid]) >= 3 and w > 1.5 * statistics.median(per_pid[pid]))
     return dict(analysed_steps=n, excluded_steps=sum(1 for w in windows if not w["analysed"]),
-                first_step=min(walls) if n else None, last_step=max(walls) if n else None,
+                processes=len(per_pid), first_step=min(s for _, s in walls) if n else None,
+                last_step=max(s for _, s in walls) if n else None,
                 total_ns=sum(walls.values()) if n else None, mean_ns=sum(walls.values()) / n if n else None,
                 median_ns=median, max_ns=max(walls.values()) if n else None,
-                outlier_steps=sorted(s for s, w in walls.items() if n >= 3 and w > 1.5 * median))
+                outlier_steps=[s for _, s in outliers], outlier_pids=[pid for pid, _ in outliers])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -437,7 +447,7 @@ def plain_top_ranges(px: PlainExport, windows):
     ranges of its own (PyTorch's autograd thread), the innermost user range open across the whole call on the
     one other thread of the process that has one. For exports without any op marker (no seq links)."""
     wins = [w for w in windows if w["analysed"]]
-    users = [r for r in px.ranges if not is_op_marker(r["text"]) and r["domain"] not in LIBRARY_DOMAINS]
+    users = [r for r in px.ranges if is_user_range(r["domain"], r["text"])]
     by_thread = thread_trees(users)
     user_parent = parents(by_thread)
     has_child = set(user_parent.values())

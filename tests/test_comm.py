@@ -101,7 +101,7 @@ def test_comm_command_csv_has_the_contract_columns(export_files, tmp_path):
                                       "--cache-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
     frame = pl.read_csv(result.stdout.encode())
-    assert frame.columns[:4] == ["pid", "device_id", "step", "global_step"]
+    assert frame.columns[:3] == ["pid", "device_id", "step"]
     assert {"compute_ns", "comm_ns", "overlap_ns", "exposed_comm_ns"} <= set(frame.columns)
     assert (frame["overlap_ns"] + frame["exposed_comm_ns"] == frame["comm_ns"]).all()
 
@@ -127,3 +127,25 @@ def test_comm_command_without_steps_is_one_line(export_files, tmp_path):
     cpu_only = Path(__file__).resolve().parent.parent / "fixtures" / "cpu-nvtx-osrt-nsys2022.4" / "export.sqlite.xz"
     result = CliRunner().invoke(app, ["comm", str(cpu_only), "--cache-dir", str(tmp_path)])
     assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_two_ranks_of_one_export_compare_step_by_step(tmp_path):
+    """Two processes with their own steps 1-3 at the same time (scripts/make_synthetic.py two_ranks, numbers in its
+    docstring): each rank's figures per step, against the plain walk, and rank 1 the straggler of every step."""
+    import nsysql
+
+    from conftest import make_synthetic
+    path = make_synthetic().two_ranks().write(tmp_path / "two_ranks.sqlite")
+    with nsysql.open(path, cache_dir=tmp_path / "cache") as ex:
+        got = ex.comm()
+    assert [(r["pid"], r["device_id"], r["step"]) for r in got.iter_rows(named=True)] == [
+        (100, 0, 1), (200, 1, 1), (100, 0, 2), (200, 1, 2), (100, 0, 3), (200, 1, 3)]
+    want = plain_comm(path)
+    for r in got.iter_rows(named=True):
+        assert {k: r[k] for k in want[(r["pid"], r["device_id"], r["step"])]} == \
+               want[(r["pid"], r["device_id"], r["step"])]
+        spelled = (400, 400, 50, 350) if r["pid"] == 100 else (500, 300, 50, 250)
+        assert (r["compute_ns"], r["comm_ns"], r["overlap_ns"], r["exposed_comm_ns"]) == spelled
+    out = with_stragglers(got)
+    assert out.filter(pl.col("slowest"))[["pid", "step"]].rows() == [(200, 1), (200, 2), (200, 3)]
+    assert set(out["behind_median_ns"].to_list()) == {-50, 50}

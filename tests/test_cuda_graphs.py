@@ -240,6 +240,11 @@ def test_nonvtx_degrades_gracefully(nonvtx, tmp_path):
         ex.overhead()
     assert "--by thread" in cli_text(err.value)
     assert ex.overhead(by="thread")["launches"].sum() > 0
+    with pytest.raises(MissingDataError) as err:  # diff's default, per NVTX range, names the option that works
+        ex.diff(ex)
+    assert "--by kernel" in cli_text(err.value)
+    kernels = ex.diff(ex, by="kernel")
+    assert kernels["a_count"].sum() == len([o for o in plain.ops if o["kind"] == "kernel"])
     from nsysql.summary import build_summary, render_text
     text = render_text(build_summary(ex, full=True), width=100)
     for absent in ("NVTX range", "PyTorch's autograd thread", "layers by kernel time", "NVTX coverage"):

@@ -239,3 +239,22 @@ def test_synthetic_edge_cases_run(case, tmp_path):
     assert (df["recoverable_ns"] >= 0).all()
     if steps.height and steps["step"].max() == 0:
         assert all(w.startswith("all GPU activity (no steps)") for w in df["where"])
+
+
+def test_two_ranks_findings_per_process(tmp_path):
+    """Two processes with their own steps 1-3 at the same time (make_synthetic two_ranks): each rule's bound per
+    process equals the plain walk's, with no step of one rank mixed into the other's (steps are (pid, step))."""
+    import nsysql
+
+    from conftest import make_synthetic
+    from plainfindings import PlainFindings
+    path = make_synthetic().two_ranks().write(tmp_path / "two_ranks.sqlite")
+    with nsysql.open(path, cache_dir=tmp_path / "cache") as ex:
+        df = ex.findings()
+    p = PlainFindings(path)
+    assert p.pids == {100, 200}
+    idle = rows(df, "gpu_idle_in_step")
+    assert sorted(r["recoverable_ns"] for r in idle) == plain_bounds(p, "gpu_idle_in_step") == [750, 850]
+    assert sorted(r["where"] for r in idle) == ["steps 1-3, thread python3 (100)", "steps 1-3, thread python3 (200)"]
+    for rule in ("sync_in_step", "dataloader_wait", "pageable_copy"):
+        assert sorted(r["recoverable_ns"] for r in rows(df, rule)) == plain_bounds(p, rule)

@@ -58,12 +58,12 @@ def test_busy_inside_far_apart_in_time():
     assert got[2] == 5 and got[4] == b and got[5] == 0 and got[7] == 0  # spelled out
 
 
-def test_busy_in_step_equals_a_plain_walk():
-    """Probes inside analysed steps against the steps' clipped busy intervals (analysis._step_busy's rows)."""
+def busy_in_step(steps: dict, probes: list) -> dict:
+    """busy_in_step over analysis._step_busy's rows for `steps` ({(pid, step): (start, end)}: BUSY clipped to each,
+    idx in (pid, step, start) order) and `probes` [(id, pid, step, s, e)]: {id: busy_ns}."""
     con = duckdb.connect()
-    steps = {1: (100, 5, 45), 2: (100, 55, 70), 3: (200, 400, 800)}  # step -> (pid, start, end)
     rows, idx = [], 0
-    for step, (pid, ws, we) in sorted(steps.items()):
+    for (pid, step), (ws, we) in sorted(steps.items()):
         before = 0
         for start, end in BUSY[pid]:
             s, e = max(start, ws), min(end, we)
@@ -75,13 +75,29 @@ def test_busy_in_step_equals_a_plain_walk():
                 "before_ns BIGINT, idx BIGINT)")
     con.executemany("INSERT INTO step_busy VALUES (?, ?, ?, ?, ?, ?)", rows)
     macros.install(con)
-    probes = [(1, 1, 5, 45), (2, 1, 15, 35), (3, 1, 20, 30), (4, 2, 55, 60), (5, 2, 60, 70), (6, 3, 500, 700),
-              (7, 3, 400, 400), (8, 1, 5, 10)]  # (id, step, s, e), each inside its step
-    values = ", ".join(f"({i}, {step}, {s}, {e})" for i, step, s, e in probes)
-    got = dict(con.execute(f"WITH probe(id, step, s, e) AS (VALUES {values}) "
-                           "SELECT id, busy_ns FROM busy_in_step(probe, step_busy) ORDER BY id").fetchall())
-    assert got == {i: busy_walk(steps[step][0], s, e) for i, step, s, e in probes}
+    values = ", ".join(f"({i}, {pid}, {step}, {s}, {e})" for i, pid, step, s, e in probes)
+    return dict(con.execute(f"WITH probe(id, pid, step, s, e) AS (VALUES {values}) "
+                            "SELECT id, busy_ns FROM busy_in_step(probe, step_busy) ORDER BY id").fetchall())
+
+
+def test_busy_in_step_equals_a_plain_walk():
+    """Probes inside analysed steps against the steps' clipped busy intervals (analysis._step_busy's rows)."""
+    steps = {(100, 1): (5, 45), (100, 2): (55, 70), (200, 1): (400, 800)}  # (pid, step) -> (start, end)
+    probes = [(1, 100, 1, 5, 45), (2, 100, 1, 15, 35), (3, 100, 1, 20, 30), (4, 100, 2, 55, 60),
+              (5, 100, 2, 60, 70), (6, 200, 1, 500, 700), (7, 200, 1, 400, 400), (8, 100, 1, 5, 10)]  # inside
+    got = busy_in_step(steps, probes)
+    assert got == {i: busy_walk(pid, s, e) for i, pid, step, s, e in probes}
     assert got[1] == 25 and got[5] == 1 and got[8] == 0  # spelled out
+
+
+def test_busy_in_step_keeps_the_processes_steps_apart():
+    """Steps are numbered per process: step 1 of process 100 and step 1 of process 200 are two steps running at
+    the same time (two ranks), and a probe of one never reads the other's busy intervals."""
+    steps = {(100, 1): (5, 45), (200, 1): (0, 40), (200, 2): (900, 1000)}  # (pid, step) -> (start, end)
+    probes = [(1, 100, 1, 5, 45), (2, 200, 1, 10, 30), (3, 100, 1, 20, 30), (4, 200, 2, 900, 1000)]
+    got = busy_in_step(steps, probes)
+    assert got == {i: busy_walk(pid, s, e) for i, pid, step, s, e in probes}
+    assert (got[1], got[2], got[4]) == (25, 20, 100)  # spelled out
 
 
 def test_every_macro_is_stored_and_read_by_the_queries_that_say_so():

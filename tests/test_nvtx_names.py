@@ -31,8 +31,13 @@ def test_name_flags_match_the_rules_per_range(opened):
             WHERE r.is_op_marker IS DISTINCT FROM (contains(r.text, ', op_id = ') OR contains(r.text, ', seq = ')
                     OR starts_with(r.text, 'autograd::engine::evaluate_function: ')
                     OR starts_with(r.text, 'Optimizer.step#') OR starts_with(r.text, 'Optimizer.zero_grad#'))
-               OR n.is_user IS DISTINCT FROM (NOT r.is_op_marker AND r.domain NOT IN ('CCCL', 'NCCL', 'cuBLAS',
-                    'cuBLASLt', 'cuDNN', 'cuFFT', 'cuSPARSE', 'cuSOLVER', 'NVSHMEM', 'TensorRT', 'CUTLASS'))
+               OR n.is_user IS DISTINCT FROM (NOT r.is_op_marker AND (
+                    (r.domain NOT IN ('CCCL', 'NCCL', 'cuBLAS', 'cuBLASLt', 'cuDNN', 'cuFFT', 'cuSPARSE', 'cuSOLVER',
+                                      'NVSHMEM', 'TensorRT', 'CUTLASS', 'nvFuser')
+                     AND NOT starts_with(r.domain, 'com.nvidia.nccl')
+                     AND NOT (r.domain = '' AND regexp_matches(r.text, '^(nvfuser|FusionExecutorCache|'
+                              || 'FusionKernelRuntime|KernelExecutor|FusionExecutor|ExecutorDispatch|FusionDefinition)::')))
+                    OR (r.domain = 'TensorRT' AND NOT regexp_matches(r.text, '^[A-Za-z_][A-Za-z0-9_]*::'))))
                OR r.range_name <> r.domain || ':' || r.text
         """).fetchone()[0]
         assert wrong == 0

@@ -68,11 +68,11 @@ def test_step_breakdown_matches_sweep(cases):
     of the raw kernels, copies, sets, CUDA calls, data-loading ranges and outermost OS runtime calls."""
     totals = dict.fromkeys(CATEGORIES, 0)
     for ident, (ex, px, windows) in cases.items():
-        got = {r["step"]: r for r in ex.run("analysis.step_breakdown").to_dicts()}
+        got = {(r["pid"], r["step"]): r for r in ex.run("analysis.step_breakdown").to_dicts()}
         analysed = [w for w in windows if w["analysed"]]
-        assert sorted(got) == [w["step"] for w in analysed], ident
+        assert sorted(got) == sorted((w["pid"], w["step"]) for w in analysed), ident
         for w in analysed:
-            row = got[w["step"]]
+            row = got[(w["pid"], w["step"])]
             assert row["wall_ns"] == w["wall_ns"], ident
             assert sum(row[k] for k in CATEGORIES) == row["wall_ns"], (ident, w["step"])
             expected = plain_breakdown(w, px.ops, px.calls, px.ranges, px.osrt)
@@ -197,12 +197,12 @@ def test_step_stats_match_python(cases):
     for ident, (ex, _, windows) in cases.items():
         got = ex.run("analysis.step_stats").row(0, named=True)
         want = plain_step_stats(windows)
-        for key in ("analysed_steps", "excluded_steps", "first_step", "last_step", "total_ns", "max_ns",
-                    "outlier_steps"):
+        for key in ("analysed_steps", "excluded_steps", "processes", "first_step", "last_step", "total_ns",
+                    "max_ns", "outlier_steps", "outlier_pids"):
             assert got[key] == want[key], (ident, key)
         assert got["mean_ns"] == approx(want["mean_ns"]) and got["median_ns"] == approx(want["median_ns"])
-        walls = {w["step"]: w["wall_ns"] for w in windows if w["analysed"]}
-        assert walls[got["slowest_step"]] == want["max_ns"], ident
+        walls = {(w["pid"], w["step"]): w["wall_ns"] for w in windows if w["analysed"]}
+        assert walls[(got["slowest_pid"], got["slowest_step"])] == want["max_ns"], ident
 
 
 # -- the CLI ------------------------------------------------------------------------------------------
@@ -387,8 +387,9 @@ def test_step_stats_on_hand_worked_windows():
     con.execute(f"CREATE TABLE steady_steps AS {catalog.get('analysis.steady_steps').sql.rstrip().rstrip(';')}")
     rel = con.execute(catalog.get("analysis.step_stats").sql)
     got = dict(zip([d[0] for d in rel.description], rel.fetchone()))
-    assert got == dict(analysed_steps=5, excluded_steps=2, first_step=3, last_step=7, total_ns=815,
-                       mean_ns=163.0, median_ns=105.0, max_ns=400, slowest_step=5, outlier_steps=[5])
+    assert got == dict(analysed_steps=5, excluded_steps=2, processes=1, first_step=3, last_step=7, total_ns=815,
+                       mean_ns=163.0, median_ns=105.0, max_ns=400, slowest_step=5, slowest_pid=1, outlier_steps=[5],
+                       outlier_pids=[1])
     want = plain_step_stats(rows)
     assert {k: got[k] for k in want} == want
     # fewer than 3 analysed steps: no outliers
@@ -396,6 +397,24 @@ def test_step_stats_on_hand_worked_windows():
     con.execute(f"CREATE TABLE steady_steps AS {catalog.get('analysis.steady_steps').sql.rstrip().rstrip(';')}")
     got = con.execute(catalog.get("analysis.step_stats").sql).fetchone()
     assert got[0] == 2 and got[-1] == []
+
+
+def test_step_stats_of_two_processes():
+    """Two ranks, each with its own steps 1-4 at the same time: an outlier is judged against its own process's
+    median (rank 1's 160 ns step is 1.6x its median, though under 1.5x the pooled median of 230 ns)."""
+    steps = steps_at(1, [100, 100, 100, 160]) + steps_at(2, [300, 300, 300, 900])
+    con, rows = run_query("analysis.steady_steps", steady_tables(steps))
+    assert [(r["pid"], r["step"], r["analysed"]) for r in rows] == [
+        (1, 1, True), (2, 1, True), (1, 2, True), (2, 2, True), (1, 3, True), (2, 3, True), (1, 4, True),
+        (2, 4, True)]  # in (step, pid) order
+    con.execute(f"CREATE TABLE steady_steps AS {catalog.get('analysis.steady_steps').sql.rstrip().rstrip(';')}")
+    rel = con.execute(catalog.get("analysis.step_stats").sql)
+    got = dict(zip([d[0] for d in rel.description], rel.fetchone()))
+    assert got == dict(analysed_steps=8, excluded_steps=0, processes=2, first_step=1, last_step=4, total_ns=2260,
+                       mean_ns=282.5, median_ns=230.0, max_ns=900, slowest_step=4, slowest_pid=2,
+                       outlier_steps=[4, 4], outlier_pids=[1, 2])
+    want = plain_step_stats(rows)
+    assert {k: got[k] for k in want} == want
 
 
 def breakdown_tables():
@@ -422,8 +441,8 @@ def breakdown_tables():
     return wins, ops, calls, ranges, osrt
 
 
-def test_step_breakdown_hand_worked():
-    wins, ops, calls, ranges, osrt = breakdown_tables()
+def breakdown_rows(wins, ops, calls, ranges, osrt):
+    """analysis.step_breakdown over hand-worked tables (breakdown_tables' shapes)."""
     _, rows = run_query("analysis.step_breakdown", {
         "steady_steps": ("step BIGINT, pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, analysed BOOLEAN, "
                          "wall_ns BIGINT", [w + (w[4] - w[3],) for w in wins]),
@@ -433,21 +452,48 @@ def test_step_breakdown_hand_worked():
                        ranges),
         "osrt": ("pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, nesting_level BIGINT", osrt),
     })
-    expected = [dict(step=1, wall_ns=1000, kernel_ns=250, memcpy_ns=50, memset_ns=10, runtime_ns=100,
-                     dataloader_ns=200, cpu_exec_ns=240, other_ns=150),
-                dict(step=3, wall_ns=100, kernel_ns=0, memcpy_ns=0, memset_ns=0, runtime_ns=0, dataloader_ns=0,
-                     cpu_exec_ns=0, other_ns=100)]
-    assert rows == expected
-    # the plain sweep the real exports are checked with agrees on the hand-worked case
-    walk = [plain_breakdown(dict(pid=p, tid=t, start_ns=s, end_ns=e), [dict(kind=k, pid=q, start=a, end=b)
-                                                                        for k, q, a, b in ops],
+    return rows
+
+
+def breakdown_walk(wins, ops, calls, ranges, osrt):
+    """The plain sweep the real exports are checked with, over the same hand-worked tables: one dict per analysed
+    window, in the order of `wins`."""
+    return [plain_breakdown(dict(pid=p, tid=t, start_ns=s, end_ns=e),
+                            [dict(kind=k, pid=q, start=a, end=b) for k, q, a, b in ops],
                             [dict(pid=q, tid=u, start=a, end=b) for q, u, a, b in calls],
                             [dict(pid=q, tid=u, start=a, end=b, cross=x is not None, text=txt)
                              for q, u, a, b, x, txt in ranges],
                             [dict(pid=q, tid=u, start=a, end=b) for q, u, a, b, lvl in osrt if lvl == 0])
             for _, p, t, s, e, ok in wins if ok]
-    assert walk == [{k: r[k] for k in CATEGORIES} for r in expected]
+
+
+def test_step_breakdown_hand_worked():
+    tables = breakdown_tables()
+    rows = breakdown_rows(*tables)
+    expected = [dict(step=1, pid=1, wall_ns=1000, kernel_ns=250, memcpy_ns=50, memset_ns=10, runtime_ns=100,
+                     dataloader_ns=200, cpu_exec_ns=240, other_ns=150),
+                dict(step=3, pid=1, wall_ns=100, kernel_ns=0, memcpy_ns=0, memset_ns=0, runtime_ns=0, dataloader_ns=0,
+                     cpu_exec_ns=0, other_ns=100)]
+    assert rows == expected
+    assert breakdown_walk(*tables) == [{k: r[k] for k in CATEGORIES} for r in expected]
     assert statistics.fmean(r["wall_ns"] for r in rows) == 550
+
+
+def test_step_breakdown_of_two_processes_at_once():
+    """Process 2 has its own step 1 over the same time as process 1's step 1 (steps are numbered per process): each
+    is broken down from its own process's ops, calls and threads. Process 2's step 1, thread 20, [1000, 2000): its
+    kernel 1300-1400, its call 1450-1500, the rest cpu_exec (no OS call of thread 20)."""
+    wins, ops, calls, ranges, osrt = breakdown_tables()
+    wins = wins + [(1, 2, 20, 1000, 2000, True)]
+    rows = breakdown_rows(wins, ops, calls, ranges, osrt)
+    assert [(r["step"], r["pid"]) for r in rows] == [(1, 1), (1, 2), (3, 1)]
+    by_step = {(r["pid"], r["step"]): {k: r[k] for k in CATEGORIES} for r in rows}
+    assert by_step[(1, 1)] == dict(kernel_ns=250, memcpy_ns=50, memset_ns=10, runtime_ns=100, dataloader_ns=200,
+                                   cpu_exec_ns=240, other_ns=150)  # as without process 2's step
+    assert by_step[(2, 1)] == dict(kernel_ns=100, memcpy_ns=0, memset_ns=0, runtime_ns=50, dataloader_ns=0,
+                                   cpu_exec_ns=850, other_ns=0)
+    analysed = [(p, n) for n, p, _, _, _, ok in wins if ok]
+    assert breakdown_walk(wins, ops, calls, ranges, osrt) == [by_step[key] for key in analysed]
 
 
 H100 = dict(smCount=132, maxBlocksPerSm=32, maxWarpsPerSm=64, maxRegistersPerSm=65536, maxShmemPerSm=233472,
@@ -531,3 +577,26 @@ def test_overview_gpus_hand_worked():
     windows = [dict(step=n, pid=p, start_ns=s, end_ns=e, wall_ns=e - s, analysed=a) for n, p, s, e, a in wins]
     walk = plain_gpus(ops, {0: H100, 1: H100, 2: H100}, windows)
     assert walk == {dev: {k: v if v is None else approx(v) for k, v in want.items()} for dev, want in expected.items()}
+
+
+def test_overview_of_two_processes_says_whose_step(tmp_path):
+    """Each rank numbers its own steps (scripts/make_synthetic.py two_ranks): the summary, the overview's JSON and
+    CSV and the findings' header name the process of every step."""
+    from conftest import make_synthetic
+    path = make_synthetic().two_ranks().write(tmp_path / "two_ranks.sqlite")
+    common = [str(path), "--cache-dir", str(tmp_path / "cache")]
+    res = runner.invoke(app, ["summarize", *common], env={"COLUMNS": "100"})
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())  # lines wrap at the width
+    assert "Analysed: 6 of 6 steps in 2 processes (profiled_step; pid 100: 1-3; pid 200: 1-3)" in text
+    assert "max 1.10 µs (step 3 of pid 200)" in text  # rank 1's step 3 is 1100 ns, every other 1000 ns
+    assert "1 (pid 100)" in res.output and "1 (pid 200)" in res.output  # the breakdown's rows
+    doc = json.loads(runner.invoke(app, ["overview", *common, "-f", "json"]).stdout)
+    assert [(s["pid"], s["step"], s["wall_ns"]) for s in doc["steps"]] == [
+        (100, 1, 1000), (200, 1, 1000), (100, 2, 1000), (200, 2, 1000), (100, 3, 1000), (200, 3, 1100)]
+    assert (doc["step_time"]["slowest_step"], doc["step_time"]["slowest_pid"]) == (3, 200)
+    res = runner.invoke(app, ["overview", *common, "-f", "csv"])
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("step,pid,name,wall_ns,") and len(lines) == 7
+    res = runner.invoke(app, ["findings", *common], env={"COLUMNS": "100"})
+    assert "Analysed pid 100: steps 1-3; pid 200: steps 1-3 (6 of 6" in " ".join(res.output.split())

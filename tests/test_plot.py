@@ -107,6 +107,8 @@ def test_cli_writes_images(fp32, cache_dir, tmp_path, kind, suffix, args):
     (["timeline", "-o", "x.png", "--step", "1", "--start-ms", "0"], "not both"),
     (["kernels", "-o", "x.png", "--step", "1"], "only to `plot timeline`"),
     (["timeline", "-o", "x.png", "--top", "3"], "--top applies"),
+    (["timeline", "-o", "x.png", "--pid", "3"], "give both"),
+    (["layers", "-o", "x.png", "--pid", "3"], "only to `plot timeline`"),
 ])
 def test_cli_errors(fp32, cache_dir, tmp_path, args, message):
     _, path = fp32
@@ -124,6 +126,23 @@ def test_window_with_nothing(tmp_path):
     plot.timeline(ex, tmp_path / "t.png", step=3)  # a small export draws too
     assert (tmp_path / "t.png").read_bytes().startswith(PNG)
     ex.close()
+
+
+def test_step_of_one_of_several_processes(tmp_path):
+    """Each process numbers its own steps: `--step 1` of a two-rank export names two steps, `--pid` picks one."""
+    ex, path = open_case(tmp_path, "two_ranks")
+    with pytest.raises(nsysql.NsysqlError, match=r"processes 100, 200 each have a step 1 .*choose one with `pid=`"):
+        plot.timeline(ex, tmp_path / "t.png", step=1)
+    with pytest.raises(nsysql.NsysqlError, match="has steps in process 100, 200"):
+        plot.timeline(ex, tmp_path / "t.png", step=1, pid=300)
+    with pytest.raises(nsysql.NsysqlError, match="has steps 1 to 3 in process 200"):
+        plot.timeline(ex, tmp_path / "t.png", step=4, pid=200)
+    plot.timeline(ex, tmp_path / "t.png", step=3, pid=200)
+    assert (tmp_path / "t.png").read_bytes().startswith(PNG)
+    ex.close()
+    res = runner.invoke(app, ["plot", "timeline", str(path), "-o", str(tmp_path / "c.png"), "--step", "1",
+                              "--cache-dir", str(tmp_path / "cache")])
+    assert res.exit_code == 1 and "choose one with --pid" in res.output, res.output
 
 
 def test_no_pyplot_and_no_display(fp32, cache_dir, tmp_path):

@@ -1,24 +1,33 @@
-"""README's pasted `summarize` screen is the tool's own output on the fixture it names."""
+"""README's pasted screens (`summarize`, `comm`) are the tool's own output on the fixtures they name."""
 from __future__ import annotations
 
 import re
 import shlex
 
+import pytest
+
 from conftest import REPO
 
+EXAMPLE = re.compile(r"<!-- (\w+)-example: COLUMNS=(\d+) nsysql (.*?) -->\n```text\n(.*?)```\n", re.S)
 
-def test_readme_summary_example_is_current(tmp_path, monkeypatch):
+
+def examples() -> list[tuple[str, str, str, str]]:
+    return EXAMPLE.findall((REPO / "README.md").read_text(encoding="utf-8"))
+
+
+def test_readme_has_its_examples():
+    assert [kind for kind, *_ in examples()] == ["summary", "comm"], "README lost an example"
+
+
+@pytest.mark.parametrize("kind,columns,command,pasted", examples(), ids=[e[0] for e in examples()])
+def test_readme_example_is_current(tmp_path, monkeypatch, kind, columns, command, pasted):
     from typer.testing import CliRunner
 
     from nsysql.cli import app
 
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    m = re.search(r"<!-- summary-example: COLUMNS=(\d+) nsysql (.*?) -->\n```text\n(.*?)```\n", text, re.S)
-    assert m, "README lost its summary example"
-    columns, args, pasted = m.group(1), shlex.split(m.group(2)), m.group(3)
+    args = shlex.split(command)
     monkeypatch.chdir(REPO)  # the example's path is relative to the repository, as in README's first command
     res = CliRunner().invoke(app, [*args, "--cache-dir", str(tmp_path / "cache")], env={"COLUMNS": columns})
     assert res.exit_code == 0, res.output
-    assert res.stdout == pasted, "regenerate README's summary example: " + " ".join(["COLUMNS=" + columns, "nsysql",
-                                                                                   *args])
+    assert res.stdout == pasted, "regenerate README's example: " + " ".join(["COLUMNS=" + columns, "nsysql", *args])
     assert max(len(line) for line in pasted.splitlines()) <= int(columns)

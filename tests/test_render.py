@@ -107,7 +107,7 @@ def test_units_from_the_query_header():
     assert (cols["wall_ns"].label, cols["wall_ns"].unit, cols["wall_ns"].cells) == ("wall", "ms", ["30.744", "34.232"])
     assert (cols["gpu_busy_pct"].label, cols["gpu_busy_pct"].unit, cols["gpu_busy_pct"].cells) == \
         ("gpu_busy", "%", ["3.5", "3.2"])
-    # a timestamp is ms since the capture start, not a duration
+    # a timestamp is ms since the capture's first event, not a duration
     assert cols["start_ns"].kind == "timestamp" and cols["start_ns"].cells[0] == "11,649.468"
     assert cols["range_id"].cells == ["489", "2381"]  # ids plain
     assert cols["gpu_ops"].cells == ["375", "375"]

@@ -70,8 +70,8 @@ def test_steps_match_plain_reading(cases):
     for ident, (ex, pa) in cases.items():
         expected = plain_steps(pa)
         got = ex.steps().to_dicts()
-        assert [(r["name"], r["source"], r["pid"], r["start_ns"], r["end_ns"]) for r in got] == \
-               [(s["name"], s["source"], s["pid"], s["start"], s["end"]) for s in expected], ident
+        assert [(r["step"], r["name"], r["source"], r["pid"], r["start_ns"], r["end_ns"]) for r in got] == \
+               [(s["step"], s["name"], s["source"], s["pid"], s["start"], s["end"]) for s in expected], ident
         ops = ops_in_steps(pa, expected)
         direction = {(kind, rowid): d for kind, rowid, d, *_ in pa.attribute()}
         for i, row in enumerate(got):
@@ -114,3 +114,32 @@ def test_steps_cli_csv(export_files, cache_dir):
     header, row = res.output.strip().splitlines()
     assert header.split(",")[:3] == ["step", "name", "source"]
     assert row.startswith("1,profiled_step,range,")
+
+
+# -- several processes: each numbers its own steps (synthetic: no real capture of that shape, see two_ranks) -----
+def test_each_process_numbers_its_own_steps(tmp_path):
+    ex, path = open_case(tmp_path, "two_ranks")
+    rows = ex.steps().to_dicts()
+    # (step, pid) order; the ranks' steps run at the same time, so one global sequence would interleave them
+    assert [(r["step"], r["pid"], r["start_ns"], r["end_ns"]) for r in rows] == [
+        (1, 100, 1000, 2000), (1, 200, 1100, 2100), (2, 100, 2000, 3000), (2, 200, 2100, 3100),
+        (3, 100, 3000, 4000), (3, 200, 3100, 4200)]
+    assert {(r["gpu_ops"], r["kernels"], r["gpu_busy_ns"]) for r in rows} == {(2, 2, 750)}  # docstring: each rank
+    pa = PlainAttribution(path)
+    expected = plain_steps(pa)
+    assert [(r["step"], r["pid"], r["start_ns"], r["end_ns"]) for r in rows] == \
+           [(s["step"], s["pid"], s["start"], s["end"]) for s in expected]
+    ops = ops_in_steps(pa, expected)
+    assert [r["gpu_busy_ns"] for r in rows] == [union_length([(o[2], o[3]) for o in ops[i]]) for i in range(6)]
+    ex.close()
+
+
+def test_steps_table_shows_the_pid_when_several_processes_have_steps(tmp_path):
+    path = synth.two_ranks().write(tmp_path / "two_ranks.sqlite")
+    res = runner.invoke(app, ["steps", str(path), "--cache-dir", str(tmp_path / "cache")], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    head = res.output.splitlines()[2].split()
+    assert head[:3] == ["step", "name", "pid"]  # not hidden to fit, though optional on a one-process export
+    one = synth.steps_named().write(tmp_path / "one.sqlite")
+    res = runner.invoke(app, ["steps", str(one), "--cache-dir", str(tmp_path / "cache")], env={"COLUMNS": "80"})
+    assert "pid" not in res.output.splitlines()[2].split()

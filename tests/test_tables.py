@@ -29,7 +29,7 @@ COMMANDS = [
     *[(["report", name], [], False) for name in REPORTS],
     (["sql"], ["SELECT * FROM kernels ORDER BY start_ns LIMIT 50"], True),
 ]
-FOOTER = re.compile(r"[\d,]+ more rows; |.*: ms since the capture start$|\d+ columns? hidden to fit \d+ columns|"
+FOOTER = re.compile(r"[\d,]+ more rows; |.*: ms since the capture's first event$|\d+ columns? hidden to fit \d+ columns|"
                     r"coverage: ")
 NUMBER = re.compile(r"^[<>]?-?\d+(,\d+)*(\.\d+)?$")
 GROUPED = re.compile(r"^[<>]?-?\d{1,3}(,\d{3})*(\.\d+)?$")
@@ -101,7 +101,7 @@ def test_piped_output_is_100_wide_and_wide_shows_everything(export_files, cache_
 
 
 def test_steps_values_in_ms_since_the_plot_origin(export_files, cache_dir, opened):
-    """The table's start is the csv's start_ns in ms since the capture start, the zero of `nsysql plot`."""
+    """The table's start is the csv's start_ns in ms since the capture's first event, the zero of `nsysql plot`."""
     path = export_files[MAIN]
     origin = opened[MAIN].run("analysis._plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
     rows = csv_rows(["steps", path], cache_dir)
@@ -110,7 +110,7 @@ def test_steps_values_in_ms_since_the_plot_origin(export_files, cache_dir, opene
         cells = line.split()
         assert f"{(int(row['start_ns']) - origin) / 1e6:,.3f}" in cells
         assert f"{int(row['wall_ns']) / 1e6:,.3f}" in cells
-    assert "start, end: ms since the capture start" in run(["steps", path], cache_dir, columns="200")
+    assert "start, end: ms since the capture's first event" in run(["steps", path], cache_dir, columns="200")
 
 
 def test_origin_falls_back_when_analysis_details_is_on_another_clock(tmp_path):

@@ -49,7 +49,7 @@ def analyze(
     export), options included (`--gap 200` as NVIDIA's `-r gpu_gaps:gap=200`). A rule that finds nothing prints
     nothing in csv, as NVIDIA does; an export without the data a rule needs is one line naming it.
 
-    Table and markdown show durations in ms or µs and start times as ms since the capture start; csv, json and
+    Table and markdown show durations in ms or µs and start times as ms since the capture's first event; csv, json and
     parquet keep NVIDIA's nanoseconds and headers."""
     from .. import rules as rule_options
     with src.errors():

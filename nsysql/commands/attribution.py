@@ -31,7 +31,7 @@ def kernels(
     layer (NVTX path), PyTorch op, input shapes, kernel, timing, launch geometry, thread, autograd seq.
 
     Table output shows the first 40 rows and says how many more there are: use -f csv, or -f parquet -o FILE, for
-    all. Table and markdown show start as ms since the capture start (as `nsysql plot`) and durations in µs or ms;
+    all. Table and markdown show start as ms since the capture's first event (as `nsysql plot`) and durations in µs or ms;
     csv, json and parquet keep the exact nanoseconds (start_ns on the export's clock)."""
     from .. import catalog
     from ..errors import NsysqlError

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .common import OUTPUT, SOURCE, ExportsArg, Output, Source, TimeOrigins, add_commands
 
-OPTIONAL = ("global_step", "analysed", "start_ns", "memory_ns", "comm_kernels", "wall_ns")
+OPTIONAL = ("analysed", "start_ns", "memory_ns", "comm_kernels", "wall_ns")
 
 
 def comm(
@@ -17,7 +17,7 @@ def comm(
     it is behind the median rank (behind_median_ns).
 
     One export per rank, or one export of several processes (e.g. a torchrun capture): ranks are compared step by
-    step, a process's steps numbered from 1. Table and markdown show times in ms or µs; csv, json and parquet keep
+    step, each process's steps numbered from 1 (as `nsysql steps` numbers them). Table and markdown show times in ms or µs; csv, json and parquet keep
     nanoseconds."""
     import typer
 

@@ -40,7 +40,7 @@ OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write
                                                    show_default=False)]
 FormatOpt = Annotated[Format, typer.Option(
     "--format", "-f", help="Output format. table and markdown are for people: times in ms or µs (timestamps as ms "
-                           "since the capture start, as `nsysql plot`), sizes in KB/MB/GB, long text shortened "
+                           "since the capture's first event, as `nsysql plot`), sizes in KB/MB/GB, long text shortened "
                            "with … (table); csv, json and parquet keep every value exact (the _ns columns hold "
                            "nanoseconds, timestamps on the export's own clock).")]
 WideOpt = Annotated[bool, typer.Option(
@@ -94,7 +94,7 @@ def gather(exports: list[Path], analysis, cache_dir: Optional[Path], no_cache: b
 
 
 class TimeOrigins:
-    """Each export's capture start, recorded while an analysis runs over the exports, for render's `origin=`:
+    """Each export's first event (the time origin), recorded while an analysis runs over the exports, for render's `origin=`:
     tables and markdown show `ns timestamp` columns as ms since it. Looked up only when `wanted` (a format for
     people, and a table that has such columns).
 

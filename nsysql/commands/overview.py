@@ -31,8 +31,9 @@ def overview(
         with src.open(export) as ex:
             ov = ex.overview()
             if fmt in (Format.csv, Format.parquet):
-                names = ov.windows.select("step", "name")
-                frame = names.join(ov.breakdown, on="step", how="inner") if ov.breakdown.height else ov.breakdown
+                names = ov.windows.select("step", "pid", "name")  # (pid, step) names a step: numbered per process
+                frame = (names.join(ov.breakdown, on=["step", "pid"], how="inner") if ov.breakdown.height
+                         else ov.breakdown)
                 emit(frame, fmt, columns=catalog.get("analysis.step_breakdown").columns, output=output)
                 return
             if fmt is Format.json:

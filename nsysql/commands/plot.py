@@ -25,13 +25,16 @@ def plot(
         "-o", "--output", help="Image file; .png, .svg or .pdf picks the format. Several exports: one image each, "
                                "FILE's stem + _<export> + suffix (e.g. out_rank0.png).", show_default=False)],
     start_ms: Annotated[Optional[float], typer.Option(
-        "--start-ms", help="timeline: window start, ms after the capture start [default: capture start].",
+        "--start-ms", help="timeline: window start, ms since the capture's first event [default: that event].",
         show_default=False)] = None,
     end_ms: Annotated[Optional[float], typer.Option(
-        "--end-ms", help="timeline: window end, ms after the capture start [default: capture end].",
+        "--end-ms", help="timeline: window end, ms since the capture's first event [default: the last event's end].",
         show_default=False)] = None,
     step: Annotated[Optional[int], typer.Option(
         "--step", min=1, help="timeline: the window of step N (1-based, as `nsysql steps` numbers them).",
+        show_default=False)] = None,
+    pid: Annotated[Optional[int], typer.Option(
+        "--pid", help="timeline: the process of --step, when several processes have steps (each numbers its own).",
         show_default=False)] = None,
     op_markers: Annotated[bool, typer.Option(
         "--op-markers", help="timeline: also draw PyTorch op-marker ranges (aten::..., ...Backward0).")] = False,
@@ -51,7 +54,8 @@ def plot(
     from .. import plot as plots
     from ..errors import NsysqlError
     with src.errors():
-        timeline_only = {"--start-ms": start_ms, "--end-ms": end_ms, "--step": step, "--op-markers": op_markers or None}
+        timeline_only = {"--start-ms": start_ms, "--end-ms": end_ms, "--step": step, "--pid": pid,
+                         "--op-markers": op_markers or None}
         given = [name for name, value in timeline_only.items() if value is not None]
         if kind is not Kind.timeline and given:
             verb = "applies" if len(given) == 1 else "apply"
@@ -66,7 +70,7 @@ def plot(
         for path, target in zip(paths, targets):
             with src.open(path) as ex:
                 if kind is Kind.timeline:
-                    written = plots.timeline(ex, target, start_ms=start_ms, end_ms=end_ms, step=step,
+                    written = plots.timeline(ex, target, start_ms=start_ms, end_ms=end_ms, step=step, pid=pid,
                                              op_markers=op_markers)
                 elif kind is Kind.layers:
                     written = plots.layers(ex, target, top=top or 25, depth=depth, merge_repeats=merge_repeats)

@@ -8,7 +8,7 @@
 --   in the analysed window w when w.pid = p, w.bucket = t // bucket_ns and w.start_ns <= t < w.end_ns; an interval
 --   [a, b) overlapping w meets it in bucket GREATEST(a, w.start_ns) // bucket_ns.
 -- columns:
---   step | BIGINT | index (as in `nsysql steps`; 0 = the whole GPU activity when there are no steps)
+--   step | BIGINT | index (as in `nsysql steps`, per process; 0 = the whole GPU activity when there are no steps)
 --   pid | BIGINT | id
 --   tid | BIGINT | id (the step's own thread)
 --   start_ns | BIGINT | ns timestamp

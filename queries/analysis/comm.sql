@@ -1,4 +1,4 @@
--- nsysql: analysis.comm v1
+-- nsysql: analysis.comm v2
 -- purpose: Communication against compute per rank (process and GPU) and step: the step's compute time, communication time, the part of the communication that compute hides (overlap) and the part it does not (exposed), each a union of intervals, never a sum of durations.
 -- requires: analysis.steady_steps, gpu_op, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range, macros.comm_kernels, macros.union_ns
 -- params: none
@@ -11,14 +11,13 @@
 --   compute_ns, comm_ns and memory_ns are the unions of the rank's ops of that class in
 --   the step; overlap_ns = the communication time during which the rank's own compute of the step runs
 --   (|C ∩ K| = |C| + |K| - |C ∪ K|), exposed_comm_ns = comm_ns - overlap_ns. With one process per GPU, as
---   DDP runs, the rank's compute is the GPU's. step counts the process's own steps (1 = its first), so ranks
---   of one export compare step by step; global_step is analysis.steps' number. Rows only for ranks and steps with
---   GPU work; an export without steps gives none (`nsysql steps` says why).
+--   DDP runs, the rank's compute is the GPU's. step is analysis.steps' number, which counts the process's own
+--   steps (1 = its first), so ranks of one export compare step by step. Rows only for ranks and steps with GPU
+--   work; an export without steps has one window, step 0: the whole GPU activity (analysis.steady_steps).
 -- columns:
 --   pid | BIGINT | id
 --   device_id | BIGINT | id
---   step | BIGINT | index (the process's own step: 1 = its first)
---   global_step | BIGINT | index (analysis.steps)
+--   step | BIGINT | index (the process's own step, as in `nsysql steps`: 1 = its first; 0 = no steps)
 --   analysed | BOOLEAN | flag (a steady-state step; false = warm-up, see analysis.steady_steps)
 --   start_ns | BIGINT | ns timestamp
 --   wall_ns | BIGINT | ns
@@ -45,10 +44,7 @@ op AS (
     JOIN runtime AS rt ON rt.runtime_id = o.runtime_id
 ),
 step AS (
-    SELECT step AS global_step, pid, start_ns, end_ns, wall_ns, analysed,
-           ROW_NUMBER() OVER (PARTITION BY pid ORDER BY start_ns, step) AS step
-    FROM steady_steps
-    WHERE pid IS NOT NULL
+    SELECT step, pid, start_ns, end_ns, wall_ns, analysed FROM steady_steps WHERE pid IS NOT NULL
 ),
 in_step AS (
     SELECT s.pid, o.device_id, s.step, o.class, o.start_ns, o.end_ns
@@ -86,7 +82,7 @@ figures AS (
     LEFT JOIN both_u AS bu ON bu.grp = k.grp
     LEFT JOIN memory_u AS me ON me.grp = k.grp
 )
-SELECT f.pid, f.device_id, f.step, s.global_step, s.analysed, s.start_ns, s.wall_ns,
+SELECT f.pid, f.device_id, f.step, s.analysed, s.start_ns, s.wall_ns,
        f.compute_ns, f.comm_ns, f.overlap_ns, f.comm_ns - f.overlap_ns AS exposed_comm_ns, f.memory_ns,
        f.comm_kernels,
        100.0 * (f.comm_ns - f.overlap_ns) / NULLIF(f.comm_ns, 0) AS exposed_pct

@@ -49,15 +49,16 @@ cut AS (  -- each GPU op in the time bucket(s) it spans (most span one)
     WHERE end_ns > start_ns AND start_ns // (SELECT ns FROM bucket) <> (end_ns - 1) // (SELECT ns FROM bucket)
 ),
 ops AS MATERIALIZED (  -- each op clipped to each analysed step of its process it overlaps (each pair once)
-    SELECT o.device_id, w.step, o.op_kind, o.op_id,
+    SELECT o.device_id, w.pid, w.step, o.op_kind, o.op_id,
            GREATEST(o.start_ns, w.start_ns) AS s, LEAST(o.end_ns, w.end_ns) AS e
     FROM cut AS o JOIN _steady_windows AS w ON w.pid = o.pid AND w.bucket = o.bucket
     WHERE o.start_ns < w.end_ns AND o.end_ns > w.start_ns
       AND o.bucket = GREATEST(o.start_ns, w.start_ns) // (SELECT ns FROM bucket)
 ),
-reach AS (  -- per device and step, the latest end among the ops before each (in start order)
-    SELECT device_id, step, s, e,
-           MAX(e) OVER (PARTITION BY device_id, step ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+reach AS (  -- per device and step (pid, step), the latest end among the ops before each (in start order)
+    SELECT device_id, s, e,
+           MAX(e) OVER (PARTITION BY device_id, pid, step ORDER BY s, e
+                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
     FROM ops
 ),
 busy AS (  -- |union|: each op adds its part past the latest end before it (sorted by start, what is covered from
@@ -67,7 +68,7 @@ busy AS (  -- |union|: each op adds its part past the latest end before it (sort
 ),
 windows AS (  -- wall time of the windows of the processes that used each GPU
     SELECT d.device_id, SUM(w.end_ns - w.start_ns) AS window_ns
-    FROM (SELECT DISTINCT o.device_id, w.pid FROM ops AS o JOIN win AS w USING (step)) AS d
+    FROM (SELECT DISTINCT device_id, pid FROM ops) AS d
     JOIN win AS w USING (pid)
     GROUP BY d.device_id
 ),

@@ -1,4 +1,4 @@
--- nsysql: analysis.steady_steps v1
+-- nsysql: analysis.steady_steps v2
 -- purpose: The time windows the headline figures are computed over: every step of `nsysql steps`, marked analysed (steady state) or excluded as warm-up; without any step, one window from the first to the last GPU op.
 -- requires: analysis.steps, user_range, gpu_op
 -- params: none
@@ -14,7 +14,7 @@
 --   tid is the step's own thread (the thread whose ranges make it): the CUDA runtime, data-loading and CPU
 --   categories of the step time breakdown are read on it.
 -- columns:
---   step | BIGINT | index (as in `nsysql steps`; 0 = the whole GPU activity when there are no steps)
+--   step | BIGINT | index (as in `nsysql steps`, per process: (pid, step) names a step; 0 = the whole GPU activity when there are no steps)
 --   name | VARCHAR | text
 --   source | VARCHAR | text (range, pattern or gpu_span)
 --   pid | BIGINT | id
@@ -70,4 +70,4 @@ FROM stepped
 UNION ALL
 SELECT step, name, source, pid, tid, start_ns, end_ns, end_ns - start_ns, true, NULL
 FROM gpu_span
-ORDER BY step;
+ORDER BY step, pid;

@@ -1,4 +1,4 @@
--- nsysql: analysis.step_breakdown v2
+-- nsysql: analysis.step_breakdown v3
 -- purpose: TensorBoard's step time breakdown for each analysed step: every instant of the step's wall time in exactly one category, so the seven columns add up to wall_ns.
 -- requires: analysis.steady_steps, analysis._steady_windows, gpu_op
 -- params: none
@@ -19,9 +19,11 @@
 --   Every interval is clipped to each analysed step it overlaps (found by a hash join on time buckets, see
 --   analysis._steady_windows); a sweep per step over the clipped intervals' boundaries gives each elementary
 --   segment the highest-priority category open in it (the six open counts are packed 20 bits each into two
---   running sums, so a category may have up to 1,048,575 intervals open at once in one step).
+--   running sums, so a category may have up to 1,048,575 intervals open at once in one step). Steps are numbered
+--   per process: (pid, step) names one.
 -- columns:
---   step | BIGINT | index (as in steady_steps; only analysed steps)
+--   step | BIGINT | index (as in steady_steps, per process; only analysed steps)
+--   pid | BIGINT | id
 --   wall_ns | BIGINT | ns
 --   kernel_ns | BIGINT | ns
 --   memcpy_ns | BIGINT | ns
@@ -58,67 +60,68 @@ cut AS (  -- each interval in the time bucket(s) it spans (most span one)
     FROM spans WHERE e > s AND s // (SELECT ns FROM bucket) <> (e - 1) // (SELECT ns FROM bucket)
 ),
 clipped AS MATERIALIZED (  -- each interval clipped to each analysed step it overlaps (each pair once)
-    SELECT w.step, c.tid, c.cat, GREATEST(c.s, w.start_ns) AS s, LEAST(c.e, w.end_ns) AS e
+    SELECT w.pid, w.step, c.tid, c.cat, GREATEST(c.s, w.start_ns) AS s, LEAST(c.e, w.end_ns) AS e
     FROM cut AS c JOIN _steady_windows AS w ON w.pid = c.pid AND w.bucket = c.bucket
     WHERE c.s < w.end_ns AND c.e > w.start_ns AND c.bucket = GREATEST(c.s, w.start_ns) // (SELECT ns FROM bucket)
 ),
 step_threads AS (  -- the step's own thread and every thread of its process that made a CUDA call in it
-    SELECT step, tid FROM win
+    SELECT pid, step, tid FROM win
     UNION
-    SELECT step, tid FROM clipped WHERE cat = 4
+    SELECT pid, step, tid FROM clipped WHERE cat = 4
 ),
-thread_count AS (SELECT step, COUNT(*) AS threads FROM step_threads GROUP BY step),
+thread_count AS (SELECT pid, step, COUNT(*) AS threads FROM step_threads GROUP BY pid, step),
 kept AS (  -- OS calls count only on the step's threads
-    SELECT step, cat, s, e FROM clipped WHERE cat <> 6
+    SELECT pid, step, cat, s, e FROM clipped WHERE cat <> 6
     UNION ALL
-    SELECT c.step, c.cat, c.s, c.e FROM clipped AS c SEMI JOIN step_threads AS t ON t.step = c.step AND t.tid = c.tid
+    SELECT c.pid, c.step, c.cat, c.s, c.e FROM clipped AS c
+    SEMI JOIN step_threads AS t ON t.pid = c.pid AND t.step = c.step AND t.tid = c.tid
     WHERE c.cat = 6
 ),
 edges AS (  -- +1 at each start, -1 at each end, plus the step's own bounds
-    SELECT step, s AS t, cat, 1 AS delta FROM kept
+    SELECT pid, step, s AS t, cat, 1 AS delta FROM kept
     UNION ALL
-    SELECT step, e, cat, -1 FROM kept
+    SELECT pid, step, e, cat, -1 FROM kept
     UNION ALL
-    SELECT step, start_ns, 0, 0 FROM win
+    SELECT pid, step, start_ns, 0, 0 FROM win
     UNION ALL
-    SELECT step, end_ns, 0, 0 FROM win
+    SELECT pid, step, end_ns, 0, 0 FROM win
 ),
-open_counts AS (  -- one sweep over every step's boundaries in (step, time) order; the six open counts packed 20 bits
+open_counts AS (  -- one sweep over every step's boundaries in (pid, step, time) order; the six open counts packed 20 bits
     -- each into two running sums (categories 1-3 and 4-6: 60 bits each). A step's changes add up to zero (each
     -- interval opens and closes in it), so the running sums start every step at zero. Of the rows tied at one
     -- instant only the last has seg_ns > 0, and its running sums hold every change at that instant.
-    SELECT step, CASE WHEN LEAD(step) OVER w = step THEN LEAD(t) OVER w - t END AS seg_ns,
+    SELECT pid, step, CASE WHEN LEAD(pid) OVER w = pid AND LEAD(step) OVER w = step THEN LEAD(t) OVER w - t END AS seg_ns,
            SUM(CASE WHEN cat <= 3 THEN delta * (CAST(1 AS BIGINT) << (20 * GREATEST(cat - 1, 0))) ELSE 0 END)
                OVER (w ROWS UNBOUNDED PRECEDING) AS low,
            SUM(CASE WHEN cat > 3 THEN delta * (CAST(1 AS BIGINT) << (20 * (cat - 4))) ELSE 0 END)
                OVER (w ROWS UNBOUNDED PRECEDING) AS high
     FROM edges
-    WINDOW w AS (ORDER BY step, t, cat, delta)
+    WINDOW w AS (ORDER BY pid, step, t, cat, delta)
 ),
 unpacked AS (
-    SELECT step, seg_ns,
+    SELECT pid, step, seg_ns,
            (low >> 0) & 1048575 AS n1, (low >> 20) & 1048575 AS n2, (low >> 40) & 1048575 AS n3,
            (high >> 0) & 1048575 AS n4, (high >> 20) & 1048575 AS n5, (high >> 40) & 1048575 AS n6
     FROM open_counts WHERE seg_ns > 0
 ),
 segments AS (
-    SELECT o.step, o.seg_ns,
+    SELECT o.pid, o.step, o.seg_ns,
            CASE WHEN n1 > 0 THEN 1 WHEN n2 > 0 THEN 2 WHEN n3 > 0 THEN 3 WHEN n4 > 0 THEN 4
                 WHEN n5 > 0 THEN 5 WHEN n6 >= c.threads THEN 7 ELSE 6 END AS cat
-    FROM unpacked AS o JOIN thread_count AS c USING (step)
+    FROM unpacked AS o JOIN thread_count AS c USING (pid, step)
 ),
 totals AS (
-    SELECT step,
+    SELECT pid, step,
            SUM(seg_ns) FILTER (WHERE cat = 1) AS kernel_ns, SUM(seg_ns) FILTER (WHERE cat = 2) AS memcpy_ns,
            SUM(seg_ns) FILTER (WHERE cat = 3) AS memset_ns, SUM(seg_ns) FILTER (WHERE cat = 4) AS runtime_ns,
            SUM(seg_ns) FILTER (WHERE cat = 5) AS dataloader_ns, SUM(seg_ns) FILTER (WHERE cat = 6) AS cpu_exec_ns,
            SUM(seg_ns) FILTER (WHERE cat = 7) AS other_ns
-    FROM segments GROUP BY step
+    FROM segments GROUP BY pid, step
 )
-SELECT w.step, w.end_ns - w.start_ns AS wall_ns,
+SELECT w.step, w.pid, w.end_ns - w.start_ns AS wall_ns,
        CAST(COALESCE(kernel_ns, 0) AS BIGINT) AS kernel_ns, CAST(COALESCE(memcpy_ns, 0) AS BIGINT) AS memcpy_ns,
        CAST(COALESCE(memset_ns, 0) AS BIGINT) AS memset_ns, CAST(COALESCE(runtime_ns, 0) AS BIGINT) AS runtime_ns,
        CAST(COALESCE(dataloader_ns, 0) AS BIGINT) AS dataloader_ns,
        CAST(COALESCE(cpu_exec_ns, 0) AS BIGINT) AS cpu_exec_ns, CAST(COALESCE(other_ns, 0) AS BIGINT) AS other_ns
-FROM win AS w LEFT JOIN totals AS t USING (step)
-ORDER BY w.step;
+FROM win AS w LEFT JOIN totals AS t USING (pid, step)
+ORDER BY w.step, w.pid;

@@ -1,10 +1,11 @@
--- nsysql: analysis.steps v1
+-- nsysql: analysis.steps v2
 -- purpose: Training/inference iterations (steps): wall time, GPU busy time of the work launched in each, and how many GPU ops, from step-named NVTX ranges or else from a repeating pattern of top-level ranges.
 -- requires: nvtx_range, user_range, thread, gpu_op_attribution
 -- params: none
 -- notes: Named steps: top-level user ranges (not PyTorch op markers nor library ranges) named like a step,
 --   ignoring case: profiled_step, step, step_N, train_step, iteration N, iter_N, ProfilerStep#N (user_range.is_step,
---   the same ranges that kernel attribution leaves out of layer paths). When the export has none, steps come from
+--   the same ranges that kernel attribution leaves out of layer paths). A library's ranges never make steps (NCCL's,
+--   nvFuser's are no user ranges; TensorRT's layer ranges are, but only layers). When the export has none, steps come from
 --   a pattern: per process, on the thread with the most top-level user ranges (PyTorch autograd threads
 --   `pt_autograd_*` never), the first top-level name that occurs twice or more (e.g. forward_pass in
 --   forward_pass, backward_pass, optimizer_step, forward_pass, ...) starts a step at each occurrence; a pattern
@@ -19,8 +20,11 @@
 --   are the busy times of the step's ops of each direction (gpu_op_attribution: bprop includes the autograd
 --   thread's work, optim the optimizer's); each is a union, so they add up to more than gpu_busy_ns only where
 --   ops of two directions overlap in time (several streams).
+--   Steps are numbered per process (1, 2, ... in start order within the process), so the ranks of a torchrun
+--   capture compare step by step: (pid, step) names a step, and queries join on both. Rows are in (step, pid)
+--   order: with several processes, each step's rows are together.
 -- columns:
---   step | BIGINT | index (1, 2, ... in start order)
+--   step | BIGINT | index (1, 2, ... in start order within the process)
 --   name | VARCHAR | text (the step range's text; for a pattern, its first range's text)
 --   source | VARCHAR | text (range: a step-named range; pattern: a repetition of top-level ranges)
 --   pid | BIGINT | id
@@ -45,7 +49,7 @@ top_level AS (  -- top-level user ranges, with their thread's name
     FROM user_range AS u
     JOIN nvtx_range AS r ON r.range_id = u.range_id
     LEFT JOIN thread AS t ON t.global_tid = u.global_tid
-    WHERE u.user_depth = 0 AND r.end_global_tid IS NULL
+    WHERE u.user_depth = 0 AND r.end_global_tid IS NULL AND NOT u.from_library  -- a library's layers make no step
 ),
 named_steps AS (
     SELECT range_id, pid, tid, text AS name, start_ns, end_ns, 'range' AS source FROM top_level WHERE is_step
@@ -80,7 +84,7 @@ pattern_steps AS (
     GROUP BY pid, occurrence
 ),
 steps AS (
-    SELECT ROW_NUMBER() OVER (ORDER BY start_ns, pid, tid, range_id) AS step, *
+    SELECT ROW_NUMBER() OVER (PARTITION BY pid ORDER BY start_ns, tid, range_id) AS step, *
     FROM (SELECT range_id, pid, tid, name, start_ns, end_ns, source FROM named_steps
           UNION ALL
           SELECT range_id, pid, tid, name, start_ns, end_ns, source FROM pattern_steps)
@@ -93,39 +97,39 @@ launched AS (
     LEFT JOIN gpu_op_attribution AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id
 ),
 in_step AS (
-    SELECT s.step, s.tid AS step_tid, l.op_kind, l.tid, l.direction, l.start_ns, l.end_ns
+    SELECT s.pid, s.step, s.tid AS step_tid, l.op_kind, l.tid, l.direction, l.start_ns, l.end_ns
     FROM launched AS l
     ASOF JOIN steps AS s ON s.pid = l.pid AND s.start_ns <= l.api_start_ns
     WHERE l.api_end_ns <= s.end_ns
 ),
 scoped AS (  -- every op once for the step as a whole and once for its direction
-    SELECT step, 'all' AS scope, start_ns, end_ns FROM in_step
+    SELECT pid, step, 'all' AS scope, start_ns, end_ns FROM in_step
     UNION ALL
-    SELECT step, direction, start_ns, end_ns FROM in_step
+    SELECT pid, step, direction, start_ns, end_ns FROM in_step
 ),
 reach AS (  -- furthest end among earlier ops of the scope: an op starting past it opens a new busy island
-    SELECT *, MAX(end_ns) OVER (PARTITION BY step, scope ORDER BY start_ns, end_ns
+    SELECT *, MAX(end_ns) OVER (PARTITION BY pid, step, scope ORDER BY start_ns, end_ns
                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
     FROM scoped
 ),
 islands AS (
     SELECT *, SUM(CASE WHEN reach IS NULL OR start_ns > reach THEN 1 ELSE 0 END)
-              OVER (PARTITION BY step, scope ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS island
+              OVER (PARTITION BY pid, step, scope ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS island
     FROM reach
 ),
 busy AS (
-    SELECT step, CAST(SUM(island_ns) FILTER (WHERE scope = 'all') AS BIGINT) AS busy_ns,
+    SELECT pid, step, CAST(SUM(island_ns) FILTER (WHERE scope = 'all') AS BIGINT) AS busy_ns,
            CAST(SUM(island_ns) FILTER (WHERE scope = 'fprop') AS BIGINT) AS fprop_ns,
            CAST(SUM(island_ns) FILTER (WHERE scope = 'bprop') AS BIGINT) AS bprop_ns,
            CAST(SUM(island_ns) FILTER (WHERE scope = 'optim') AS BIGINT) AS optim_ns,
            CAST(SUM(island_ns) FILTER (WHERE scope = 'other') AS BIGINT) AS other_ns
-    FROM (SELECT step, scope, island, MAX(end_ns) - MIN(start_ns) AS island_ns FROM islands GROUP BY ALL)
-    GROUP BY step
+    FROM (SELECT pid, step, scope, island, MAX(end_ns) - MIN(start_ns) AS island_ns FROM islands GROUP BY ALL)
+    GROUP BY pid, step
 ),
 counts AS (
-    SELECT step, COUNT(*) AS gpu_ops, COUNT(*) FILTER (WHERE op_kind = 'kernel') AS kernels,
+    SELECT pid, step, COUNT(*) AS gpu_ops, COUNT(*) FILTER (WHERE op_kind = 'kernel') AS kernels,
            COUNT(*) FILTER (WHERE tid <> step_tid) AS off_thread_ops
-    FROM in_step GROUP BY step
+    FROM in_step GROUP BY pid, step
 )
 SELECT s.step, s.name, s.source, s.pid, s.tid, s.range_id, s.start_ns, s.end_ns, s.end_ns - s.start_ns AS wall_ns,
        COALESCE(c.gpu_ops, 0) AS gpu_ops, COALESCE(c.kernels, 0) AS kernels,
@@ -135,6 +139,6 @@ SELECT s.step, s.name, s.source, s.pid, s.tid, s.range_id, s.start_ns, s.end_ns,
        COALESCE(b.fprop_ns, 0) AS fprop_ns, COALESCE(b.bprop_ns, 0) AS bprop_ns,
        COALESCE(b.optim_ns, 0) AS optim_ns, COALESCE(b.other_ns, 0) AS other_ns
 FROM steps AS s
-LEFT JOIN counts AS c ON c.step = s.step
-LEFT JOIN busy AS b ON b.step = s.step
-ORDER BY s.step;
+LEFT JOIN counts AS c ON c.pid = s.pid AND c.step = s.step
+LEFT JOIN busy AS b ON b.pid = s.pid AND b.step = s.step
+ORDER BY s.step, s.pid;

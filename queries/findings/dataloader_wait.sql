@@ -33,13 +33,13 @@ loading AS MATERIALIZED (  -- data-loading ranges of the step threads, clipped t
     WHERE regexp_matches(r.text, 'dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|^batch$|input[ _-]?pipeline', 'i')
 ),
 reach AS (
-    SELECT step, pid, s, e, MAX(e) OVER (PARTITION BY step ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS r
+    SELECT step, pid, s, e, MAX(e) OVER (PARTITION BY pid, step ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS r
     FROM loading
 ),
 merged AS (
     SELECT step, pid, MIN(s) AS s, MAX(e) AS e
     FROM (SELECT *, SUM(CASE WHEN r IS NULL OR s > r THEN 1 ELSE 0 END)
-                        OVER (PARTITION BY step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
+                        OVER (PARTITION BY pid, step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
           FROM reach)
     GROUP BY step, pid, island
 ),

@@ -47,7 +47,7 @@ thread_range AS (
 ),
 child AS (
     SELECT step, pid, text, s, e, user_depth,
-           MIN(user_depth) FILTER (WHERE NOT is_step) OVER (PARTITION BY step) AS child_depth
+           MIN(user_depth) FILTER (WHERE NOT is_step) OVER (PARTITION BY pid, step) AS child_depth
     FROM thread_range WHERE NOT is_step
 ),
 cuda_call AS (
@@ -66,14 +66,14 @@ os_call AS (
 ),
 call_reach AS (  -- CUDA calls (kind 'cuda'), OS calls ('os') and both ('calls') of the thread, merged per step
     SELECT kind, step, pid, s, e,
-           MAX(e) OVER (PARTITION BY kind, step ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+           MAX(e) OVER (PARTITION BY kind, pid, step ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
     FROM (SELECT 'cuda' AS kind, step, pid, s, e FROM cuda_call UNION ALL SELECT 'os', step, pid, s, e FROM os_call
           UNION ALL SELECT 'calls', step, pid, s, e FROM cuda_call UNION ALL SELECT 'calls', step, pid, s, e FROM os_call)
 ),
 call_union AS (
     SELECT kind, step, pid, MIN(s) AS s, MAX(e) AS e
     FROM (SELECT *, SUM(CASE WHEN reach IS NULL OR s > reach THEN 1 ELSE 0 END)
-                        OVER (PARTITION BY kind, step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
+                        OVER (PARTITION BY kind, pid, step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
           FROM call_reach)
     GROUP BY kind, step, pid, island
 ),

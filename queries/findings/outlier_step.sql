@@ -46,7 +46,7 @@ thread_range AS (  -- the step thread's user ranges inside each analysed step, c
 ),
 child AS MATERIALIZED (  -- one level below the step
     SELECT step, pid, text, SUM(dur_ns) AS dur_ns
-    FROM (SELECT *, MIN(user_depth) FILTER (WHERE NOT is_step) OVER (PARTITION BY step) AS child_depth
+    FROM (SELECT *, MIN(user_depth) FILTER (WHERE NOT is_step) OVER (PARTITION BY pid, step) AS child_depth
           FROM thread_range WHERE NOT is_step)
     WHERE user_depth = child_depth
     GROUP BY step, pid, text
@@ -55,7 +55,7 @@ grid AS (  -- every child text in every analysed step of its process (0 where ab
     SELECT w.step, w.pid, t.text, COALESCE(c.dur_ns, 0) AS dur_ns
     FROM win AS w
     JOIN (SELECT DISTINCT pid, text FROM child) AS t USING (pid)
-    LEFT JOIN child AS c ON c.step = w.step AND c.text = t.text
+    LEFT JOIN child AS c ON c.pid = w.pid AND c.step = w.step AND c.text = t.text
 ),
 typical AS (
     SELECT pid, text, quantile_cont(dur_ns, 0.5) AS median_ns FROM grid GROUP BY pid, text
@@ -63,7 +63,7 @@ typical AS (
 extra AS (
     SELECT g.pid, g.text, SUM(g.dur_ns - t.median_ns) AS extra_ns
     FROM grid AS g JOIN typical AS t USING (pid, text)
-    WHERE g.step IN (SELECT step FROM outlier)
+    WHERE (g.pid, g.step) IN (SELECT (pid, step) FROM outlier)
     GROUP BY g.pid, g.text
 ),
 extra_text AS (

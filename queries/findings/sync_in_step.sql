@@ -87,14 +87,14 @@ call_idle AS MATERIALIZED (  -- each call's own idle time (for ranking where, an
 ),
 win_reach AS (  -- the call windows merged per step (calls of several threads, or back to back, overlap)
     SELECT step, pid, start_ns AS s, resume_ns AS e, b_start, b_resume,
-           MAX(resume_ns) OVER (PARTITION BY step ORDER BY start_ns, resume_ns
+           MAX(resume_ns) OVER (PARTITION BY pid, step ORDER BY start_ns, resume_ns
                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
     FROM resumed
 ),
 merged_idle AS MATERIALIZED (  -- idle time of each merged window: its length minus B(end) - B(start)
     SELECT pid, (MAX(e) - MIN(s)) - (arg_max(b_resume, e) - arg_min(b_start, s)) AS idle_ns
     FROM (SELECT *, SUM(CASE WHEN reach IS NULL OR s > reach THEN 1 ELSE 0 END)
-                        OVER (PARTITION BY step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
+                        OVER (PARTITION BY pid, step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
           FROM win_reach)
     GROUP BY step, pid, island
 ),

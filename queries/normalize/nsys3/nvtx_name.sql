@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.nvtx_name v1
+-- nsysql: normalize.nsys3.nvtx_name v2
 -- purpose: One row per distinct NVTX range name of a process (domain, text, style): the texts nvtx_range shows, stored once, and what each text says about the range (op marker, user range, optimizer, backward), decided once per text instead of once per range.
 -- requires: raw.NVTX_EVENTS, raw.StringIds
 -- params: none
@@ -7,6 +7,17 @@
 --   holds (process, domainId, text, push/pop or start/end), so nvtx_node finds its name by equality; a
 --   domain is created once per process and names ranges of any thread of that process (eventType 75).
 --   The flags are those of nvtx_range.is_op_marker and nvtx_context (which explains them).
+--   Libraries' ranges: a range of a library's domain (CCCL, NCCL and its `com.nvidia.nccl...` domains, cuBLAS,
+--   cuBLASLt, cuDNN, cuFFT, cuSPARSE, cuSOLVER, NVSHMEM, CUTLASS, nvFuser, TensorRT) is the library's, never a
+--   step. TensorRT's are layers nonetheless: TensorRT marks a range per engine layer in its domain `TensorRT`,
+--   named by the layer (`conv1 + relu1` for fused layers, `Reformatting CopyNode for Input Tensor 0 to conv1`;
+--   with ProfilingVerbosity kDETAILED a JSON object whose "Name" is the layer's name), so those are user ranges
+--   (is_user: layers) and library ranges (is_library: no steps); its API ranges, named like C++ methods
+--   (`ExecutionContext::enqueueV3`), are neither. nvFuser pushes its ranges in the default domain, named by its
+--   C++ scopes: a default-domain range named like one of its entry points (`FusionExecutorCache::...`,
+--   `FusionKernelRuntime::...`, `KernelExecutor::...`, `FusionExecutor::...`, `ExecutorDispatch::...`,
+--   `FusionDefinition::...`, `nvfuser::...`) is nvFuser's (opens_internals: nvtx_context makes every
+--   default-domain range inside it nvFuser's too).
 -- columns:
 --   name_id | BIGINT | id
 --   pid | BIGINT | id (key)
@@ -18,7 +29,9 @@
 --   style | VARCHAR | PushPop or StartEnd
 --   is_op_marker | BOOLEAN | flag (see nvtx_range)
 --   is_eval | BOOLEAN | flag (an `autograd::engine::evaluate_function: ...` marker)
---   is_user | BOOLEAN | flag (neither an op marker nor a library's range)
+--   is_user | BOOLEAN | flag (neither an op marker nor a library's internal range: the user's ranges and TensorRT's layers)
+--   is_library | BOOLEAN | flag (a library's own range, TensorRT's layers included: never a step)
+--   opens_internals | BOOLEAN | flag (an nvFuser entry range: the default-domain ranges inside it are nvFuser's)
 --   is_optim | BOOLEAN | flag (an optimizer range)
 --   is_backward | BOOLEAN | flag (a backward range)
 --   is_annotated | BOOLEAN | flag (a user range named `... [backward]`)
@@ -49,15 +62,24 @@ named AS (
     FROM keys AS k
     LEFT JOIN domains AS d ON d.domainId = k.domain_key AND d.pid = k.pid
 ),
-kinds AS (
-    SELECT *, NOT is_op_marker AND domain NOT IN ('CCCL', 'NCCL', 'cuBLAS', 'cuBLASLt', 'cuDNN', 'cuFFT', 'cuSPARSE',
-                                                  'cuSOLVER', 'NVSHMEM', 'TensorRT', 'CUTLASS') AS is_user
+libraries AS (
+    SELECT *,
+           domain = '' AND regexp_matches(text, '^(nvfuser::|FusionExecutorCache::|FusionKernelRuntime::|KernelExecutor::|FusionExecutor::|ExecutorDispatch::|FusionDefinition::)') AS opens_internals
     FROM named
+),
+kinds AS (
+    SELECT *, NOT is_op_marker AND (NOT is_library OR is_trt_layer) AS is_user
+    FROM (SELECT *,
+                 domain IN ('CCCL', 'NCCL', 'cuBLAS', 'cuBLASLt', 'cuDNN', 'cuFFT', 'cuSPARSE', 'cuSOLVER', 'NVSHMEM',
+                            'CUTLASS', 'nvFuser', 'TensorRT')
+                   OR starts_with(domain, 'com.nvidia.nccl') OR opens_internals AS is_library,
+                 domain = 'TensorRT' AND NOT regexp_matches(text, '^[A-Za-z_][A-Za-z0-9_]*::') AS is_trt_layer
+          FROM libraries)
 )
 SELECT CAST(row_number() OVER (ORDER BY pid, domain_key, push_pop, text) AS BIGINT) AS name_id,
        pid, domain_key, push_pop, domain || ':' || text AS range_name, text, domain,
        CASE WHEN push_pop THEN 'PushPop' ELSE 'StartEnd' END AS style,
-       is_op_marker, is_eval, is_user,
+       is_op_marker, is_eval, is_user, is_library, opens_internals,
        (is_user AND contains(lower(text), 'optim'))
          OR starts_with(text, 'Optimizer.step#') OR starts_with(text, 'Optimizer.zero_grad#') AS is_optim,
        (is_user AND contains(lower(text), 'backward')) OR is_eval AS is_backward,
