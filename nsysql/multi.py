@@ -50,10 +50,14 @@ def label(path: Path) -> str:
 
 
 def labels(paths: list[Path]) -> list[str]:
-    """Unique labels: file names, or parent/file where two files share a name."""
+    """Unique labels: file names; the folder names where every file has the same name (`run_a/export.sqlite`,
+    `run_b/export.sqlite` -> run_a, run_b); else parent/file where two files share a name."""
     names = [label(p) for p in paths]
     if len(set(names)) == len(names):
         return names
+    folders = [p.parent.name for p in paths]
+    if len(set(names)) == 1 and len(set(folders)) == len(folders) and all(folders):
+        return folders
     return [f"{p.parent.name}/{n}" for p, n in zip(paths, names)]
 
 

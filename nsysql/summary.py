@@ -14,7 +14,7 @@ from .export import Export
 from .inputs import printable
 from .overview import BREAKDOWN, BREAKDOWN_KEYS, Overview
 from .overview import build as build_overview
-from .render import Format, cell_text, middle, time_origin, to_markdown, to_table
+from .render import Format, Meta, cell_text, middle, table_width, time_origin, to_markdown, to_table
 
 SUMMARY_TOP_FINDINGS = 5
 
@@ -27,11 +27,21 @@ class Section:
     key: str = ""  # the JSON key (snake_case, stable)
     query: str | None = None  # catalog id whose header gives the columns' units and decimals
     optional: tuple[str, ...] = ()  # columns a narrow table may hide
-    own_decimals: dict[str, int] = field(default_factory=dict)  # a frame no query describes: its float columns'
+    # a frame no query describes: its float columns' decimals and its columns' units (ns, pct, count), so that
+    # tables show durations in ms/µs as the described ones do
+    own_decimals: dict[str, int] = field(default_factory=dict)
+    own_units: dict[str, str] = field(default_factory=dict)
 
     @property
     def decimals(self) -> dict[str, int]:
         return catalog.decimals(self.query) if self.query else self.own_decimals
+
+    @property
+    def columns(self):
+        """What the renderer reads of the columns: the query's header, or the own units and decimals."""
+        if self.query:
+            return self.query
+        return {n: Meta(n, u, self.own_decimals.get(n)) for n, u in self.own_units.items()}
 
 
 @dataclass
@@ -201,16 +211,17 @@ def render_sections(title: str, sections: list[Section], fmt: Format, *, color: 
     if fmt is Format.markdown:
         parts.append(f"# nsysql summary: {title}\n")
         for s in sections:
-            parts.append(f"## {s.title}\n\n{to_markdown(s.frame, s.decimals)}")
+            parts.append(f"## {s.title}\n\n{to_markdown(s.frame, s.decimals, columns=s.columns)}")
             if s.note:
                 parts.append(f"_{s.note}_\n")
         return "\n".join(parts)
     parts.append(f"nsysql summary: {title}\n")
     for s in sections:
-        parts.append(to_table(s.frame, s.decimals, s.title, color=color, width=width, columns=s.query,
+        parts.append(to_table(s.frame, s.decimals, s.title, color=color, width=width, columns=s.columns,
                               optional=s.optional))
         if s.note:
-            parts.append(f"  {s.note}\n")
+            parts.append(textwrap.fill(s.note, width=(width or table_width()) - 1, initial_indent="  ",
+                                       subsequent_indent="  ", break_on_hyphens=False) + "\n")
     return "\n".join(parts)
 
 

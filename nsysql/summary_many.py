@@ -9,7 +9,7 @@ import polars as pl
 
 from . import multi
 from .errors import MissingDataError, NsysqlError
-from .summary import Section
+from .summary import Section, human_ns
 
 
 def build(paths: list[Path], opener: Callable, top: int = 10, deviation_pct: float = 10.0) -> list[Section]:
@@ -64,9 +64,11 @@ def _totals(df: pl.DataFrame, deviation_pct: float) -> Section:
         .alias("busy_vs_median_pct"))
     df = df.with_columns((pl.col("busy_vs_median_pct").abs() > deviation_pct).alias("deviates"))
     odd = df.filter(pl.col("deviates"))["export"].to_list()
-    note = (f"median GPU busy {int(median):,} ns; exports more than {deviation_pct:g}% from it: "  # type: ignore[arg-type]
+    note = (f"median GPU busy {human_ns(median)}; exports more than {deviation_pct:g}% from it: "  # type: ignore[arg-type]
             + (", ".join(odd) if odd else "none"))
-    return Section("Exports", df, note, key="exports", optional=("rank",), own_decimals={"busy_vs_median_pct": 1})
+    return Section("Exports", df, note, key="exports", optional=("rank",), own_decimals={"busy_vs_median_pct": 1},
+                   own_units={"duration_ns": "ns", "kernels": "count", "kernel_ns": "ns", "gpu_busy_ns": "ns",
+                              "busy_vs_median_pct": "pct"})
 
 
 def _range_spread(df: pl.DataFrame, n_exports: int, top: int) -> Section:
@@ -83,7 +85,8 @@ def _range_spread(df: pl.DataFrame, n_exports: int, top: int) -> Section:
     note = (f"GPU busy time (union of intervals) of the ops launched inside each range, over {n_exports} exports; "
             "`nsysql report nvtx_gpu_proj_sum A B ...` gives NVIDIA's projection per export")
     return Section(f"Top {top} ranges: spread across exports", spread, note, key="range_spread",
-                   optional=("slowest_rank", "exports"), own_decimals={"median_ns": 1, "max_over_min": 2})
+                   optional=("slowest_rank", "exports"), own_decimals={"median_ns": 1, "max_over_min": 2},
+                   own_units={"exports": "count", "min_ns": "ns", "median_ns": "ns", "max_ns": "ns"})
 
 
 def _slowest_per_step(df: pl.DataFrame) -> Section:
@@ -95,4 +98,5 @@ def _slowest_per_step(df: pl.DataFrame) -> Section:
                   .join(slowest, on="step").sort("step"))
     return Section("Steps: slowest export per step", per_step,
                    "steps as `nsysql steps` finds them, matched by their index in each export (and process)",
-                   key="slowest_per_step", optional=("slowest_rank",), own_decimals={"median_wall_ns": 1})
+                   key="slowest_per_step", optional=("slowest_rank",), own_decimals={"median_wall_ns": 1},
+                   own_units={"exports": "count", "min_wall_ns": "ns", "median_wall_ns": "ns", "max_wall_ns": "ns"})

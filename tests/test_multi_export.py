@@ -29,8 +29,9 @@ def test_rank_and_label_from_file_names(tmp_path):
     assert multi.rank_of(tmp_path / "job_rank07.sqlite.xz") == 7
     assert multi.rank_of(tmp_path / "node1-r3.sqlite") == 3
     assert multi.rank_of(tmp_path / "gpt-tiny-train-fp32.sqlite") is None
-    assert multi.labels([tmp_path / "a" / "export.sqlite.xz", tmp_path / "b" / "export.sqlite.xz"]) == \
-        ["a/export", "b/export"]
+    assert multi.labels([tmp_path / "a" / "export.sqlite.xz", tmp_path / "b" / "export.sqlite.xz"]) == ["a", "b"]
+    assert multi.labels([tmp_path / "a" / "x.sqlite", tmp_path / "b" / "x.sqlite", tmp_path / "b" / "y.sqlite"]) == \
+        ["a/x", "b/x", "b/y"]
 
 
 def test_glob_report_rows_carry_export_and_rank(export_files, tmp_path, opened):

@@ -134,6 +134,20 @@ def test_each_process_numbers_its_own_steps(tmp_path):
     ex.close()
 
 
+def test_a_real_two_rank_capture_numbers_each_rank_from_one(cases):
+    # fixtures/mpi-2rank: two MPI ranks, each with its own step_0..step_2 ranges; the plain walk above checks the
+    # rows, this that the capture really has that shape
+    if "mpi-2rank" not in cases:
+        pytest.skip("fixtures/mpi-2rank absent")
+    ex, pa = cases["mpi-2rank"]
+    rows = ex.steps().to_dicts()
+    ranks = sorted({pa_range["pid"] for pa_range in top_level_user_ranges(pa) if pa_range["text"].startswith("step_")})
+    assert len(ranks) == 2
+    for pid in ranks:
+        mine = [r for r in rows if r["pid"] == pid]
+        assert [r["step"] for r in mine] == [1, 2, 3] and [r["name"] for r in mine] == ["step_0", "step_1", "step_2"]
+
+
 def test_steps_table_shows_the_pid_when_several_processes_have_steps(tmp_path):
     path = synth.two_ranks().write(tmp_path / "two_ranks.sqlite")
     res = runner.invoke(app, ["steps", str(path), "--cache-dir", str(tmp_path / "cache")], env={"COLUMNS": "80"})
