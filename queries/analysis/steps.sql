@@ -1,6 +1,6 @@
 -- nsysql: analysis.steps v2
 -- purpose: Training/inference iterations (steps): wall time, GPU busy time of the work launched in each, and how many GPU ops, from step-named NVTX ranges or else from a repeating pattern of top-level ranges.
--- requires: nvtx_range, user_range, thread, gpu_op_attribution
+-- requires: nvtx_range, user_range, thread, gpu_op_attribution, macros.union_ns
 -- params: none
 -- notes: Named steps: top-level user ranges (not PyTorch op markers nor library ranges) named like a step,
 --   ignoring case: profiled_step, step, step_N, train_step, iteration N, iter_N, ProfilerStep#N (user_range.is_step,
@@ -102,29 +102,22 @@ in_step AS (
     ASOF JOIN steps AS s ON s.pid = l.pid AND s.start_ns <= l.api_start_ns
     WHERE l.api_end_ns <= s.end_ns
 ),
-scoped AS (  -- every op once for the step as a whole and once for its direction
-    SELECT pid, step, 'all' AS scope, start_ns, end_ns FROM in_step
+scoped AS (  -- every op once for the step as a whole (scope 0) and once for its direction (1-4): one integer group
+    SELECT (pid << 36) | (step << 3) AS grp, start_ns AS s, end_ns AS e FROM in_step
     UNION ALL
-    SELECT pid, step, direction, start_ns, end_ns FROM in_step
+    SELECT (pid << 36) | (step << 3) | CASE direction WHEN 'fprop' THEN 1 WHEN 'bprop' THEN 2 WHEN 'optim' THEN 3 ELSE 4 END,
+           start_ns, end_ns
+    FROM in_step
 ),
-reach AS (  -- furthest end among earlier ops of the scope: an op starting past it opens a new busy island
-    SELECT *, MAX(end_ns) OVER (PARTITION BY pid, step, scope ORDER BY start_ns, end_ns
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
-    FROM scoped
-),
-islands AS (
-    SELECT *, SUM(CASE WHEN reach IS NULL OR start_ns > reach THEN 1 ELSE 0 END)
-              OVER (PARTITION BY pid, step, scope ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS island
-    FROM reach
-),
-busy AS (
-    SELECT pid, step, CAST(SUM(island_ns) FILTER (WHERE scope = 'all') AS BIGINT) AS busy_ns,
-           CAST(SUM(island_ns) FILTER (WHERE scope = 'fprop') AS BIGINT) AS fprop_ns,
-           CAST(SUM(island_ns) FILTER (WHERE scope = 'bprop') AS BIGINT) AS bprop_ns,
-           CAST(SUM(island_ns) FILTER (WHERE scope = 'optim') AS BIGINT) AS optim_ns,
-           CAST(SUM(island_ns) FILTER (WHERE scope = 'other') AS BIGINT) AS other_ns
-    FROM (SELECT pid, step, scope, island, MAX(end_ns) - MIN(start_ns) AS island_ns FROM islands GROUP BY ALL)
-    GROUP BY pid, step
+busy AS (  -- the union of each group's intervals (queries/macros/union_ns.sql); pid < 2^24, step < 2^33
+    SELECT grp >> 36 AS pid, (grp >> 3) & 8589934591 AS step,
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 0) AS BIGINT) AS busy_ns,
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 1) AS BIGINT) AS fprop_ns,
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 2) AS BIGINT) AS bprop_ns,
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 3) AS BIGINT) AS optim_ns,
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 4) AS BIGINT) AS other_ns
+    FROM union_ns(scoped)
+    GROUP BY ALL
 ),
 counts AS (
     SELECT pid, step, COUNT(*) AS gpu_ops, COUNT(*) FILTER (WHERE op_kind = 'kernel') AS kernels,

@@ -5,8 +5,8 @@
 -- notes: Sort + running maximum: each interval counts only what lies past the furthest end among the group's earlier
 --   intervals (its "reach"). One ordered pass over all groups (a window partitioned by group is several times
 --   slower on big ones): the running maximum of grp * 2^64 + e, minus grp * 2^64, is negative until the group's
---   first end. grp may be negative; s and e are ns timestamps (below 2^63). analysis.overhead_by_kernel,
---   overhead_by_thread and overhead_by_range read it.
+--   first end. grp may be negative; s and e are ns timestamps (below 2^63). analysis.steps, gpu_time_by_range,
+--   overhead_by_kernel, overhead_by_thread and overhead_by_range read it.
 -- columns:
 --   grp | BIGINT | id
 --   busy_ns | HUGEINT | ns
