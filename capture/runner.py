@@ -34,8 +34,8 @@ _SHORT_OPTIONS = {"-t": "--trace", "-s": "--sample", "-o": "--output", "-f": "--
 
 # workload option -> models it applies to (None: every model)
 _WORKLOAD_OPTIONS: dict[str, tuple[str, ...] | None] = {
-    "size": ("gpt",), "mode": None, "dtype": None, "batch": None, "seq": ("gpt", "bert"),
-    "warmup": None, "steps": None, "layers": ("bert",), "users": ("ncf",), "items": ("ncf",),
+    "size": ("gpt",), "mode": None, "dtype": None, "batch": None, "seq": ("gpt", "bert", "hf"),
+    "warmup": None, "steps": None, "layers": ("bert", "hf"), "users": ("ncf",), "items": ("ncf",),
     "rows": ("dlrm",), "rows_step": ("dlrm",),
     # the training loop around the model (capture.workload; False gives --no-FLAG)
     "dataloader": None, "workers": None, "pin_memory": None, "sync": None, "log_every": None,
@@ -70,6 +70,7 @@ class CapturePlan:
 
 
 def workload_argv(model: str, *, op_ranges: bool | None = None, annotate: bool | None = None,
+                  op_ranges_last: bool | None = None, annotate_backward: bool | None = None,
                   **options: object) -> list[str]:
     """``MODEL``'s workload options as ``python -m capture MODEL`` arguments (None = default)."""
     if model not in MODEL_NAMES:
@@ -94,7 +95,8 @@ def workload_argv(model: str, *, op_ranges: bool | None = None, annotate: bool |
             argv.append(flag if value else "--no-" + flag[2:])
         else:
             argv += [flag, str(value)]
-    for flag, value in (("op-ranges", op_ranges), ("annotate", annotate)):  # every model's
+    for flag, value in (("op-ranges", op_ranges), ("annotate", annotate),  # every model's
+                        ("op-ranges-last", op_ranges_last), ("annotate-backward", annotate_backward)):
         if value is not None:
             argv.append(f"--{flag}" if value else f"--no-{flag}")
     return argv
@@ -104,6 +106,7 @@ def workload_argv(model: str, *, op_ranges: bool | None = None, annotate: bool |
 _LOOP_DEFAULTS: dict[str, object] = {
     "mode": "train", "dataloader": False, "workers": 0, "pin_memory": False, "sync": True,
     "log_every": 0, "checkpoint_every": 0, "tf32": None, "allreduce": False,
+    "op_ranges": False, "op_ranges_last": False, "steps": 1,
 }
 
 

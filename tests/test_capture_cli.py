@@ -109,7 +109,7 @@ def test_relative_checkpoint_path_is_made_absolute(calls: list, tmp_path: Path,
     (["ncf", "--no-channels-last"],
      "Error: --channels-last does not apply to ncf (only to cnn)"),
     (["dlrm", "--source-size", "64"], "Error: --source-size does not apply to dlrm"),
-    (["cnn", "--seq", "64"], "Error: --seq does not apply to cnn (only to gpt, bert)"),
+    (["cnn", "--seq", "64"], "Error: --seq does not apply to cnn (only to gpt, bert, hf)"),
     (["cnn", "--size", "tiny"], "Error: --size does not apply to cnn (only to gpt)"),
     (["cnn", "--workers", "2"], "Error: --workers needs --dataloader"),
     (["gpt", "--mode", "forward", "--log-every", "1"], "Error: --log-every needs a loss"),
@@ -127,7 +127,7 @@ def test_refused_options_give_one_error_line(calls: list, argv: list[str], messa
 def test_help_lists_the_models_and_every_option() -> None:
     result = invoke(["capture", "--help"])
     assert result.exit_code == 0
-    assert "Seed model to profile: gpt, bert, ncf, dlrm or cnn." in " ".join(result.output.split())  # rewrapped
+    assert "Model to profile: gpt, bert, ncf, dlrm, cnn or hf." in " ".join(result.output.split())  # rewrapped
     for key in runner._WORKLOAD_OPTIONS:
         assert "--" + key.replace("_", "-") in result.output, key
     for switch in ("dataloader", "pin-memory", "sync", "tf32", "allreduce", "channels-last"):
@@ -169,7 +169,7 @@ def test_help_defaults_are_the_workloads() -> None:
                 continue
             value = action.default
             shown = {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
-            if key in ("batch", "seq"):  # one default per model
+            if key in ("batch", "seq", "layers"):  # one default per model
                 assert f"{model} {shown}" in texts[key], (model, key, texts[key])
             else:
                 assert f"default: {shown}" in texts[key], (model, key, texts[key])

@@ -38,7 +38,7 @@ LOOP_PANEL = "Training-loop options (every model)"
 def capture(
     ctx: typer.Context,
     model: Model = typer.Argument(
-        ..., metavar="MODEL", help=f"Seed model to profile: {MODEL_LIST}."),
+        ..., metavar="MODEL", help=f"Model to profile: {MODEL_LIST}."),
     output: Path = typer.Option(
         ..., "-o", "--output",
         help="Output prefix: writes OUT.nsys-rep and OUT.sqlite (and OUT_<report>.csv with "
@@ -50,7 +50,7 @@ def capture(
     batch: Optional[int] = typer.Option(
         None, "--batch", min=1,
         help="Batch size (default: the model's: gpt 4, bert 4, ncf 1048576, dlrm 32768, "
-             "cnn 128)."),
+             "cnn 128, hf 4)."),
     warmup: Optional[int] = typer.Option(
         None, "--warmup", min=0, help="Warm-up steps, inside the `warmup` range (default: 3)."),
     steps: Optional[int] = typer.Option(
@@ -60,20 +60,30 @@ def capture(
         help="Run the profiled steps under torch.autograd.profiler.emit_nvtx(record_shapes=True): "
              "per-op markers with shapes and the autograd seq link, at a large CPU cost "
              "(default: off)."),
+    op_ranges_last: Optional[bool] = typer.Option(
+        None, "--op-ranges-last/--no-op-ranges-last",
+        help="Op markers (emit_nvtx) in the last profiled step only, the earlier profiled steps "
+             "plain: the same step with and without them, the ground truth that "
+             "bench/bench_backward_inference.py measures backward inference against; needs 2 "
+             "--steps or more (default: off)."),
     annotate: Optional[bool] = typer.Option(
         None, "--annotate/--no-annotate",
         help="A range per layer named by module path around its forward and its backward "
              "(nsysql.annotate; docs/annotate.md), so backward kernels have their layer without op "
              "markers (default: on)."),
+    annotate_backward: Optional[bool] = typer.Option(
+        None, "--annotate-backward/--no-annotate-backward",
+        help="With --annotate, the backward ranges too; --no-annotate-backward keeps the forward "
+             "ones only, as a user's forward hooks give (default: on)."),
     # --- model options -------------------------------------------------------------------
     size: Optional[Size] = typer.Option(
         None, "--size", rich_help_panel=MODEL_PANEL, help="gpt: model size (default: small)."),
     seq: Optional[int] = typer.Option(
         None, "--seq", min=1, rich_help_panel=MODEL_PANEL,
-        help="gpt, bert: sequence length (default: gpt 512, bert 128)."),
+        help="gpt, bert, hf: sequence length (default: gpt 512, bert 128, hf 128)."),
     layers: Optional[int] = typer.Option(
         None, "--layers", min=1, rich_help_panel=MODEL_PANEL,
-        help="bert: encoder layers (default: 2)."),
+        help="bert, hf: encoder layers, transformer blocks (default: bert 2, hf 6)."),
     users: Optional[int] = typer.Option(
         None, "--users", min=1, rich_help_panel=MODEL_PANEL, help="ncf: users (default: 138493)."),
     items: Optional[int] = typer.Option(
@@ -172,6 +182,7 @@ def capture(
         workload = runner.workload_argv(
             model.value, size=size.value if size else None, mode=mode.value, dtype=dtype.value,
             batch=batch, seq=seq, warmup=warmup, steps=steps, op_ranges=op_ranges, annotate=annotate,
+            op_ranges_last=op_ranges_last, annotate_backward=annotate_backward,
             layers=layers, users=users, items=items, rows=rows, rows_step=rows_step,
             image_size=image_size, source_size=source_size, pool=pool, width=width,
             stages=stages, blocks=blocks, classes=classes, channels_last=channels_last,
@@ -181,7 +192,8 @@ def capture(
         runner.check_loop_options(mode=mode.value, dataloader=dataloader, workers=workers,
                                   pin_memory=pin_memory, sync=sync, log_every=log_every,
                                   checkpoint_every=checkpoint_every, tf32=tf32,
-                                  allreduce=allreduce)
+                                  allreduce=allreduce, op_ranges=op_ranges,
+                                  op_ranges_last=op_ranges_last, steps=steps)
         runner.run_capture(model.value, workload, output, nsys=nsys, nsys_flags=list(ctx.args),
                            stats=stats, echo=typer.echo)
     except runner.CaptureError as exc:
