@@ -70,7 +70,7 @@
 CREATE TABLE gpu_op_attribution AS
 WITH RECURSIVE
 launch AS MATERIALIZED (  -- every GPU op with its launching call and that call's innermost range context
-    SELECT CAST(o.op_kind AS VARCHAR) AS op_kind, o.op_id, o.runtime_id,
+    SELECT CAST(o.op_kind AS VARCHAR) AS op_kind, enum_code(o.op_kind) AS kind_no, o.op_id, o.runtime_id,
            (o.call_global_tid >> 24) & 16777215 AS pid, o.call_global_tid AS global_tid,
            o.call_start_ns AS start_ns, o.call_end_ns AS end_ns, rn.range_id,  -- the call, as gpu_op_int found it
            o.kernel_name, o.label,  -- what ran: rule 7 compares passes by it
@@ -160,7 +160,7 @@ borrowed_context AS (
     FROM borrowed AS b JOIN nvtx_context AS cx ON cx.range_id = b.range_id
 ),
 attributed AS MATERIALIZED (  -- rules 1-6
-    SELECT c.op_kind, c.op_id, c.pid, c.global_tid, c.start_ns AS call_start_ns, c.kernel_name, c.label,
+    SELECT c.op_kind, c.kind_no, c.op_id, c.pid, c.global_tid, c.start_ns AS call_start_ns, c.kernel_name, c.label,
            CAST(CASE WHEN c.in_optim THEN 'optim'
                 WHEN c.eval_range_id IS NOT NULL OR c.in_backward
                      OR COALESCE(th.thread_name LIKE 'pt_autograd_%', false) THEN 'bprop'
@@ -189,8 +189,7 @@ attributed AS MATERIALIZED (  -- rules 1-6
 
 -- rule 7: a backward pass whose ops only borrow a range, charged to the forward layers by the capture's structure
 pass_op AS (  -- per process with such ops: forward ops on their own range, backward ops on none of their own
-    SELECT op_kind, op_id, pid, global_tid, call_start_ns, kernel_name, label, layer_range_id, link, is_b,
-           CASE op_kind WHEN 'kernel' THEN 0 WHEN 'memcpy' THEN 1 WHEN 'memset' THEN 2 ELSE 3 END AS kind_no
+    SELECT kind_no, op_id, pid, global_tid, call_start_ns, layer_range_id, link, is_b
     FROM (SELECT *, direction = CAST('bprop' AS ENUM('fprop', 'bprop', 'optim', 'other')) AS is_b,
                  link = CAST('own' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred')) AS is_own
           FROM attributed)
@@ -198,13 +197,11 @@ pass_op AS (  -- per process with such ops: forward ops on their own range, back
                   WHERE link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred')))
       AND (is_b <> is_own) AND (is_b OR direction = CAST('fprop' AS ENUM('fprop', 'bprop', 'optim', 'other')))
 ),
-numbered AS (  -- forward (f_seen) and backward (b_seen) ops so far: a backward run shares one f_seen
-    SELECT n.*, n.seen - n.b_seen AS f_seen, o.kernel_name, o.label
-    FROM (SELECT op_kind, op_id, pid, global_tid, call_start_ns, layer_range_id, link, is_b,  -- narrow: sorts 2x faster
-                 ROW_NUMBER() OVER w AS seen, SUM(CASE WHEN is_b THEN 1 ELSE 0 END) OVER w AS b_seen
+numbered AS MATERIALIZED (  -- ops so far (seen) and backward ops so far (b_seen): a backward run shares one f_seen
+    SELECT *, seen - b_seen AS f_seen
+    FROM (SELECT *, ROW_NUMBER() OVER w AS seen, CAST(SUM(CASE WHEN is_b THEN 1 ELSE 0 END) OVER w AS BIGINT) AS b_seen
           FROM pass_op
-          WINDOW w AS (PARTITION BY pid ORDER BY call_start_ns, op_id, kind_no ROWS UNBOUNDED PRECEDING)) AS n
-    JOIN pass_op AS o USING (op_kind, op_id)
+          WINDOW w AS (PARTITION BY pid ORDER BY call_start_ns, op_id, kind_no ROWS UNBOUNDED PRECEDING))
 ),
 run AS (  -- a backward run (the ops between two forward ops); inferable when all borrow one range (the lender)
     SELECT pid, f_seen AS run_no, MIN(b_seen) AS first_b, MAX(b_seen) AS last_b,
@@ -213,39 +210,50 @@ run AS (  -- a backward run (the ops between two forward ops); inferable when al
            bool_and(link = 'borrowed') AND MIN(layer_range_id) = MAX(layer_range_id) AS inferable
     FROM numbered WHERE is_b GROUP BY pid, f_seen
 ),
-lender_anc(lender_id, anc_id, start_ns) AS (  -- each lender's user ranges from itself up
-    SELECT range_id, range_id, start_ns FROM user_range WHERE range_id IN (SELECT lender_id FROM run WHERE inferable)
-    UNION ALL
-    SELECT a.lender_id, u.user_parent_id, p.start_ns
-    FROM lender_anc AS a JOIN user_range AS u ON u.range_id = a.anc_id JOIN user_range AS p ON p.range_id = u.user_parent_id
+lender AS MATERIALIZED (
+    SELECT range_id, user_parent_id, user_depth, start_ns, global_tid, layer FROM user_range
+    WHERE range_id IN (SELECT lender_id FROM run WHERE inferable)
 ),
-pass AS (  -- an inferable run with where its forward starts: after the previous run, in its top-level range
+lender_pool AS MATERIALIZED (  -- where a lender's ancestors are: ranges no deeper than it (one scan)
+    SELECT range_id, user_parent_id, start_ns FROM user_range WHERE user_depth < (SELECT MAX(user_depth) FROM lender)
+),
+lender_anc(lender_id, anc_id, parent_id, start_ns) AS (  -- each lender's user ranges from itself up
+    SELECT range_id, range_id, user_parent_id, start_ns FROM lender
+    UNION ALL
+    SELECT a.lender_id, p.range_id, p.user_parent_id, p.start_ns
+    FROM lender_anc AS a JOIN lender_pool AS p ON p.range_id = a.parent_id
+),
+pass AS MATERIALIZED (  -- an inferable run with where its forward starts: after the previous run, in its top-level range
     SELECT r.pid, r.run_no, r.first_b, r.start_ns, r.ops, r.lender_id, lu.global_tid AS lender_tid,
            lu.layer AS lender_layer,
            GREATEST(COALESCE(prev.last_ns, -1), (SELECT MIN(start_ns) FROM lender_anc AS a WHERE a.lender_id = r.lender_id))
              AS cutoff_ns
     FROM run AS r
-    JOIN user_range AS lu ON lu.range_id = r.lender_id
+    JOIN lender AS lu ON lu.range_id = r.lender_id
     LEFT JOIN run AS prev ON prev.pid = r.pid AND prev.last_b = r.first_b - 1
     WHERE r.inferable
 ),
 fwd AS (  -- its forward: the lender thread's ops since the previous run, in ranges opened since or around the lender
-    SELECT pa.pid, pa.run_no, e.f_seen, e.op_kind, e.op_id, e.kernel_name, e.label, e.layer_range_id, u.layer
+    SELECT pa.pid, pa.run_no, e.f_seen, e.kind_no, e.op_id, e.call_start_ns, a.kernel_name, a.label, e.layer_range_id,
+           u.layer
     FROM pass AS pa
     JOIN numbered AS e ON e.pid = pa.pid AND e.b_seen = pa.first_b - 1 AND NOT e.is_b AND e.global_tid = pa.lender_tid
+    JOIN attributed AS a ON a.kind_no = e.kind_no AND a.op_id = e.op_id
     JOIN user_range AS u ON u.range_id = e.layer_range_id
     LEFT JOIN lender_anc AS la ON la.lender_id = pa.lender_id AND la.anc_id = e.layer_range_id
     WHERE u.start_ns >= pa.cutoff_ns OR la.anc_id IS NOT NULL
 ),
-fwd_pos AS (  -- positions from the pass's first forward op (gaps where another thread's ops were left out)
+fwd_pos AS MATERIALIZED (  -- positions from the pass's first forward op (gaps where another thread's ops were left out)
     SELECT f.*, f.f_seen - m.first_f AS pos
     FROM fwd AS f JOIN (SELECT pid, run_no, MIN(f_seen) AS first_f FROM fwd GROUP BY pid, run_no) AS m USING (pid, run_no)
 ),
-bwd_pos AS (
-    SELECT e.pid, e.f_seen AS run_no, e.op_kind, e.op_id, e.kernel_name, e.label, e.b_seen - pa.first_b AS pos
-    FROM numbered AS e JOIN pass AS pa ON pa.pid = e.pid AND pa.run_no = e.f_seen WHERE e.is_b
+bwd_pos AS MATERIALIZED (
+    SELECT e.pid, e.f_seen AS run_no, e.kind_no, e.op_id, a.kernel_name, a.label, e.b_seen - pa.first_b AS pos
+    FROM numbered AS e JOIN pass AS pa ON pa.pid = e.pid AND pa.run_no = e.f_seen
+    JOIN attributed AS a ON a.kind_no = e.kind_no AND a.op_id = e.op_id
+    WHERE e.is_b
 ),
-shape AS (  -- passes alike in every op (what ran, in order, and the forward's layer paths) are solved once
+shape AS MATERIALIZED (  -- passes alike in every op (what ran, in order, and the forward's layer paths) are solved once
     SELECT pa.pid, pa.run_no, hash(f.h, f.n, b.h, b.n, pa.lender_layer) AS shape_id
     FROM pass AS pa
     JOIN (SELECT pid, run_no, bit_xor(hash(pos, kernel_name, label, layer)) AS h, COUNT(*) AS n
@@ -254,13 +262,14 @@ shape AS (  -- passes alike in every op (what ran, in order, and the forward's l
           FROM bwd_pos GROUP BY pid, run_no) AS b USING (pid, run_no)
 ),
 rep AS MATERIALIZED (  -- one pass of each shape
-    SELECT s.shape_id, s.pid, s.run_no, pa.ops AS nb, pa.lender_id
+    SELECT s.shape_id, s.pid, s.run_no, pa.ops AS nb, pa.lender_id,
+           (SELECT MIN(call_start_ns) FROM fwd AS f WHERE f.pid = s.pid AND f.run_no = s.run_no) AS first_call_ns
     FROM (SELECT shape_id, arg_min(pid, (pid, run_no)) AS pid, arg_min(run_no, (pid, run_no)) AS run_no
           FROM shape GROUP BY shape_id) AS s
     JOIN pass AS pa USING (pid, run_no)
 ),
 rep_op AS MATERIALIZED (  -- its forward (f) and backward (b) ops with what a comparison needs
-    SELECT r.shape_id, o.side, o.pos, o.layer_range_id AS range_id, o.layer, o.op_kind,
+    SELECT r.shape_id, o.side, o.pos, o.layer_range_id AS range_id, o.layer,
            hash(o.kernel_name, o.label, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z) AS sig,
            COALESCE(CAST(k.short_name AS VARCHAR), o.label) AS short,
            hash(COALESCE(CAST(k.short_name AS VARCHAR), o.label), k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y,
@@ -270,25 +279,31 @@ rep_op AS MATERIALIZED (  -- its forward (f) and backward (b) ops with what a co
                     false) AS is_mm,  -- a matrix product or a convolution
            COALESCE(regexp_matches(CAST(o.kernel_name AS VARCHAR), 'conv|dgrad|wgrad|fprop|implicit|winograd|fft', 'i'),
                     false) AS is_conv,
-           o.op_kind <> 'kernel'
+           o.kind_no <> 0
              OR regexp_matches(CAST(o.kernel_name AS VARCHAR), 'copy|nchwto|nhwcto|transpose|fill|functor_add|addfunctor|add_kernel|workspace', 'i')
              AS is_util,  -- moves, casts, fills or accumulates a tensor: its shape says which tensor, not which layer
-           o.op_kind = 'memset' OR COALESCE(o.label = '[CUDA memcpy Host-to-Device]', false) AS no_grad
+           COALESCE(o.label IN ('[CUDA memset]', '[CUDA memcpy Host-to-Device]'), false) AS no_grad
     FROM rep AS r
     JOIN (SELECT 'f' AS side, pid, run_no, ROW_NUMBER() OVER (PARTITION BY pid, run_no ORDER BY pos) - 1 AS pos,
-                 op_kind, op_id, kernel_name, label, layer_range_id, layer
-          FROM fwd_pos WHERE (pid, run_no) IN (SELECT (pid, run_no) FROM rep)
+                 kind_no, op_id, kernel_name, label, layer_range_id, layer
+          FROM fwd_pos SEMI JOIN rep USING (pid, run_no)
           UNION ALL
-          SELECT 'b', pid, run_no, pos, op_kind, op_id, kernel_name, label, NULL, NULL
-          FROM bwd_pos WHERE (pid, run_no) IN (SELECT (pid, run_no) FROM rep)) AS o
+          SELECT 'b', pid, run_no, pos, kind_no, op_id, kernel_name, label, NULL, NULL
+          FROM bwd_pos SEMI JOIN rep USING (pid, run_no)) AS o
       USING (pid, run_no)
-    LEFT JOIN kernel_int AS k ON k.kernel_id = CASE WHEN o.op_kind = 'kernel' THEN o.op_id END
+    LEFT JOIN kernel_int AS k ON k.kernel_id = CASE WHEN o.kind_no = 0 THEN o.op_id END  -- 0: kernel
+),
+rep_range AS MATERIALIZED (  -- the user ranges open during a representative pass's forward (ancestors included)
+    SELECT r.shape_id, u.range_id, u.user_parent_id, u.user_depth, u.layer, u.is_step
+    FROM rep AS r JOIN pass AS pa USING (pid, run_no)
+    JOIN user_range AS u ON u.global_tid = pa.lender_tid AND u.start_ns <= pa.start_ns AND u.end_ns >= r.first_call_ns
 ),
 range_anc(shape_id, range_id, anc_id) AS (  -- the user ranges of each representative forward op, from its own up
     SELECT DISTINCT shape_id, range_id, range_id FROM rep_op WHERE side = 'f'
     UNION ALL
     SELECT a.shape_id, a.range_id, u.user_parent_id
-    FROM range_anc AS a JOIN user_range AS u ON u.range_id = a.anc_id WHERE u.user_parent_id IS NOT NULL
+    FROM range_anc AS a JOIN rep_range AS u ON u.shape_id = a.shape_id AND u.range_id = a.anc_id
+    WHERE u.user_parent_id IS NOT NULL
 ),
 subtree AS (  -- each such range: its forward ops' span and what ran inside, in order, with the paths below it
     SELECT f.shape_id, a.anc_id, ANY_VALUE(au.user_parent_id) AS parent_id, ANY_VALUE(au.user_depth) AS depth,
@@ -296,7 +311,7 @@ subtree AS (  -- each such range: its forward ops' span and what ran inside, in 
            hash(string_agg(f.sig || substr(f.layer, length(au.layer) + 1), ',' ORDER BY f.pos)) AS h
     FROM rep_op AS f
     JOIN range_anc AS a ON a.shape_id = f.shape_id AND a.range_id = f.range_id
-    JOIN user_range AS au ON au.range_id = a.anc_id
+    JOIN rep_range AS au ON au.shape_id = f.shape_id AND au.range_id = a.anc_id
     WHERE f.side = 'f'
     GROUP BY f.shape_id, a.anc_id
 ),
@@ -328,7 +343,7 @@ period AS (  -- candidate lengths l of one block's backward: N blocks' worth mus
 repeat_run AS (  -- per l, runs of backward ops equal to the op l later
     SELECT shape_id, l, ANY_VALUE(blocks) AS blocks, ANY_VALUE(nb) AS nb, MIN(pos) AS a, MAX(pos) AS b
     FROM (SELECT c.shape_id, c.l, c.blocks, c.nb, x.pos,
-                 x.pos - ROW_NUMBER() OVER (PARTITION BY c.shape_id, c.l ORDER BY x.pos) AS grp
+                 x.pos - ROW_NUMBER() OVER (ORDER BY c.shape_id, c.l, x.pos) AS grp  -- one sort: many small partitions cost more
           FROM period AS c
           JOIN rep_op AS x ON x.shape_id = c.shape_id AND x.side = 'b'
           JOIN rep_op AS y ON y.shape_id = c.shape_id AND y.side = 'b' AND y.pos = x.pos + c.l
@@ -354,8 +369,8 @@ stack_anc AS (  -- the stack's parent and its ancestors: those of a forward op b
     FROM stack AS s
     JOIN range_anc AS a ON a.shape_id = s.shape_id AND a.anc_id = s.parent_id
     JOIN range_anc AS a2 ON a2.shape_id = a.shape_id AND a2.range_id = a.range_id
-    JOIN user_range AS u2 ON u2.range_id = a2.anc_id
-    JOIN user_range AS up ON up.range_id = s.parent_id
+    JOIN rep_range AS u2 ON u2.shape_id = s.shape_id AND u2.range_id = a2.anc_id
+    JOIN rep_range AS up ON up.shape_id = s.shape_id AND up.range_id = s.parent_id
     WHERE u2.user_depth <= up.user_depth
 ),
 fwd_block AS (  -- a forward op's block: its outermost range not around the stack's parent (or its own range)
@@ -365,7 +380,7 @@ fwd_block AS (  -- a forward op's block: its outermost range not around the stac
     FROM rep_op AS f
     JOIN phase AS ph USING (shape_id)
     JOIN range_anc AS a ON a.shape_id = f.shape_id AND a.range_id = f.range_id
-    JOIN user_range AS au ON au.range_id = a.anc_id
+    JOIN rep_range AS au ON au.shape_id = f.shape_id AND au.range_id = a.anc_id
     LEFT JOIN stack_anc AS sa ON sa.shape_id = f.shape_id AND sa.anc_id = a.anc_id
     WHERE f.side = 'f' AND NOT f.no_grad
     GROUP BY f.shape_id, f.pos
@@ -425,7 +440,7 @@ outside_block AS (  -- one block left, on a side where every op has one at least
     FROM feasible AS f
     JOIN block_run AS r ON r.shape_id = f.shape_id AND r.side = f.side AND r.j = f.j
     JOIN rep AS rp ON rp.shape_id = f.shape_id
-    JOIN user_range AS u ON u.range_id = r.block_id
+    JOIN rep_range AS u ON u.shape_id = f.shape_id AND u.range_id = r.block_id
     LEFT JOIN lender_anc AS la ON la.lender_id = rp.lender_id AND la.anc_id = r.block_id
     WHERE f.count = 1 AND la.anc_id IS NULL AND NOT u.is_step
       AND NOT EXISTS (SELECT 1 FROM feasible AS z WHERE z.shape_id = f.shape_id AND z.side = f.side AND z.count < 1)
@@ -433,10 +448,10 @@ outside_block AS (  -- one block left, on a side where every op has one at least
 placed AS (  -- per shape and backward position: the forward range, and the share of the pass placed
     SELECT p.shape_id, p.pos, u.layer, COUNT(*) OVER (PARTITION BY p.shape_id) / ANY_VALUE(r.nb) OVER (PARTITION BY p.shape_id) AS confidence
     FROM (SELECT * FROM in_stack UNION ALL SELECT * FROM outside_block) AS p
-    JOIN user_range AS u USING (range_id) JOIN rep AS r USING (shape_id)
+    JOIN rep_range AS u USING (shape_id, range_id) JOIN rep AS r USING (shape_id)
 ),
 placed_op AS (  -- every pass of the shape: its backward op at that position
-    SELECT b.op_kind, b.op_id, b.pid, b.run_no, p.layer, p.confidence
+    SELECT b.kind_no, b.op_id, b.pid, b.run_no, p.layer, p.confidence
     FROM bwd_pos AS b JOIN shape AS s USING (pid, run_no)
     JOIN placed AS p ON p.shape_id = s.shape_id AND p.pos = b.pos
 ),
@@ -448,7 +463,7 @@ pass_layer AS (  -- in each pass, the forward range of that path: the pass a ran
     GROUP BY pa.pid, pa.run_no, u.layer
 ),
 inferred AS (
-    SELECT o.op_kind, o.op_id, l.range_id, o.confidence
+    SELECT o.kind_no, o.op_id, l.range_id, o.confidence
     FROM placed_op AS o JOIN pass_layer AS l USING (pid, run_no, layer)
 )
 SELECT a.op_kind, a.op_id, a.direction, COALESCE(i.range_id, a.layer_range_id) AS layer_range_id,
@@ -457,4 +472,4 @@ SELECT a.op_kind, a.op_id, a.direction, COALESCE(i.range_id, a.layer_range_id) A
             ELSE a.link END AS link,
        i.confidence
 FROM attributed AS a
-LEFT JOIN inferred AS i USING (op_kind, op_id);  -- no ORDER BY: readers order (saves a 1.7M-row sort)
+LEFT JOIN inferred AS i ON i.kind_no = a.kind_no AND i.op_id = a.op_id;  -- no ORDER BY: readers order (saves a 1.7M-row sort)
