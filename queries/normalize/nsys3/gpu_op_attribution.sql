@@ -199,7 +199,8 @@ pass_op AS (  -- per process with such ops: forward ops on their own range, back
 ),
 numbered AS MATERIALIZED (  -- ops so far (seen) and backward ops so far (b_seen): a backward run shares one f_seen
     SELECT *, seen - b_seen AS f_seen
-    FROM (SELECT *, ROW_NUMBER() OVER w AS seen, CAST(SUM(CASE WHEN is_b THEN 1 ELSE 0 END) OVER w AS BIGINT) AS b_seen
+    FROM (SELECT *, ROW_NUMBER() OVER w AS seen,
+                 CAST(SUM(CASE WHEN is_b THEN 1 ELSE 0 END) OVER w AS BIGINT) AS b_seen
           FROM pass_op
           WINDOW w AS (PARTITION BY pid ORDER BY call_start_ns, op_id, kind_no ROWS UNBOUNDED PRECEDING))
 ),
@@ -226,8 +227,8 @@ lender_anc(lender_id, anc_id, parent_id, start_ns) AS (  -- each lender's user r
 pass AS MATERIALIZED (  -- an inferable run with where its forward starts: after the previous run, in its top-level range
     SELECT r.pid, r.run_no, r.first_b, r.start_ns, r.ops, r.lender_id, lu.global_tid AS lender_tid,
            lu.layer AS lender_layer,
-           GREATEST(COALESCE(prev.last_ns, -1), (SELECT MIN(start_ns) FROM lender_anc AS a WHERE a.lender_id = r.lender_id))
-             AS cutoff_ns
+           GREATEST(COALESCE(prev.last_ns, -1),
+                    (SELECT MIN(start_ns) FROM lender_anc AS a WHERE a.lender_id = r.lender_id)) AS cutoff_ns
     FROM run AS r
     JOIN lender AS lu ON lu.range_id = r.lender_id
     LEFT JOIN run AS prev ON prev.pid = r.pid AND prev.last_b = r.first_b - 1
@@ -279,9 +280,10 @@ rep_op AS MATERIALIZED (  -- its forward (f) and backward (b) ops with what a co
                     false) AS is_mm,  -- a matrix product or a convolution
            COALESCE(regexp_matches(CAST(o.kernel_name AS VARCHAR), 'conv|dgrad|wgrad|fprop|implicit|winograd|fft', 'i'),
                     false) AS is_conv,
-           o.kind_no <> 0
-             OR regexp_matches(CAST(o.kernel_name AS VARCHAR), 'copy|nchwto|nhwcto|transpose|fill|functor_add|addfunctor|add_kernel|workspace', 'i')
-             AS is_util,  -- moves, casts, fills or accumulates a tensor: its shape says which tensor, not which layer
+           o.kind_no <> 0  -- moves, casts, fills or accumulates a tensor: its shape says which tensor, not which layer
+             OR regexp_matches(CAST(o.kernel_name AS VARCHAR),
+                               'copy|nchwto|nhwcto|transpose|fill|functor_add|addfunctor|add_kernel|workspace', 'i')
+             AS is_util,
            COALESCE(o.label IN ('[CUDA memset]', '[CUDA memcpy Host-to-Device]'), false) AS no_grad
     FROM rep AS r
     JOIN (SELECT 'f' AS side, pid, run_no, ROW_NUMBER() OVER (PARTITION BY pid, run_no ORDER BY pos) - 1 AS pos,
@@ -343,7 +345,7 @@ period AS (  -- candidate lengths l of one block's backward: N blocks' worth mus
 repeat_run AS (  -- per l, runs of backward ops equal to the op l later
     SELECT shape_id, l, ANY_VALUE(blocks) AS blocks, ANY_VALUE(nb) AS nb, MIN(pos) AS a, MAX(pos) AS b
     FROM (SELECT c.shape_id, c.l, c.blocks, c.nb, x.pos,
-                 x.pos - ROW_NUMBER() OVER (ORDER BY c.shape_id, c.l, x.pos) AS grp  -- one sort: many small partitions cost more
+                 x.pos - ROW_NUMBER() OVER (ORDER BY c.shape_id, c.l, x.pos) AS grp  -- one sort: partitions cost more
           FROM period AS c
           JOIN rep_op AS x ON x.shape_id = c.shape_id AND x.side = 'b'
           JOIN rep_op AS y ON y.shape_id = c.shape_id AND y.side = 'b' AND y.pos = x.pos + c.l
@@ -375,8 +377,10 @@ stack_anc AS (  -- the stack's parent and its ancestors: those of a forward op b
 ),
 fwd_block AS (  -- a forward op's block: its outermost range not around the stack's parent (or its own range)
     SELECT f.shape_id, f.pos,
-           COALESCE(arg_min(a.anc_id, au.user_depth) FILTER (WHERE sa.anc_id IS NULL), ANY_VALUE(f.range_id)) AS block_id,
-           bool_or(f.is_mm) AS is_mm, bool_or(f.is_conv) AS is_conv, ANY_VALUE(f.sig) AS sig, ANY_VALUE(f.short) AS short, ANY_VALUE(f.short_sig) AS short_sig
+           COALESCE(arg_min(a.anc_id, au.user_depth) FILTER (WHERE sa.anc_id IS NULL), ANY_VALUE(f.range_id))
+             AS block_id,
+           bool_or(f.is_mm) AS is_mm, bool_or(f.is_conv) AS is_conv, ANY_VALUE(f.sig) AS sig, ANY_VALUE(f.short) AS short,
+           ANY_VALUE(f.short_sig) AS short_sig
     FROM rep_op AS f
     JOIN phase AS ph USING (shape_id)
     JOIN range_anc AS a ON a.shape_id = f.shape_id AND a.range_id = f.range_id
@@ -385,15 +389,17 @@ fwd_block AS (  -- a forward op's block: its outermost range not around the stac
     WHERE f.side = 'f' AND NOT f.no_grad
     GROUP BY f.shape_id, f.pos
 ),
+fwd_block_run AS (  -- grp: the runs of adjacent forward ops in one block
+    SELECT *, SUM(CASE WHEN block_id IS DISTINCT FROM prev THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY shape_id ORDER BY pos ROWS UNBOUNDED PRECEDING) AS grp
+    FROM (SELECT *, LAG(block_id) OVER (PARTITION BY shape_id ORDER BY pos) AS prev FROM fwd_block)
+),
 block_run AS (  -- runs of forward ops in one block, before or after the stack, j = 0 the first one's backward reaches
     SELECT *, ROW_NUMBER() OVER (PARTITION BY shape_id, side ORDER BY first_pos DESC) - 1 AS j,
            COUNT(*) OVER (PARTITION BY shape_id, side) AS m
     FROM (SELECT f.shape_id, f.grp, ANY_VALUE(f.block_id) AS block_id, MIN(f.pos) AS first_pos,
-                 bool_or(f.is_mm) AS is_mm, bool_or(f.is_conv) AS is_conv, CASE WHEN MIN(f.pos) > ANY_VALUE(s.last_pos) THEN 'after' ELSE 'before' END AS side
-          FROM (SELECT *, SUM(CASE WHEN block_id IS DISTINCT FROM prev THEN 1 ELSE 0 END)
-                              OVER (PARTITION BY shape_id ORDER BY pos ROWS UNBOUNDED PRECEDING) AS grp
-                FROM (SELECT *, LAG(block_id) OVER (PARTITION BY shape_id ORDER BY pos) AS prev FROM fwd_block)) AS f
-          JOIN stack AS s USING (shape_id)
+                 CASE WHEN MIN(f.pos) > ANY_VALUE(s.last_pos) THEN 'after' ELSE 'before' END AS side
+          FROM fwd_block_run AS f JOIN stack AS s USING (shape_id)
           WHERE f.pos < s.first_pos OR f.pos > s.last_pos
           GROUP BY f.shape_id, f.grp)
 ),
@@ -409,11 +415,7 @@ evidence AS (  -- blocks an op can belong to, strongest evidence first (1: a mat
            CASE WHEN o.is_mm THEN 1 WHEN f.sig = o.sig THEN 2 WHEN f.short = o.mirror THEN 3 ELSE 4 END AS level
     FROM outside AS o
     JOIN block_run AS r ON r.shape_id = o.shape_id AND r.side = o.side
-    JOIN (SELECT fb.*, br.side, br.j FROM (SELECT *, SUM(CASE WHEN block_id IS DISTINCT FROM prev THEN 1 ELSE 0 END)
-                                                   OVER (PARTITION BY shape_id ORDER BY pos ROWS UNBOUNDED PRECEDING) AS grp
-                                           FROM (SELECT *, LAG(block_id) OVER (PARTITION BY shape_id ORDER BY pos) AS prev
-                                                 FROM fwd_block)) AS fb
-          JOIN block_run AS br USING (shape_id, grp)) AS f
+    JOIN (SELECT fb.*, br.side, br.j FROM fwd_block_run AS fb JOIN block_run AS br USING (shape_id, grp)) AS f
       ON f.shape_id = o.shape_id AND f.side = o.side AND f.j = r.j
     WHERE (o.is_mm AND f.is_mm AND (f.is_conv OR NOT o.is_conv))  -- a convolution's kernels come from a convolution
        OR (NOT o.is_mm AND NOT o.is_util AND (f.sig = o.sig OR (f.short = o.mirror AND o.mirror <> o.short)
@@ -446,7 +448,8 @@ outside_block AS (  -- one block left, on a side where every op has one at least
       AND NOT EXISTS (SELECT 1 FROM feasible AS z WHERE z.shape_id = f.shape_id AND z.side = f.side AND z.count < 1)
 ),
 placed AS (  -- per shape and backward position: the forward range, and the share of the pass placed
-    SELECT p.shape_id, p.pos, u.layer, COUNT(*) OVER (PARTITION BY p.shape_id) / ANY_VALUE(r.nb) OVER (PARTITION BY p.shape_id) AS confidence
+    SELECT p.shape_id, p.pos, u.layer,
+           COUNT(*) OVER (PARTITION BY p.shape_id) / ANY_VALUE(r.nb) OVER (PARTITION BY p.shape_id) AS confidence
     FROM (SELECT * FROM in_stack UNION ALL SELECT * FROM outside_block) AS p
     JOIN rep_range AS u USING (shape_id, range_id) JOIN rep AS r USING (shape_id)
 ),
@@ -468,8 +471,9 @@ inferred AS (
 )
 SELECT a.op_kind, a.op_id, a.direction, COALESCE(i.range_id, a.layer_range_id) AS layer_range_id,
        a.op_range_id, a.eval_range_id, a.shapes_range_id, a.seq,
-       CASE WHEN i.range_id IS NOT NULL THEN CAST('inferred' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred'))
+       CASE WHEN i.range_id IS NOT NULL
+            THEN CAST('inferred' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred'))
             ELSE a.link END AS link,
        i.confidence
 FROM attributed AS a
-LEFT JOIN inferred AS i ON i.kind_no = a.kind_no AND i.op_id = a.op_id;  -- no ORDER BY: readers order (saves a 1.7M-row sort)
+LEFT JOIN inferred AS i ON i.kind_no = a.kind_no AND i.op_id = a.op_id;  -- no ORDER BY: readers order (a 1.7M-row sort)
