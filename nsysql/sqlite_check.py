@@ -2,21 +2,21 @@
 
 A damaged page does not always stop a read: a page referenced twice repeats its rows, a wrong cell count drops
 some, and the sums come out wrong without a sign. `PRAGMA quick_check(TABLE)` walks the table's b-tree and
-finds these. It runs once per cache build, before DuckDB reads the export, and only over the tables the normalize
-SQL reads (not OSRT_CALLCHAINS and the like); it runs in a thread so that Ctrl-C stops it at once. Its findings are kept in the cache (normalized table
+finds these. It runs once per cache build, in its own process beside the build (nsysql/sqlite_check_worker.py),
+and only over the tables the normalize SQL reads (not OSRT_CALLCHAINS and the like). Its findings are kept in the cache (normalized table
 `sqlite_check`), so later commands only read them back. Memory-mapped reads make it cheap: about 3 s on a 790 MB export whose cold
 `summarize` takes about 25 s, against 17 s with SQLite's default reads (docs/performance.md).
 """
 from __future__ import annotations
 
+import json
 import re
-import sqlite3
-import threading
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import quote
 
 from . import catalog, readonly
-from .engine import quote_ident
 
 MMAP_BYTES = 1 << 40  # SQLite clamps it to its build's maximum (2 GB by default); beyond, it reads as usual
 Finding = tuple[str, int, "str | None"]  # (raw table, problems, first problem)
@@ -37,78 +37,64 @@ def run(link: Path) -> list[Finding]:
 
 
 class Running:
-    """The check of one export, running in its own thread while the caller goes on (the importer builds the cache
-    meanwhile: DuckDB's SQLite scanner reads a table on one core, which leaves a core for the check)."""
+    """The check of one export, running in its own process (nsysql/sqlite_check_worker.py) while the caller goes
+    on: the importer builds the cache meanwhile, and DuckDB's SQLite scanner leaves part of the second core idle."""
 
     def __init__(self, link: Path):
+        self._link = link
         self._found: list[Finding] | None = None
-        self._error: BaseException | None = None
-        self._cancelled = False
-        uri = f"file:{quote(str(link))}?mode=ro" + ("" if readonly.is_wal(link) else "&immutable=1")
-        self._thread: threading.Thread | None = None
-        try:
-            self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
-        except sqlite3.Error:  # SQLite cannot read the file at all: nothing to check, the importer says why
-            self._found = []
-            return
-        self._thread = threading.Thread(target=self._work, name="nsysql-sqlite-check", daemon=True)
-        self._thread.start()
-
-    def _work(self) -> None:
-        try:
-            self._found = _check(self._con, lambda: self._cancelled)
-        except BaseException as exc:  # handed to the thread that asks for the result
-            self._error = exc
-        finally:
-            self._con.close()
+        self._proc = _spawn(link, MMAP_BYTES)
 
     def result(self) -> list[Finding]:
-        """The findings, once the check is done. Ctrl-C / SIGTERM while waiting (raised in the main thread) stop
-        SQLite at once: a PRAGMA is one step that no Python signal handler interrupts."""
-        if self._thread is not None:
+        """The findings, once the check is done. Should the memory-mapped check die (a SIGBUS when the file changed
+        under the mapping), it runs again with plain reads. Ctrl-C / SIGTERM while waiting end the check too."""
+        if self._found is None:
             try:
-                self._thread.join()
+                found, ok = _collect(self._proc)
+                if not ok:
+                    self._proc = _spawn(self._link, 0)
+                    found, ok = _collect(self._proc)
             except BaseException:
                 self.cancel()
                 raise
-        if self._error is not None:
-            raise self._error
-        return list(self._found or [])
+            self._found = found
+        return list(self._found)
 
     def cancel(self) -> None:
-        """Stop a check still running (the build failed or was interrupted) and wait for its thread."""
-        self._cancelled = True
-        if self._thread is not None and self._thread.is_alive():
-            try:
-                self._con.interrupt()
-            except sqlite3.ProgrammingError:  # closed meanwhile: the check had just finished
-                pass
-            self._thread.join()
+        """Stop a check still running (the build failed or was interrupted) and wait for its process."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        if self._found is None:
+            self._found = []
 
 
 def start(link: Path) -> Running:
-    """Start the check of `link` in a thread; `.result()` gives run()'s findings."""
+    """Start the check of `link` in its own process; `.result()` gives run()'s findings."""
     return Running(link)
 
 
-def _check(con: sqlite3.Connection, stopped=lambda: False) -> list[Finding]:
-    con.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")  # 17 s -> 2.6 s at 790 MB: page reads were system calls
-    try:
-        present = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.Error:
-        return []
-    found = []
-    for table in sorted(present & read_tables()):  # our own names only: a PRAGMA takes no bound parameter
-        if stopped():  # cancelled: an interrupted table would read as damaged, and nobody waits for the rest
-            break
-        try:
-            lines = [line for row in con.execute(f"PRAGMA quick_check({quote_ident(table)})")
-                     for line in str(row[0]).splitlines()]
-        except sqlite3.DatabaseError as exc:  # e.g. "database disk image is malformed": a page it cannot parse
-            lines = [str(exc)]
-        problems = [line for line in lines if line != "ok" and not line.startswith("*** in database")]
-        found.append((table, len(problems), problems[0] if problems else None))
-    return found
+def worker_command(link: Path, mmap_bytes: int) -> list[str]:
+    """The worker's command line: a rollback-journal export is opened immutable, a WAL-mode one read-only."""
+    uri = f"file:{quote(str(link))}?mode=ro" + ("" if readonly.is_wal(link) else "&immutable=1")
+    # -I: the worker imports the standard library only, not this package (no polars, no duckdb: a fast start)
+    return [sys.executable, "-I", str(Path(__file__).with_name("sqlite_check_worker.py")), uri, str(mmap_bytes),
+            *sorted(read_tables())]
+
+
+def _spawn(link: Path, mmap_bytes: int) -> subprocess.Popen:
+    return subprocess.Popen(worker_command(link, mmap_bytes), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, text=True)
+
+
+def _collect(proc: subprocess.Popen) -> tuple[list[Finding], bool]:
+    """The worker's findings, and whether it ended normally."""
+    out, _ = proc.communicate()
+    found: list[Finding] = []
+    for line in out.splitlines():
+        table, problems, first = json.loads(line)
+        found.append((table, int(problems), first))
+    return found, proc.returncode == 0
 
 
 def stage(con, found: list[Finding]) -> None:

@@ -15,6 +15,7 @@ PACKAGE = ROOT / "nsysql"
 # lowest first; a module imports its own layer or lower ones only
 LAYERS = {
     "core": ["errors", "signals", "progress", "inputs", "hygiene", "cache", "engine", "readonly", "sqlite_check",
+             "sqlite_check_worker",
              "catalog", "analyses", "macros", "views", "answers", "build_graph", "importer", "rules", "export"],
     "rendering": ["formats", "render"],
     "features": ["annotate", "multi", "adhoc", "attribution", "sanity", "diff", "dataset", "dataset_schemas",

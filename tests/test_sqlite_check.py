@@ -88,17 +88,20 @@ def test_problem_count_says_when_sqlite_stopped_counting():
     assert sqlite_check.failure("e.sqlite", [("A", 0, None)]) is None
 
 
+def sleeping(*_):
+    return [sys.executable, "-c", "import time; time.sleep(60)"]
+
+
 def test_ctrl_c_stops_a_running_check_at_once(good, monkeypatch):
-    """A PRAGMA is one step no Python signal handler interrupts: the check runs in a thread, and a signal while the
-    build waits for it interrupts SQLite."""
+    """The check runs in its own process beside the build; a signal while the build waits for it ends that
+    process too."""
     class Stop(BaseException):
         pass
 
     def stop(signum, frame):
         raise Stop
 
-    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 2000000000) SELECT count(*) FROM c"
-    monkeypatch.setattr(sqlite_check, "_check", lambda con, stopped: con.execute(endless).fetchall())
+    monkeypatch.setattr(sqlite_check, "worker_command", sleeping)
     previous = signal.signal(signal.SIGALRM, stop)
     signal.setitimer(signal.ITIMER_REAL, 0.2)
     started = time.monotonic()
@@ -110,12 +113,35 @@ def test_ctrl_c_stops_a_running_check_at_once(good, monkeypatch):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert time.monotonic() - started < 5
-    assert not running._thread.is_alive()
+    assert running._proc.poll() is not None
 
 
-def test_a_cancelled_check_stops_between_tables(good):
-    """When the build fails first, the check is cancelled and ends without checking the remaining tables."""
+def test_a_cancelled_check_ends_its_process_and_finds_nothing(good, monkeypatch):
+    """When the build fails first, the check is cancelled: its process ends at once."""
+    monkeypatch.setattr(sqlite_check, "worker_command", sleeping)
+    started = time.monotonic()
     running = sqlite_check.start(good)
     running.cancel()
-    assert not running._thread.is_alive()
-    assert len(running.result()) < len(sqlite_check.read_tables())
+    assert running._proc.poll() is not None and time.monotonic() - started < 5
+    assert running.result() == []
+
+
+def test_a_check_killed_by_sigbus_runs_again_without_the_mapping(good, monkeypatch):
+    """A memory-mapped read dies of SIGBUS when the file changes under the mapping; the check then reads the
+    file again with plain reads, and finds what a plain check finds."""
+    real = sqlite_check.worker_command
+    mapped = []
+
+    def dies_when_mapped(link, mmap_bytes):
+        mapped.append(mmap_bytes)
+        if mmap_bytes:
+            return [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGBUS)"]
+        return real(link, mmap_bytes)
+
+    monkeypatch.setattr(sqlite_check, "worker_command", dies_when_mapped)
+    found = sqlite_check.run(good)
+    assert mapped == [sqlite_check.MMAP_BYTES, 0]
+    with sqlite3.connect(good) as con:
+        held = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert sorted(t for t, _, _ in found) == sorted(held & sqlite_check.read_tables())
+    assert all(problems == 0 for _, problems, _ in found)

@@ -26,26 +26,49 @@ launched AS (
     FROM kernel AS k
     LEFT JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
 ),
+-- the range texts are long (op markers): group on an integer per distinct (text, style) and look the text up after
+names AS (
+    SELECT range_name, style, row_number() OVER (ORDER BY range_name, style) AS name_key
+    FROM (SELECT DISTINCT range_name, style FROM nvtx_range)
+),
+range_key AS (
+    SELECT r.range_id, n.name_key
+    FROM nvtx_range AS r
+    JOIN names AS n ON (n.range_name IS NOT DISTINCT FROM r.range_name) AND (n.style IS NOT DISTINCT FROM r.style)
+),
 combo AS (
-    SELECT l.kernel_id, l.dur, l.kernel_name, l.pid, l.tid, r.range_id, r.range_name, r.style
+    SELECT l.kernel_id, l.dur, l.kernel_name, l.pid, l.tid, a.ancestor_id AS range_id, rk.name_key
     FROM launched AS l
     LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = l.runtime_id
     LEFT JOIN nvtx_ancestor AS a ON a.range_id = rn.range_id
-    LEFT JOIN nvtx_range AS r ON r.range_id = a.ancestor_id
+    LEFT JOIN range_key AS rk ON rk.range_id = a.ancestor_id
+),
+grouped AS (
+    SELECT name_key, pid, tid, kernel_name,
+           COUNT(DISTINCT range_id) AS nvtx_inst,
+           COUNT(DISTINCT kernel_id) AS kern_inst,
+           SUM(dur) AS total_ns,
+           AVG(dur) AS avg_ns,
+           MEDIAN(dur) AS med_ns,
+           MIN(dur) AS min_ns,
+           MAX(dur) AS max_ns,
+           COALESCE(STDDEV_SAMP(dur), 0.0) AS stddev_ns
+    FROM combo
+    GROUP BY name_key, pid, tid, kernel_name
 )
-SELECT range_name AS "NVTX Range",
-       style AS "Style",
-       pid AS "PID",
-       tid AS "TID",
-       COUNT(DISTINCT range_id) AS "NVTX Inst",
-       COUNT(DISTINCT kernel_id) AS "Kern Inst",
-       SUM(dur) AS "Total Time (ns)",
-       AVG(dur) AS "Avg (ns)",
-       MEDIAN(dur) AS "Med (ns)",
-       MIN(dur) AS "Min (ns)",
-       MAX(dur) AS "Max (ns)",
-       COALESCE(STDDEV_SAMP(dur), 0.0) AS "StdDev (ns)",
-       kernel_name AS "Kernel Name"
-FROM combo
-GROUP BY pid, tid, range_name, style, kernel_name
+SELECT n.range_name AS "NVTX Range",
+       n.style AS "Style",
+       g.pid AS "PID",
+       g.tid AS "TID",
+       g.nvtx_inst AS "NVTX Inst",
+       g.kern_inst AS "Kern Inst",
+       g.total_ns AS "Total Time (ns)",
+       g.avg_ns AS "Avg (ns)",
+       g.med_ns AS "Med (ns)",
+       g.min_ns AS "Min (ns)",
+       g.max_ns AS "Max (ns)",
+       g.stddev_ns AS "StdDev (ns)",
+       g.kernel_name AS "Kernel Name"
+FROM grouped AS g
+LEFT JOIN names AS n USING (name_key)
 ORDER BY "NVTX Range" NULLS FIRST, "PID" NULLS FIRST, "TID" NULLS FIRST, "Total Time (ns)" DESC, "Style", "Kernel Name";
