@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from . import analyses, answers, catalog, hygiene, importer, inputs, macros, progress
+from . import analyses, answers, catalog, hygiene, importer, inputs, macros, progress, views
 from .cache import cache_file, cache_key, default_cache_dir
 from .engine import connect, error_line, quote_ident
 from .errors import MissingDataError, NsysqlError
@@ -138,7 +138,7 @@ class Export:
     def run(self, query_id: str, **params) -> pl.DataFrame:
         q = catalog.get(query_id)
         self.require(q.requires, q.id)
-        bound = q.bound_params(params)
+        bound = q.bound_params({**views.stated_defaults(q), **params})  # a parameter left out takes its header default
         stored = answers.load(self.cache_path, q, bound) if self._tmpdir is None else None
         if stored is not None:  # computed by an earlier command on this export (nsysql/answers.py)
             return stored
@@ -228,13 +228,29 @@ class Export:
         """Kernel time with a known layer, per direction and per way the layer was found."""
         return self.run("analysis.attribution_coverage").row(0, named=True)
 
-    def pyprof_table(self, step: int = 1) -> pl.DataFrame:
-        """The seed tables' layout (Idx, Direction, Layer, Op, Params, Kernel) for step `step`
-        (1-based, in time order); step 0, or an export without step ranges, gives every kernel."""
-        steps = self.sql("SELECT COUNT(*) AS n FROM user_range WHERE is_step")["n"][0]
-        if step < 0 or (steps and step > steps):
-            raise NsysqlError(f"{self.path.name} has {steps} step range(s); choose `step=1..{steps}` (0 = all kernels)")
-        return self.run("analysis.kernel_table_pyprof", step=step if steps else 0)
+    def pyprof_table(self, step: int = 1, pid: int | None = None) -> pl.DataFrame:
+        """The seed tables' layout (Idx, Direction, Layer, Op, Params, Kernel) for step range `step` of process
+        `pid`, numbered within each process (1 = its first in time); `pid` is needed only when several processes
+        have that step. Step 0, or an export without step ranges, gives every kernel."""
+        if step < 0:
+            raise NsysqlError(f"`step={step}`: steps count from 1 (0 = all kernels)")
+        per_pid = dict(self.con.execute(
+            "SELECT pid, count(*) FROM user_range WHERE is_step GROUP BY pid").fetchall())
+        if step == 0 or not per_pid:
+            return self.run("analysis.kernel_table_pyprof", step=0, process=None)
+        if pid is not None and pid not in per_pid:
+            have = ", ".join(str(p) for p in sorted(per_pid))
+            raise NsysqlError(f"{self.path.name}: process {pid} has no step ranges; processes with steps: {have}")
+        candidates = [p for p, n in sorted(per_pid.items()) if n >= step and pid in (None, p)]
+        if not candidates:
+            last = per_pid[pid] if pid is not None else max(per_pid.values())
+            where = f" in process {pid}" if pid is not None else ""
+            raise NsysqlError(f"{self.path.name} has {last} step range(s){where}; choose `step=1..{last}` "
+                              "(0 = all kernels)")
+        if len(candidates) > 1:
+            raise NsysqlError(f"{self.path.name}: {len(candidates)} processes have step {step} "
+                              f"({', '.join(map(str, candidates))}); choose one with `pid=`")
+        return self.run("analysis.kernel_table_pyprof", step=step, process=candidates[0])
 
     def ranges(self) -> pl.DataFrame:
         """NVTX ranges with depth, parent, full path and thread."""

@@ -207,6 +207,11 @@ def param_defaults(q: catalog.Query) -> dict[str, Any]:
     return {n: header_default(q.params, n) for n in q.param_names}
 
 
+def stated_defaults(q: catalog.Query) -> dict[str, Any]:
+    """The $params whose header states a default -> that default (Python value)."""
+    return {n: v for n, v in param_defaults(q).items() if v is not _NO_DEFAULT}
+
+
 def header_default(params_line: str, name: str):
     """The default of `name` stated in a params line (`name TYPE default 10`, `name = 'x'`), else _NO_DEFAULT."""
     pattern = (rf"\$?\b{re.escape(name)}\b[^,;]*?\bdefault\b\s*[:=]?\s*{_VALUE}"

@@ -1,10 +1,12 @@
 """Kernel attribution (`nsysql kernels` / `layers`) against a plain brute-force walk of the raw rows."""
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from typer.testing import CliRunner
 
-from plainwalk import PlainAttribution
+from plainwalk import PlainAttribution, plain_steps
 
 TRAIN = ["gpt-tiny-train-fp32", "gpt-tiny-train-bf16", "gpt-tiny-train-noops", "bert-2layer-train", "ncf-train",
          "dlrm-train", "gpt-tiny-train-annotated"]
@@ -128,3 +130,43 @@ def test_annotated_capture_charges_backward_to_layers_without_op_markers(opened)
     df = ex.kernel_table()
     backward_pass = df.filter((df["direction"] == "bprop") & (df["layer"] == "backward_pass"))
     assert backward_pass["duration_ns"].sum() < 0.05 * cov["bprop_ns"]  # only the loss's own backward
+
+
+def test_pyprof_step_is_each_process_own_step(opened, export_files, cache_dir):
+    """fixtures/mpi-2rank: two ranks, each with steps 1-3. Step 2 is each rank's own second step; asked without
+    a process, the table says which processes have it; with one, it lists the kernels launched (call start) inside
+    that process's step span, in GPU start order, as a plain walk of the raw rows finds them."""
+    from nsysql.cli import app
+    from nsysql.errors import NsysqlError
+    if "mpi-2rank" not in export_files:
+        pytest.skip("fixtures/mpi-2rank absent")
+    path, ex = export_files["mpi-2rank"], opened["mpi-2rank"]
+    pa = PlainAttribution(path)
+    steps = plain_steps(pa)
+    pids = sorted({s["pid"] for s in steps})
+    assert len(pids) == 2
+    with pytest.raises(NsysqlError, match=r"2 processes have step 2 .*choose one with `pid=`"):
+        ex.pyprof_table(2)
+    db = sqlite3.connect(path)
+    strings = dict(db.execute("SELECT id, value FROM StringIds"))
+    short = {rowid: strings[n] for rowid, n in db.execute("SELECT rowid, shortName FROM CUPTI_ACTIVITY_KIND_KERNEL")}
+    for pid in pids:
+        step = next(s for s in steps if s["pid"] == pid and s["step"] == 2)
+        launched = [(s, rowid) for kind, rowid, s, _e, p, corr in pa.ops
+                    if kind == "kernel" and p == pid and (call := pa.calls.get((p, corr))) is not None
+                    and step["start"] <= call[0] <= step["end"]]
+        got = ex.pyprof_table(2, pid=pid)
+        assert got.height == len(launched) > 0
+        assert got["Idx"].to_list() == list(range(1, got.height + 1))
+        assert got["Kernel"].to_list() == [short[rowid] for _, rowid in sorted(launched)]
+    res = CliRunner().invoke(app, ["kernels", str(path), "--style", "pyprof", "--step", "2",
+                                   "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 1 and "choose one with --pid" in res.output, res.output
+    res = CliRunner().invoke(app, ["kernels", str(path), "--style", "pyprof", "--pid", "1", "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 1 and "process 1 has no step ranges" in res.output, res.output
+
+
+def test_step_and_pid_go_with_the_pyprof_style(export_files, cache_dir):
+    from nsysql.cli import app
+    res = CliRunner().invoke(app, ["kernels", str(export_files["ncf-train"]), "--pid", "1", "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 1 and "--style pyprof" in res.output and "Traceback" not in res.output, res.output

@@ -24,7 +24,10 @@ def kernels(
         "--style", help="`full`: every column of every GPU op; `pyprof`: the seed tables' columns "
                         "(Idx, Direction, Layer, Op, Params, Kernel) for one step's kernels.")] = "full",
     step: Annotated[int, typer.Option(
-        "--step", min=0, help="With --style pyprof: which step range (1 = first; 0 = every kernel).")] = 1,
+        "--step", min=0, help="With --style pyprof: which step, numbered within its process as `nsysql steps` "
+                              "numbers them (1 = first; 0 = every kernel).")] = 1,
+    pid: Annotated[int | None, typer.Option(
+        "--pid", help="With --style pyprof: the process whose step, when several processes have steps.")] = None,
     src: Source = SOURCE,
 ) -> None:
     """One row per kernel, memcpy and memset, in GPU start order: direction (fprop/bprop/optim/other),
@@ -39,9 +42,11 @@ def kernels(
     with src.errors():
         if style not in ("full", "pyprof"):
             raise NsysqlError(f"--style is full or pyprof, not {style!r}")
+        if style == "full" and (step != 1 or pid is not None):
+            raise NsysqlError("--step and --pid choose the step of --style pyprof; the full table has every GPU op")
         origins = TimeOrigins(out.for_people and style == "full")
         if style == "pyprof":
-            df = src.gather(exports, lambda ex: ex.pyprof_table(step))
+            df = src.gather(exports, lambda ex: ex.pyprof_table(step, pid))
             query, optional = "analysis.kernel_table_pyprof", OPTIONAL_PYPROF
         else:
             df = src.gather(exports, origins.wrap(lambda ex: ex.kernel_table()))

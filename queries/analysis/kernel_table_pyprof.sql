@@ -1,10 +1,13 @@
--- nsysql: analysis.kernel_table_pyprof v1
+-- nsysql: analysis.kernel_table_pyprof v2
 -- purpose: The kernels of one step in the seed tables' PyProf layout (Idx, Direction, Layer, Op, Params, Kernel), numbered from 1 within the step.
 -- requires: gpu_op, gpu_op_label, kernel, runtime, user_range
--- params: step BIGINT default 1 (1 = first step range in time; 0 = every kernel in the export)
--- notes: A step is a top-level step range (user_range.is_step). A kernel belongs to it when its launching
---   call starts inside the step's time span in the same process, on any thread: the backward pass runs
---   on the autograd thread, outside the main thread's ranges. Layer: the layer path with a leading
+-- params: step BIGINT default 1 (the process's own step range: 1 = its first in time; 0 = every kernel in the export),
+--   process BIGINT default null (the pid of the process whose step; null = every process that has that step)
+-- notes: A step is a top-level step range (user_range.is_step), numbered within its process as analysis.steps
+--   numbers named steps, so step 2 of a two-rank export is each rank's second step; `process` picks one (nsysql's
+--   `pyprof_table` and `kernels --style pyprof` ask for it when several processes have the step). A kernel
+--   belongs to the step when its launching call starts inside the step's time span in the same process, on any
+--   thread: the backward pass runs on the autograd thread, outside the main thread's ranges. Layer: the layer path with a leading
 --   `forward_pass`/`forward` phase dropped (direction says it) and '/' written ':' as PyProf does
 --   (`MLP_0:Dropout`); '-' when unknown. Op: the aten op without `aten::`, or the autograd node.
 --   Kernel: nsys's short kernel name, as in the seed tables.
@@ -17,8 +20,10 @@
 --   Kernel | VARCHAR | text
 WITH
 step AS (
-    SELECT pid, start_ns, end_ns FROM user_range WHERE is_step
-    ORDER BY start_ns, range_id LIMIT 1 OFFSET GREATEST($step, 1) - 1
+    SELECT pid, start_ns, end_ns
+    FROM (SELECT pid, start_ns, end_ns, row_number() OVER (PARTITION BY pid ORDER BY start_ns, range_id) AS nth
+          FROM user_range WHERE is_step)
+    WHERE nth = $step AND ($process IS NULL OR pid = $process)
 ),
 chosen AS (
     SELECT o.start_ns, o.op_id, a.direction, a.layer, a.op, a.params, k.short_name
