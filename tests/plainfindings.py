@@ -265,7 +265,8 @@ class PlainFindings:
 
         def is_comm(o):
             c = o["call"]
-            return "nccl" in o["name"].lower() or (c is not None and (c["gtid"], c["start"], c["end"]) in nccl_calls)
+            return ("nccl" in o["name"].lower() or "::oneRankReduce<" in o["name"]
+                    or (c is not None and (c["gtid"], c["start"], c["end"]) in nccl_calls))
 
         kernels = [(o, is_comm(o)) for o in self.tl.ops if o["kind"] == "kernel"]
         comm_ns, exposed = defaultdict(int), defaultdict(int)

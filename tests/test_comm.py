@@ -12,7 +12,7 @@ import pytest
 from nsysql.comm import with_stragglers
 
 from plainfindings import PlainFindings, intersection, length
-from plainwalk import Plain, merge, plain_steps
+from plainwalk import Plain, merge, pid_of, plain_steps
 
 FIXTURES = ["cnn-nccl-1gpu", "gpt-tiny-train-fp32", "cnn-pinned-train"]
 
@@ -42,7 +42,7 @@ def plain_comm(path) -> dict[tuple[int, int, int], dict[str, int]]:
             continue
         if o["kind"] in ("memcpy", "memset"):
             cls = "memory"
-        elif "nccl" in o["name"].lower() or (c["gtid"], c["start"], c["end"]) in nccl_calls:
+        elif "nccl" in o["name"].lower() or "::oneRankReduce<" in o["name"] or (c["gtid"], c["start"], c["end"]) in nccl_calls:
             cls = "comm"
         else:
             cls = "compute"
@@ -149,3 +149,50 @@ def test_two_ranks_of_one_export_compare_step_by_step(tmp_path):
     out = with_stragglers(got)
     assert out.filter(pl.col("slowest"))[["pid", "step"]].rows() == [(200, 1), (200, 2), (200, 3)]
     assert set(out["behind_median_ns"].to_list()) == {-50, 50}
+
+
+def test_comm_without_nvtx_finds_nccl_by_its_kernels(export_files, tmp_path):
+    """The NCCL capture as nsys writes it without --trace=nvtx (no NVTX_EVENTS table; derived from the fixture here):
+    no steps, so one window over the GPU activity (step 0, the busiest launching thread's process), and the
+    communication found by kernel name alone: NCCL's one-rank reduction kernel. Checked against the raw rows."""
+    import shutil
+    import sqlite3
+    path = tmp_path / "no-nvtx.sqlite"
+    shutil.copyfile(export_files["cnn-nccl-1gpu"], path)
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE NVTX_EVENTS")
+    import nsysql
+    ex = nsysql.open(path, cache_dir=tmp_path / "cache")
+    got = ex.comm().to_dicts()
+    db = sqlite3.connect(path)
+    strings = dict(db.execute("SELECT id, value FROM StringIds"))
+    calls = {(pid_of(g), corr): (s, e, g) for s, e, g, corr in db.execute(
+        "SELECT start, end, globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+    ops = [("kernel", s, e, dev, pid_of(g), corr, strings[n]) for s, e, dev, g, corr, n in db.execute(
+        "SELECT start, end, deviceId, globalPid, correlationId, demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL")]
+    for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        ops += [("memory", s, e, dev, pid_of(g), corr, "") for s, e, dev, g, corr in db.execute(
+            f"SELECT start, end, deviceId, globalPid, correlationId FROM {table}")]
+    launches = defaultdict(int)
+    for op in ops:
+        if (op[4], op[5]) in calls:
+            launches[calls[(op[4], op[5])][2]] += 1
+    busiest = min(launches, key=lambda g: (-launches[g], pid_of(g), g))
+    start, end = min(o[1] for o in ops), max(o[2] for o in ops)
+    pieces: dict[str, list] = defaultdict(list)
+    comm_kernels, devices = 0, set()
+    for kind, s, e, dev, pid, corr, name in ops:
+        call = calls.get((pid, corr))
+        if pid != pid_of(busiest) or call is None or not (start <= call[0] and call[1] <= end):
+            continue
+        devices.add(dev)
+        cls = "memory" if kind == "memory" else "comm" if "::oneRankReduce<" in name else "compute"
+        pieces[cls].append((s, e))
+        comm_kernels += cls == "comm"
+    (device,) = devices  # one GPU: one row
+    assert len(got) == 1 and (got[0]["pid"], got[0]["device_id"], got[0]["step"]) == (pid_of(busiest), device, 0)
+    comm, compute = merge(pieces["comm"]), merge(pieces["compute"])
+    assert comm_kernels > 0 and got[0]["comm_kernels"] == comm_kernels
+    assert (got[0]["comm_ns"], got[0]["compute_ns"], got[0]["overlap_ns"], got[0]["memory_ns"]) == (
+        length(comm), length(compute), intersection(comm, compute), length(merge(pieces["memory"])))
+    ex.close()

@@ -1,10 +1,11 @@
 -- nsysql: analysis.comm v2
 -- purpose: Communication against compute per rank (process and GPU) and step: the step's compute time, communication time, the part of the communication that compute hides (overlap) and the part it does not (exposed), each a union of intervals, never a sum of durations.
--- requires: analysis.steady_steps, gpu_op, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range, macros.comm_kernels, macros.union_ns
+-- requires: analysis.steady_steps, gpu_op, runtime, runtime_nvtx, nvtx_ancestor, kernel|nvtx_range, macros.comm_kernels, macros.union_ns
 -- params: none
 -- notes: Classes of GPU ops: communication = a kernel whose demangled name contains `nccl` (any case:
 --   ncclDevKernel_*, ncclKernel_*), or whose launching CUDA call lies inside an NVTX range of NCCL's domain
---   (ncclAllReduce, ncclGroupEnd, ...; with one rank NCCL runs a kernel named oneRankReduce): macros.comm_kernels;
+--   (ncclAllReduce, ncclGroupEnd, ...), or NCCL's one-rank reduction kernel `<unnamed>::oneRankReduce<...>`:
+--   macros.comm_kernels, so an export without NVTX still has its communication;
 --   memory = copies and memsets; compute = every other GPU op (kernels, CUDA graph executions). An op belongs to
 --   the step whose span holds its launching call (start to end) on any thread of the step's process, as in
 --   analysis.steps; a rank is (pid, device_id).

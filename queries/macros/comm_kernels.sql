@@ -2,8 +2,7 @@
 -- purpose: The communication kernels: `comm_kernels(kernel, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range)` reads the table or CTE named `kernel` (columns kernel_id, kernel_name, pid, correlation_id) and returns the kernel_id of each kernel named like NCCL's (macros.is_nccl_name) or launched by a CUDA call made inside one of NCCL's own NVTX ranges.
 -- requires: macros.is_nccl_name
 -- params: none
--- notes: NCCL's ranges are those of the NVTX domain `NCCL` (ncclAllReduce, ncclGroupEnd, ...: with one rank NCCL
---   runs a kernel named oneRankReduce, which only its range tells apart); a call is inside one when the range or
+-- notes: NCCL's ranges are those of the NVTX domain `NCCL` (ncclAllReduce, ncclGroupEnd, ...); a call is inside one when the range or
 --   any of its ancestors (nvtx_ancestor) is NCCL's. A kernel's launching call is the runtime row of its process
 --   with its correlation id. The normalized tables are passed by name, so it reads the caller's schema's.
 --   analysis.comm and findings.exposed_comm read it.
