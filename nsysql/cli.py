@@ -169,7 +169,7 @@ def arg_usage(q: catalog.Query) -> str:
 
 # Report tables: the statistics hidden (first ones first) when the terminal is too narrow; --wide shows them.
 _STATS = ("StdDev", "Min", "Max", "Med")
-REPORT_OPTIONAL = {
+REPORT_OPTIONAL: dict[str, tuple[str | tuple[str, ...], ...]] = {
     "cuda_kern_exec_sum": ("TStdDev (ns)", "AStdDev (ns)", "QStdDev (ns)", "KStdDev (ns)", "TMin (ns)", "AMin (ns)",
                            "QMin (ns)", "KMin (ns)", "TMax (ns)", "AMax (ns)", "QMax (ns)", "KMax (ns)", "TMed (ns)",
                            "AMed (ns)", "QMed (ns)", "KMed (ns)", "QCount", "DevId", "PID", "API Name", "TID",
@@ -180,21 +180,37 @@ REPORT_OPTIONAL = {
     "nvtx_sum": ("Style",),
     # the call, its rank, peer and size first; the end, ids and collective sizes go when narrow
     "mpi_event_trace": ("End (ns)", "Pid", "Tid", "RootRank", "CollRecvSize (MB)", "CollSendSize (MB)", "Tag"),
+    # the traces keep when and how long, and the name; the ids and launch geometry go first when narrow
+    "cuda_gpu_trace": ("GreenCtx", "Ctx", ("StcSMem (MB)", "DymSMem (MB)"), "Reg/Trd", ("GrdX", "GrdY", "GrdZ"),
+                       ("BlkX", "BlkY", "BlkZ"), "CorrId", "Throughput (MB/s)", ("SrcMemKd", "DstMemKd"), "Device"),
+    "cuda_kern_exec_trace": (("PID", "TID"), "DevId", ("GridXYZ", "BlockXYZ"), ("Queue Start (ns)", "Queue Dur (ns)"),
+                             "Total Dur (ns)", "API Function"),
+    "nvtx_gpu_proj_trace": ("RangeStack", "ParentId", "RangeId", "NumChild", "Lvl", ("PID", "TID"), "Style",
+                            ("Orig Start (ns)", "Orig Duration (ns)")),
+    "nvtx_pushpop_trace": ("NameTree", "RangeStack", "ParentId", "RangeId", "NumChild", "Lvl", ("PID", "TID"),
+                           ("DurChild (ns)", "DurNonChild (ns)"), "End (ns)"),
+    "um_sum": ("Migration Throughput (MB/s)",),
+    "um_total_sum": (("Minimum Virtual Address", "Maximum Virtual Address"),),
 }
 
 
 REPORT_TEXT_MIN = {"Name": 30, "Kernel Name": 30, "Range": 30, "NVTX Range": 24, "Operation": 30, "Event": 24}
 # openacc_sum's names carry the directive's file and line (`Compute construct@/src/jacobi.c:42`): wider first
-REPORT_TEXT_MIN_OF = {"openacc_sum": {"Name": 44}}
+REPORT_TEXT_MIN_OF = {"openacc_sum": {"Name": 44},
+                      # an address is a number: never shortened to fit (`0x7F3…1000` would say nothing)
+                      "um_sum": {"Virtual Address": 18}}
 
 
-def report_layout(name: str) -> tuple[list[str], list[list[str]]]:
+def report_layout(name: str) -> tuple[list[str | tuple[str, ...]], list[list[str]]]:
     """(optional columns, unit groups) of a report's table: its spread statistics are optional (StdDev first,
-    then Min, Max, Med), and its time columns share one unit: totals one, per-instance statistics another."""
+    then Min, Max, Med), then the report's own (REPORT_OPTIONAL; a tuple goes together), and its time columns
+    share one unit: totals one, per-instance statistics another."""
     cols = [c.name for c in catalog.get(f"reports.{name}").columns]
-    optional = [c for stat in _STATS for c in cols if c.split(" (")[0].endswith(stat) and c not in
-                REPORT_OPTIONAL.get(name, ())]
-    optional += [c for c in REPORT_OPTIONAL.get(name, ()) if c not in optional]
+    own = REPORT_OPTIONAL.get(name, ())
+    listed = {n for o in own for n in ((o,) if isinstance(o, str) else o)}
+    optional: list[str | tuple[str, ...]] = [c for stat in _STATS for c in cols
+                                             if c.split(" (")[0].endswith(stat) and c not in listed]
+    optional += list(own)
     timed = [c for c in cols if c.endswith("(ns)")]
     totals = [c for c in timed if c.startswith("Total")]
     return optional, [totals, [c for c in timed if c not in totals]]
@@ -212,15 +228,17 @@ def report(
 
     Table and markdown show the times in ms or µs (the unit under the column name; totals share one unit, the
     per-instance statistics another; a trace's start times as ms since the capture's first event) and hide the
-    spread statistics when the terminal is narrow (--wide shows them); csv, json and parquet keep NVIDIA's
+    spread statistics (a trace's ids and launch geometry) when the terminal is narrow (--wide shows them); the table
+    shows the first 40 rows and says how many more there are; csv, json and parquet keep every row, NVIDIA's
     nanoseconds and headers."""
+    from .render import TABLE_ROWS
     with src.errors():
         q = catalog.report_query(name)  # NAME[:arg...], as `nsys stats -r`; a bad name or argument fails before any work
         catalog.report_params(q, catalog.split_report_spec(name)[1])
         origins = TimeOrigins(out.for_people and any(c.unit == "ns timestamp" for c in q.columns))
         df = src.gather(exports, origins.wrap(lambda ex: ex.report(name)))
         optional, groups = report_layout(q.name)
-        out.emit(df, columns=q.columns, title=name, optional=optional, unit_groups=groups,
+        out.emit(df, columns=q.columns, title=name, optional=optional, unit_groups=groups, max_rows=TABLE_ROWS,
                  text_min={**REPORT_TEXT_MIN, **REPORT_TEXT_MIN_OF.get(q.name, {})}, origin=origins.origin(exports))
 
 
