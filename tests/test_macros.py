@@ -175,6 +175,40 @@ def test_union_ns_counts_overlaps_once_per_group():
     assert got == {1: 21, 2: 100, -3: 2}  # spelled out
 
 
+def test_union_islands_merges_overlapping_and_touching_intervals_per_group():
+    """The union as disjoint islands: overlapping, nested and touching intervals merge (through a chain too),
+    a gap keeps them apart, groups never merge, a zero-length interval is an island of its own; n counts the
+    intervals merged. A STRUCT group keys a composite group."""
+    con = connection()
+    got = con.execute("""
+        WITH intervals(grp, s, e) AS (VALUES
+            (1, 0, 10), (1, 5, 15), (1, 6, 8),  -- overlapping and nested: one island 0-15
+            (1, 15, 20),                        -- touching it: still that island
+            (1, 22, 22),                        -- zero length, after a gap: an island of its own
+            (1, 30, 31), (1, 31, 40), (1, 35, 36),
+            (2, 5, 15), (2, 0, 100),            -- another group, given out of order
+            (-3, 7, 9))
+        SELECT grp, s, e, n FROM union_islands(intervals) ORDER BY grp, s""").fetchall()
+    assert got == [(-3, 7, 9, 1), (1, 0, 20, 4), (1, 22, 22, 1), (1, 30, 40, 3), (2, 0, 100, 2)]
+    composite = con.execute("""
+        WITH intervals AS (SELECT {'pid': pid, 'step': step} AS grp, s, e
+                           FROM (VALUES (7, 1, 0, 10), (7, 1, 10, 12), (7, 2, 5, 6), (8, 1, 0, 3)) AS t(pid, step, s, e))
+        SELECT grp.pid, grp.step, s, e, n FROM union_islands(intervals) ORDER BY ALL""").fetchall()
+    assert composite == [(7, 1, 0, 12, 2), (7, 2, 5, 6, 1), (8, 1, 0, 3, 1)]
+
+
+def test_interval_islands_numbers_each_row_and_keeps_its_columns():
+    """Every row back with its other columns and its island's number (1, 2, ... per group in time order), so a
+    caller can aggregate more than start and end per island."""
+    con = connection()
+    got = con.execute("""
+        WITH intervals(grp, s, e, label) AS (VALUES
+            (1, 50, 60, 'c'), (1, 0, 10, 'a'), (1, 10, 20, 'b'), (1, 61, 62, 'd'), (2, 55, 58, 'e'))
+        SELECT label, grp, s, e, island FROM interval_islands(intervals) ORDER BY label""").fetchall()
+    assert got == [("a", 1, 0, 10, 1), ("b", 1, 10, 20, 1), ("c", 1, 50, 60, 2), ("d", 1, 61, 62, 3),
+                   ("e", 2, 55, 58, 1)]
+
+
 def test_host_memory_and_copy_is_sync():
     con = connection()
     got = con.execute("""

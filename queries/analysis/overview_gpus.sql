@@ -1,6 +1,6 @@
 -- nsysql: analysis.overview_gpus v3
 -- purpose: Per GPU, within the analysed steps: utilization, estimated SM efficiency, estimated achieved occupancy and the share of kernel time on tensor cores (TensorBoard's GPU summary).
--- requires: analysis.steady_steps, analysis._steady_windows, kernel|memcpy|memset, gpu_op
+-- requires: analysis.steady_steps, analysis._steady_windows, kernel|memcpy|memset, gpu_op, macros.union_islands
 -- params: none
 -- notes: Windows are the analysed steps (steady_steps.analysed); a GPU op counts for a window when it belongs to
 --   the window's process, clipped to the window. window_ns = total wall time of the analysed windows of the
@@ -55,16 +55,9 @@ ops AS MATERIALIZED (  -- each op clipped to each analysed step of its process i
     WHERE o.start_ns < w.end_ns AND o.end_ns > w.start_ns
       AND o.bucket = GREATEST(o.start_ns, w.start_ns) // (SELECT ns FROM bucket)
 ),
-reach AS (  -- per device and step (pid, step), the latest end among the ops before each (in start order)
-    SELECT device_id, s, e,
-           MAX(e) OVER (PARTITION BY device_id, pid, step ORDER BY s, e
-                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
-    FROM ops
-),
-busy AS (  -- |union|: each op adds its part past the latest end before it (sorted by start, what is covered from
-    -- its start on is [start, reach])
-    SELECT device_id, SUM(GREATEST(e - GREATEST(s, COALESCE(reach, s)), 0)) AS busy_ns
-    FROM reach GROUP BY device_id
+op_interval AS (SELECT {'device_id': device_id, 'pid': pid, 'step': step} AS grp, s, e FROM ops),
+busy AS (  -- |union| per device and step (queries/macros/union_islands.sql), summed per device
+    SELECT grp.device_id AS device_id, SUM(e - s) AS busy_ns FROM union_islands(op_interval) GROUP BY grp.device_id
 ),
 windows AS (  -- wall time of the windows of the processes that used each GPU
     SELECT d.device_id, SUM(w.end_ns - w.start_ns) AS window_ns

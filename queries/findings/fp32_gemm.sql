@@ -1,6 +1,6 @@
 -- nsysql: findings.fp32_gemm v2
 -- purpose: Finding: fp32 matrix multiplications and convolutions running on CUDA cores (no tensor cores) inside the analysed steps, which TF32 or bf16 autocast would move to tensor cores.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns_each, macros.plural_s
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns_each, macros.plural_s, macros.union_ns
 -- params: $min_busy_pct DOUBLE default 10 (fires when those kernels take at least this share of the GPU busy time of the analysed steps, %), $speedup BIGINT default 8 (assumed ceiling of the tensor-core speedup)
 -- notes: A kernel counts when its demangled name
 --   (a) is a GEMM/GEMV/convolution kernel: matches, ignoring case, gemm|gemv|xmma|cutlass|splitkreduce|
@@ -72,19 +72,10 @@ ops AS MATERIALIZED (  -- the fp32 GEMMs clipped to the analysed steps they over
 busy_in AS (  -- GPU busy time inside the analysed steps (the busy intervals, clipped to the steps, are disjoint)
     SELECT pid, SUM(end_ns - start_ns) AS busy_ns FROM _step_busy GROUP BY pid
 ),
-reach AS (
-    SELECT pid, s, e, MAX(e) OVER (PARTITION BY pid ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS r
-    FROM ops
-),
-unions AS (
-    SELECT i.pid, b.busy_ns, SUM(i.e - i.s) AS gemm_ns
-    FROM (SELECT pid, MIN(s) AS s, MAX(e) AS e
-          FROM (SELECT *, SUM(CASE WHEN r IS NULL OR s > r THEN 1 ELSE 0 END)
-                              OVER (PARTITION BY pid ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
-                FROM reach)
-          GROUP BY pid, island) AS i
-    JOIN busy_in AS b USING (pid)
-    GROUP BY i.pid, b.busy_ns
+gemm_interval AS (SELECT pid AS grp, s, e FROM ops),
+unions AS (  -- |union of the clipped GEMMs| per process (queries/macros/union_ns.sql)
+    SELECT u.grp AS pid, b.busy_ns, u.busy_ns AS gemm_ns
+    FROM union_ns(gemm_interval) AS u JOIN busy_in AS b ON b.pid = u.grp
 ),
 gemm_once AS MATERIALIZED (  -- each counted kernel once, for counts and names
     SELECT DISTINCT op_id, pid FROM ops

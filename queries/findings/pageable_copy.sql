@@ -1,6 +1,6 @@
 -- nsysql: findings.pageable_copy v2
 -- purpose: Finding: memory copies between the GPU and pageable (unpinned) host memory inside the analysed steps: staged by the driver, slower, and unable to overlap with compute.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, memcpy, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.human_ns_each, macros.plural_s, macros.call_layers, macros.thread_list
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, memcpy, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.human_ns_each, macros.plural_s, macros.call_layers, macros.thread_list, macros.union_ns
 -- params: $min_ns_per_step BIGINT default 10000 (fires when the pageable copies take at least this much GPU time per analysed step, on average, ns)
 -- notes: Pageable copy: a memcpy whose source or destination memory kind is Pageable (NVIDIA's label, as
 --   analysis.memcpy's host_memory), of a process with analysed steps. Its GPU interval counts where it
@@ -46,18 +46,9 @@ pageable AS MATERIALIZED (  -- pageable copies overlapping an analysed step, cli
     WHERE m.start_ns < w.end_ns AND m.end_ns > w.start_ns
       AND m.bucket = GREATEST(m.start_ns, w.start_ns) // (SELECT ns FROM bucket)
 ),
-reach AS (
-    SELECT pid, s, e, MAX(e) OVER (PARTITION BY pid ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS r
-    FROM pageable
-),
-island AS (
-    SELECT pid, s, e, SUM(CASE WHEN r IS NULL OR s > r THEN 1 ELSE 0 END)
-                          OVER (PARTITION BY pid ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
-    FROM reach
-),
-busy AS (  -- |union of the clipped copies| per process
-    SELECT pid, SUM(e - s) AS union_ns
-    FROM (SELECT pid, MIN(s) AS s, MAX(e) AS e FROM island GROUP BY pid, island) GROUP BY pid
+copy_interval AS (SELECT pid AS grp, s, e FROM pageable),
+busy AS (  -- |union of the clipped copies| per process (queries/macros/union_ns.sql)
+    SELECT grp AS pid, busy_ns AS union_ns FROM union_ns(copy_interval)
 ),
 per_pid AS (
     SELECT w.pid, COUNT(*) AS steps, SUM(w.wall_ns) AS wall_ns FROM win AS w GROUP BY w.pid
