@@ -1,6 +1,6 @@
 -- nsysql: analysis.overview_gpus v3
 -- purpose: Per GPU, within the analysed steps: utilization, estimated SM efficiency, estimated achieved occupancy and the share of kernel time on tensor cores (TensorBoard's GPU summary).
--- requires: analysis.steady_steps, analysis._steady_windows, kernel|memcpy|memset, gpu_op, macros.union_islands, macros.clip_to_steps
+-- requires: analysis.steady_steps, analysis._steady_windows, kernel|memcpy|memset, gpu_op, macros.union_ns, macros.clip_to_steps
 -- params: none
 -- notes: Windows are the analysed steps (steady_steps.analysed); a GPU op counts for a window when it belongs to
 --   the window's process, clipped to the window. window_ns = total wall time of the analysed windows of the
@@ -43,9 +43,13 @@ ops AS MATERIALIZED (  -- each op clipped to each analysed step of its process i
     -- (queries/macros/clip_to_steps.sql)
     SELECT device_id, pid, step, op_kind, op_id, s, e FROM clip_to_steps(op, _steady_windows)
 ),
-op_interval AS (SELECT {'device_id': device_id, 'pid': pid, 'step': step} AS grp, s, e FROM ops),
-busy AS (  -- |union| per device and step (queries/macros/union_islands.sql), summed per device
-    SELECT grp.device_id AS device_id, SUM(e - s) AS busy_ns FROM union_islands(op_interval) GROUP BY grp.device_id
+op_group AS (  -- one number per (device, pid, step): union_ns groups on it
+    SELECT device_id, pid, step, ROW_NUMBER() OVER () AS grp FROM (SELECT DISTINCT device_id, pid, step FROM ops)
+),
+op_interval AS (SELECT g.grp, o.s, o.e FROM ops AS o JOIN op_group AS g USING (device_id, pid, step)),
+busy AS (  -- |union| per device and step (queries/macros/union_ns.sql), summed per device
+    SELECT g.device_id, SUM(u.busy_ns) AS busy_ns FROM union_ns(op_interval) AS u JOIN op_group AS g USING (grp)
+    GROUP BY g.device_id
 ),
 windows AS (  -- wall time of the windows of the processes that used each GPU
     SELECT d.device_id, SUM(w.end_ns - w.start_ns) AS window_ns

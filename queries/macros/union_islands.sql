@@ -4,7 +4,7 @@
 -- params: none
 -- notes: The islands of macros.interval_islands, each its first start, last end and count. Islands of one group are
 --   disjoint and separated by a gap (touching intervals merge); the union's length is SUM(e - s), or macros.union_ns
---   where only the length is wanted (one pass, integer groups). grp may be of any type. gpu_busy (per device),
+--   where only the length is wanted (one pass, integer groups: faster). grp may be of any type. gpu_busy (per device),
 --   analysis._process_busy (per process), findings.dataloader_wait, gpu_idle_in_step and exposed_comm read it.
 -- columns:
 --   grp | ANY | id (as given)
