@@ -13,7 +13,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import duckdb
 
-from . import catalog, progress
+from . import catalog, macros, progress
 from .engine import quote_ident
 from .errors import NsysqlError
 
@@ -98,6 +98,7 @@ def _execute(cursor: duckdb.DuckDBPyConnection, q: catalog.Query,
              failed: Callable[[catalog.Query, duckdb.Error], Exception]) -> str:
     with progress.stage(q.name) as stage:
         try:
+            macros.install(cursor, only=q.requires)  # TEMP macros are per cursor: those it calls (gpu_busy's)
             cursor.execute(q.sql)
             if stage is not None and "CREATE VIEW" not in q.sql:  # counting a view would run it
                 stage.rows = cursor.execute(f"SELECT count(*) FROM {quote_ident(q.name)}").fetchone()[0]  # type: ignore[index]

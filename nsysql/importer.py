@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import catalog, inputs, progress, readonly, sqlite_check
+from . import catalog, inputs, macros, progress, readonly, sqlite_check
 from .build_graph import build_graph, build_workers
 from .engine import connect, error_line, quote_ident, quote_literal
 from .errors import NsysqlError
@@ -284,7 +284,9 @@ def applicable_shims(schema: str, tables: set[str]) -> list[catalog.Query]:
 
 
 def views_version(view_set: str = "nsys3") -> str:
-    """Changes whenever any normalize query of the set or any shim changes (its text, hence its version too)."""
+    """Changes whenever any normalize query of the set or any shim changes (its text, hence its version too), or a
+    macro one of them calls (gpu_busy calls macros.union_islands)."""
     queries = catalog.group(f"normalize.{view_set}") + catalog.group("normalize.shims")
+    queries += macros.called(r for q in queries for r in q.requires)
     digest = hashlib.sha256("".join(q.sql for q in queries).encode())
     return f"{view_set}-{digest.hexdigest()[:12]}"

@@ -153,3 +153,14 @@ def test_out_of_memory_names_the_setting_and_the_xz_given(monkeypatch, tmp_path)
     assert res.output.startswith(f"Error: {EXPORT}: could not normalize ")  # the .xz, not its unpacked copy
     assert "Out of Memory" in res.output and "NSYSQL_MEMORY_LIMIT=8GB; now 30MB" in res.output
     assert not list(tmp_path.glob("*.duckdb"))  # no half-built cache kept
+
+
+def test_a_statement_gets_the_macros_it_requires():
+    """A normalize statement that calls a macro (gpu_busy calls union_islands) finds it on its own cursor, with
+    the macros that macro calls; TEMP macros made on the connection would not reach the cursor."""
+    con = connect()
+    q = fake_query("islands", "CREATE TABLE islands AS WITH iv(grp, s, e) AS (VALUES (1, 0, 10), (1, 5, 20), "
+                              "(1, 30, 31)) SELECT grp, s, e, n FROM union_islands(iv) ORDER BY s",
+                   requires=("macros.union_islands",))
+    build_graph.build_graph(con, [q], workers=1, failed=lambda q, exc: RuntimeError(f"{q.name} failed: {exc}"))
+    assert con.execute("SELECT * FROM islands").fetchall() == [(1, 0, 20, 2), (1, 30, 31, 1)]

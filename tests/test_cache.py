@@ -1,6 +1,7 @@
 """The normalized cache: reused when the export is unchanged, rebuilt when it changes."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 
@@ -40,3 +41,14 @@ def test_no_cache_leaves_nothing(export_files, tmp_path, monkeypatch):
     assert e.kernels().height > 0
     e.close()
     assert not tmp.exists() and not (tmp_path / "never").exists()
+
+
+def test_a_macro_a_normalize_query_calls_is_part_of_the_cache_key(monkeypatch):
+    """gpu_busy calls macros.union_islands: editing the macro must not leave caches built with the old one in use."""
+    from nsysql import catalog, importer
+    before = importer.views_version()
+    macro = catalog.get("macros.union_islands")
+    changed = dataclasses.replace(macro, sql=macro.sql + "\n-- edited\n")
+    real_group = catalog.group
+    monkeypatch.setattr(catalog, "group", lambda name: [changed if q.id == macro.id else q for q in real_group(name)])
+    assert importer.views_version() != before

@@ -175,6 +175,72 @@ def test_union_ns_counts_overlaps_once_per_group():
     assert got == {1: 21, 2: 100, -3: 2}  # spelled out
 
 
+def test_union_islands_merges_overlapping_and_touching_intervals_per_group():
+    """The union as disjoint islands: overlapping, nested and touching intervals merge (through a chain too),
+    a gap keeps them apart, groups never merge, a zero-length interval is an island of its own; n counts the
+    intervals merged. A STRUCT group keys a composite group."""
+    con = connection()
+    got = con.execute("""
+        WITH intervals(grp, s, e) AS (VALUES
+            (1, 0, 10), (1, 5, 15), (1, 6, 8),  -- overlapping and nested: one island 0-15
+            (1, 15, 20),                        -- touching it: still that island
+            (1, 22, 22),                        -- zero length, after a gap: an island of its own
+            (1, 30, 31), (1, 31, 40), (1, 35, 36),
+            (2, 5, 15), (2, 0, 100),            -- another group, given out of order
+            (-3, 7, 9))
+        SELECT grp, s, e, n FROM union_islands(intervals) ORDER BY grp, s""").fetchall()
+    assert got == [(-3, 7, 9, 1), (1, 0, 20, 4), (1, 22, 22, 1), (1, 30, 40, 3), (2, 0, 100, 2)]
+    composite = con.execute("""
+        WITH intervals AS (SELECT {'pid': pid, 'step': step} AS grp, s, e
+                           FROM (VALUES (7, 1, 0, 10), (7, 1, 10, 12), (7, 2, 5, 6), (8, 1, 0, 3)) AS t(pid, step, s, e))
+        SELECT grp.pid, grp.step, s, e, n FROM union_islands(intervals) ORDER BY ALL""").fetchall()
+    assert composite == [(7, 1, 0, 12, 2), (7, 2, 5, 6, 1), (8, 1, 0, 3, 1)]
+
+
+def test_interval_islands_numbers_each_row_and_keeps_its_columns():
+    """Every row back with its other columns and its island's number (1, 2, ... per group in time order), so a
+    caller can aggregate more than start and end per island."""
+    con = connection()
+    got = con.execute("""
+        WITH intervals(grp, s, e, label) AS (VALUES
+            (1, 50, 60, 'c'), (1, 0, 10, 'a'), (1, 10, 20, 'b'), (1, 61, 62, 'd'), (2, 55, 58, 'e'))
+        SELECT label, grp, s, e, island FROM interval_islands(intervals) ORDER BY label""").fetchall()
+    assert got == [("a", 1, 0, 10, 1), ("b", 1, 10, 20, 1), ("c", 1, 50, 60, 2), ("d", 1, 61, 62, 3),
+                   ("e", 2, 55, 58, 1)]
+
+
+def test_launch_busy_counts_each_call_once_and_the_union_of_the_kernels():
+    """Per group: the launching calls' time with a call that launched several kernels (a graph) counted once,
+    and the union of the kernel intervals, overlapping kernels counted once."""
+    con = connection()
+    got = con.execute("""
+        WITH launch(grp, kernel_start_ns, kernel_end_ns, runtime_id, api_ns) AS (VALUES
+            (1, 100, 150, 10, 7),   -- call 10 launched two kernels: its 7 ns count once
+            (1, 140, 200, 10, 7),   -- overlaps the first: union 100-200
+            (1, 300, 310, 11, 5),
+            (2, 0, 50, 12, 20), (2, 60, 70, 13, 1))
+        SELECT grp, cpu_ns, gpu_busy_ns FROM launch_busy(launch) ORDER BY grp""").fetchall()
+    assert got == [(1, 12, 110), (2, 21, 60)]
+
+
+def test_clip_to_steps_cuts_intervals_to_the_analysed_steps_they_overlap():
+    """Against analysis._steady_windows' rows (steps 1 and 2 of process 7 in 16 ns buckets, step 1 of process 8
+    at the same time): an interval inside a step, across a step's start, across two steps (one row per step),
+    zero-length inside, ending where a step starts (no overlap), between steps, of a process without steps; the
+    interval's own columns come back with each row."""
+    con = connection()
+    got = con.execute("""
+        WITH step(step, pid, start_ns, end_ns) AS (VALUES (1, 7, 100, 140), (2, 7, 150, 230), (1, 8, 100, 140)),
+        windows AS (SELECT step, pid, start_ns, end_ns, UNNEST(range(start_ns // 16, (end_ns - 1) // 16 + 1)) AS bucket,
+                           16 AS bucket_ns FROM step),
+        intervals(id, pid, start_ns, end_ns) AS (VALUES
+            (1, 7, 110, 120), (2, 7, 90, 105), (3, 7, 130, 200), (4, 7, 120, 120), (5, 7, 80, 100), (6, 7, 140, 150),
+            (7, 9, 100, 140), (8, 8, 0, 1000))
+        SELECT id, pid, start_ns, end_ns, step, s, e FROM clip_to_steps(intervals, windows) ORDER BY id, step""").fetchall()
+    assert got == [(1, 7, 110, 120, 1, 110, 120), (2, 7, 90, 105, 1, 100, 105), (3, 7, 130, 200, 1, 130, 140),
+                   (3, 7, 130, 200, 2, 150, 200), (4, 7, 120, 120, 1, 120, 120), (8, 8, 0, 1000, 1, 100, 140)]
+
+
 def test_host_memory_and_copy_is_sync():
     con = connection()
     got = con.execute("""

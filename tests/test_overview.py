@@ -14,7 +14,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import catalog
+from nsysql import catalog, macros
 from nsysql.cli import app
 
 from plainwalk import is_op_marker
@@ -247,8 +247,10 @@ def test_overview_cli_formats(cases, export_files, cache_dir):
 
 # -- warm-up rules and the breakdown on hand-worked tables (in-memory DuckDB) --------------------------
 def run_query(query_id, tables):
-    """Run a catalog query's SQL on an in-memory DuckDB holding `tables` ({name: (column defs, rows)})."""
+    """Run a catalog query's SQL on an in-memory DuckDB holding `tables` ({name: (column defs, rows)}), with the
+    SQL library's macros (queries/macros/) as on an export's connection."""
     con = duckdb.connect()
+    macros.install(con)
     for name, (columns, rows) in tables.items():
         con.execute(f"CREATE TABLE {name} ({columns})")
         if rows:

@@ -8,7 +8,7 @@ import typer
 
 from ..attribution import combined, coverage_line
 from ..formats import Format
-from .common import OUTPUT, SOURCE, ExportsArg, Output, Source, TimeOrigins, add_commands
+from .common import OUTPUT, SOURCE, DepthOpt, ExportsArg, MergeRepeatsOpt, Output, Source, TimeOrigins, add_commands
 
 # table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
 OPTIONAL_KERNELS = ("seq", "device", "pid", "tid", "stream", "block", "grid", "params", "start_ns", "op")
@@ -57,10 +57,8 @@ def kernels(
 
 def layers(
     exports: ExportsArg,
-    depth: Annotated[int, typer.Option(
-        "--depth", min=0, help="Roll paths up to their first N components (1 = forward_pass, ...; 0 = whole path).")] = 0,
-    merge_repeats: Annotated[bool, typer.Option(
-        "--merge-repeats", help="Merge numbered components: layer_0, layer_1 ... -> layer_* (also MLP_0, Embedding_12).")] = False,
+    depth: DepthOpt = 0,
+    merge_repeats: MergeRepeatsOpt = False,
     out: Output = OUTPUT,
     src: Source = SOURCE,
 ) -> None:

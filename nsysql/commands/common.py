@@ -48,6 +48,11 @@ WideOpt = Annotated[bool, typer.Option(
                    "fits the terminal, or $COLUMNS, or 100 columns: long text is shortened and optional columns "
                    "hidden).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
+DepthOpt = Annotated[int, typer.Option(  # layers and plot layers
+    "--depth", min=0, help="Layer paths: keep their first N components (1 = forward_pass, ...; 0 = whole path).")]
+MergeRepeatsOpt = Annotated[bool, typer.Option(
+    "--merge-repeats", help="Layer paths: count numbered components together: layer_0, layer_1 ... -> layer_* "
+                            "(also MLP_0, Embedding_12).")]
 
 
 @contextmanager

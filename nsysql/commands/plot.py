@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import SOURCE, ExportsArg, Source, add_commands
+from .common import SOURCE, DepthOpt, ExportsArg, MergeRepeatsOpt, Source, add_commands
 
 
 class Kind(str, Enum):
@@ -41,10 +41,8 @@ def plot(
     top: Annotated[Optional[int], typer.Option(
         "--top", min=1, help="layers, kernels: how many bars [default: 25 layers, 20 kernels].",
         show_default=False)] = None,
-    depth: Annotated[int, typer.Option(
-        "--depth", min=0, help="layers: keep the first N components of each layer path (0 = whole path).")] = 0,
-    merge_repeats: Annotated[bool, typer.Option(
-        "--merge-repeats", help="layers: count layer_0, layer_1, ... together as layer_*.")] = False,
+    depth: DepthOpt = 0,
+    merge_repeats: MergeRepeatsOpt = False,
     src: Source = SOURCE,
 ) -> None:
     """Draw a timeline, per-layer bars or the top kernels of an export into a PNG, SVG or PDF file.

@@ -1,6 +1,6 @@
 -- nsysql: analysis._process_busy v1
 -- purpose: When each process's GPUs were busy: the busy intervals (gpu_busy) of the devices it ran GPU work on, merged across its devices, in time order, with the busy time before each (a prefix sum) and the end of the one before; idle time inside any time span of the process follows from it without an interval join.
--- requires: gpu_op, gpu_busy
+-- requires: gpu_op, gpu_busy, macros.union_islands
 -- params: none
 -- notes: A process's devices are those its GPU ops (kernels, copies, sets) ran on; a device is busy while any op of
 --   any process runs on it (gpu_busy). With one device, the usual case, the process's intervals are gpu_busy's for
@@ -25,20 +25,14 @@ single AS (  -- processes on one device (their intervals are the device's)
     SELECT pid, MIN(device_id) AS device_id FROM devices GROUP BY pid HAVING COUNT(*) = 1
 ),
 several AS (  -- processes on several devices: their devices' intervals, to be merged
-    SELECT d.pid, b.start_ns, b.end_ns,
-           MAX(b.end_ns) OVER (PARTITION BY d.pid ORDER BY b.start_ns, b.end_ns
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach_ns
+    SELECT d.pid AS grp, b.start_ns AS s, b.end_ns AS e
     FROM devices AS d JOIN gpu_busy AS b USING (device_id)
     WHERE d.pid NOT IN (SELECT pid FROM single)
 ),
 intervals AS (
     SELECT s.pid, b.start_ns, b.end_ns FROM single AS s JOIN gpu_busy AS b USING (device_id)
     UNION ALL
-    SELECT pid, MIN(start_ns), MAX(end_ns)
-    FROM (SELECT *, SUM(CASE WHEN reach_ns IS NULL OR start_ns > reach_ns THEN 1 ELSE 0 END)
-                        OVER (PARTITION BY pid ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS island
-          FROM several)
-    GROUP BY pid, island
+    SELECT grp, s, e FROM union_islands(several)  -- queries/macros/union_islands.sql
 )
 SELECT pid, start_ns, end_ns,
        CAST(COALESCE(SUM(end_ns - start_ns) OVER (PARTITION BY pid ORDER BY start_ns

@@ -1,6 +1,6 @@
 -- nsysql: analysis._step_busy v2
 -- purpose: The busy intervals of analysis._process_busy inside each analysed step, clipped to the step, with the step's busy time before each: busy time inside any span of an analysed step without sweeping the whole capture's intervals.
--- requires: analysis.steady_steps, analysis._steady_windows, analysis._process_busy
+-- requires: analysis.steady_steps, analysis._steady_windows, analysis._process_busy, macros.clip_to_steps
 -- params: none
 -- notes: An interval of the step's process counts where it overlaps the step (found by a hash join on time buckets,
 --   analysis._steady_windows: each interval in every bucket it spans, each pair of interval and step once), clipped
@@ -17,26 +17,9 @@
 --   before_ns | BIGINT | ns (busy time of the step before start_ns)
 --   idx | BIGINT | index (1, 2, ... in (step, start_ns) order)
 WITH
-bucket AS (SELECT MIN(bucket_ns) AS ns FROM _steady_windows),
-cut AS (  -- the busy intervals of the processes with analysed steps in the bucket(s) they span (most span one)
-    SELECT pid, start_ns, end_ns, start_ns // (SELECT ns FROM bucket) AS bucket
-    FROM _process_busy
-    WHERE pid IN (SELECT pid FROM _steady_windows)
-      AND start_ns // (SELECT ns FROM bucket) = (GREATEST(end_ns, start_ns + 1) - 1) // (SELECT ns FROM bucket)
-    UNION ALL
-    SELECT pid, start_ns, end_ns,
-           UNNEST(generate_series(start_ns // (SELECT ns FROM bucket),
-                                  (GREATEST(end_ns, start_ns + 1) - 1) // (SELECT ns FROM bucket)))
-    FROM _process_busy
-    WHERE pid IN (SELECT pid FROM _steady_windows)
-      AND start_ns // (SELECT ns FROM bucket) <> (GREATEST(end_ns, start_ns + 1) - 1) // (SELECT ns FROM bucket)
-),
-clipped AS (  -- each interval clipped to each analysed step it overlaps (each pair once: where the overlap starts)
-    SELECT w.step, b.pid, GREATEST(b.start_ns, w.start_ns) AS start_ns, LEAST(b.end_ns, w.end_ns) AS end_ns
-    FROM cut AS b
-    JOIN _steady_windows AS w ON w.pid = b.pid AND w.bucket = b.bucket
-    WHERE b.start_ns < w.end_ns AND b.end_ns > w.start_ns
-      AND b.bucket = GREATEST(b.start_ns, w.start_ns) // (SELECT ns FROM bucket)
+busy AS (SELECT pid, start_ns, end_ns FROM _process_busy WHERE pid IN (SELECT pid FROM _steady_windows)),
+clipped AS (  -- each interval clipped to each analysed step it overlaps (queries/macros/clip_to_steps.sql)
+    SELECT step, pid, s AS start_ns, e AS end_ns FROM clip_to_steps(busy, _steady_windows)
 )
 SELECT step, pid, start_ns, end_ns,
        CAST(COALESCE(SUM(end_ns - start_ns) OVER (PARTITION BY pid, step ORDER BY start_ns

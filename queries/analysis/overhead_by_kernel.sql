@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_kernel v2
 -- purpose: Kernel launch overhead per kernel name: launches, CPU time in the launching calls, GPU busy time, API and queue time statistics, kernels shorter than their launch call, and whether launching costs more than the kernels run.
--- requires: kernel|graph_trace, runtime, macros.kernel_launches, macros.union_ns, macros.launch_stats
+-- requires: kernel|graph_trace, runtime, macros.kernel_launches, macros.launch_busy, macros.launch_stats
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -36,28 +36,22 @@ launch AS MATERIALIZED (  -- queries/macros/kernel_launches.sql
     FROM kernel_launches(kernel, graph_trace, runtime) AS l
     JOIN name AS n ON n.kernel_name IS NOT DISTINCT FROM l.kernel_name
 ),
-kernel_interval AS (SELECT name_id AS grp, kernel_start_ns AS s, kernel_end_ns AS e FROM launch),
-union_busy AS (  -- the union of the group's kernel intervals (queries/macros/union_ns.sql)
-    SELECT grp AS name_id, busy_ns AS gpu_busy_ns FROM union_ns(kernel_interval)
-),
-call_time AS (  -- each launching call once
-    SELECT name_id, SUM(api_ns) AS cpu_ns
-    FROM (SELECT DISTINCT name_id, runtime_id, api_ns FROM launch)
-    GROUP BY name_id
+launch_group AS (SELECT name_id AS grp, kernel_start_ns, kernel_end_ns, runtime_id, api_ns FROM launch),
+busy AS (  -- per name: launching calls' time (each call once) and the union of its kernels (queries/macros/launch_busy.sql)
+    SELECT grp AS name_id, cpu_ns, gpu_busy_ns FROM launch_busy(launch_group)
 ),
 stats AS (
     SELECT name_id, UNNEST(launch_stats(api_ns, queue_ns, kernel_ns))  -- queries/macros/launch_stats.sql
     FROM launch
     GROUP BY name_id
 )
-SELECT n.kernel_name, s.launches, CAST(c.cpu_ns AS BIGINT) AS cpu_ns, CAST(u.gpu_busy_ns AS BIGINT) AS gpu_busy_ns,
+SELECT n.kernel_name, s.launches, CAST(b.cpu_ns AS BIGINT) AS cpu_ns, CAST(b.gpu_busy_ns AS BIGINT) AS gpu_busy_ns,
        CAST(s.kernel_ns AS BIGINT) AS kernel_ns,
        s.mean_api_ns, CAST(s.median_api_ns AS DOUBLE) AS median_api_ns, CAST(s.p95_api_ns AS DOUBLE) AS p95_api_ns,
        s.mean_queue_ns, CAST(s.median_queue_ns AS DOUBLE) AS median_queue_ns,
        CAST(s.p95_queue_ns AS DOUBLE) AS p95_queue_ns,
-       s.shorter_than_launch, s.launches >= 2 AND 2 * u.gpu_busy_ns < c.cpu_ns AS launch_bound
+       s.shorter_than_launch, s.launches >= 2 AND 2 * b.gpu_busy_ns < b.cpu_ns AS launch_bound
 FROM stats AS s
-JOIN union_busy AS u USING (name_id)
-JOIN call_time AS c USING (name_id)
+JOIN busy AS b USING (name_id)
 JOIN name AS n USING (name_id)
 ORDER BY cpu_ns DESC, n.kernel_name;

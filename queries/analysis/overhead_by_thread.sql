@@ -1,6 +1,6 @@
 -- nsysql: analysis.overhead_by_thread v2
 -- purpose: Kernel launch overhead per launching thread: launches, CPU time in launching calls, GPU busy and idle time over the thread's launching span, API and queue time statistics, kernels shorter than their launch call, and whether the thread is launch-bound.
--- requires: kernel|graph_trace, runtime, macros.kernel_launches, macros.union_ns, macros.launch_stats, macros.device_busy_in
+-- requires: kernel|graph_trace, runtime, macros.kernel_launches, macros.launch_busy, macros.launch_stats, macros.device_busy_in
 -- params: none
 -- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
@@ -38,14 +38,10 @@ launch AS MATERIALIZED (  -- queries/macros/kernel_launches.sql
            api_ns, queue_ns, kernel_ns
     FROM kernel_launches(kernel, graph_trace, runtime)
 ),
-kernel_interval AS (SELECT global_tid AS grp, kernel_start_ns AS s, kernel_end_ns AS e FROM launch),
-union_busy AS (  -- the union of the group's kernel intervals (queries/macros/union_ns.sql)
-    SELECT grp AS global_tid, busy_ns AS gpu_busy_ns FROM union_ns(kernel_interval)
-),
-call_time AS (  -- each launching call once
-    SELECT global_tid, SUM(api_ns) AS cpu_ns
-    FROM (SELECT DISTINCT global_tid, runtime_id, api_ns FROM launch)
-    GROUP BY global_tid
+launch_group AS (SELECT global_tid AS grp, kernel_start_ns, kernel_end_ns, runtime_id, api_ns FROM launch),
+busy AS (  -- per thread: launching calls' time (each call once) and the union of its kernels
+    -- (queries/macros/launch_busy.sql)
+    SELECT grp AS global_tid, cpu_ns, gpu_busy_ns FROM launch_busy(launch_group)
 ),
 stats AS (
     SELECT global_tid, MIN(pid) AS pid, MIN(tid) AS tid, MIN(api_start_ns) AS span_start_ns,
@@ -61,7 +57,7 @@ thread_device AS (  -- the thread's launching span on each device it launched on
 busy_in_span AS (  -- busy time inside the span (queries/macros/device_busy_in.sql); the busiest device counts
     SELECT id AS global_tid, MAX(busy_ns) AS busy_ns FROM device_busy_in(thread_device, gpu_busy) GROUP BY id
 )
-SELECT s.pid, s.tid, t.thread_name, s.launches, CAST(c.cpu_ns AS BIGINT) AS cpu_ns,
+SELECT s.pid, s.tid, t.thread_name, s.launches, CAST(u.cpu_ns AS BIGINT) AS cpu_ns,
        CAST(u.gpu_busy_ns AS BIGINT) AS gpu_busy_ns, s.span_end_ns - s.span_start_ns AS launch_span_ns,
        CAST(s.span_end_ns - s.span_start_ns - b.busy_ns AS BIGINT) AS gpu_idle_ns,
        CAST(s.kernel_ns AS BIGINT) AS kernel_ns,
@@ -71,8 +67,7 @@ SELECT s.pid, s.tid, t.thread_name, s.launches, CAST(c.cpu_ns AS BIGINT) AS cpu_
        s.shorter_than_launch,
        s.launches >= 2 AND 2 * (s.span_end_ns - s.span_start_ns - b.busy_ns) > s.span_end_ns - s.span_start_ns AS launch_bound
 FROM stats AS s
-JOIN union_busy AS u USING (global_tid)
-JOIN call_time AS c USING (global_tid)
+JOIN busy AS u USING (global_tid)
 JOIN busy_in_span AS b USING (global_tid)
 LEFT JOIN thread AS t USING (global_tid)
 ORDER BY s.launches DESC, s.pid, s.tid;

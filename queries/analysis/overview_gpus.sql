@@ -1,6 +1,6 @@
 -- nsysql: analysis.overview_gpus v3
 -- purpose: Per GPU, within the analysed steps: utilization, estimated SM efficiency, estimated achieved occupancy and the share of kernel time on tensor cores (TensorBoard's GPU summary).
--- requires: analysis.steady_steps, analysis._steady_windows, kernel|memcpy|memset, gpu_op
+-- requires: analysis.steady_steps, analysis._steady_windows, kernel|memcpy|memset, gpu_op, macros.union_ns, macros.clip_to_steps
 -- params: none
 -- notes: Windows are the analysed steps (steady_steps.analysed); a GPU op counts for a window when it belongs to
 --   the window's process, clipped to the window. window_ns = total wall time of the analysed windows of the
@@ -38,33 +38,18 @@
 --   tensor_core_pct | DOUBLE | pct of kernel_ns | 1
 WITH
 win AS (SELECT step, pid, start_ns, end_ns FROM steady_steps WHERE analysed),
-bucket AS (SELECT MIN(bucket_ns) AS ns FROM _steady_windows),
-cut AS (  -- each GPU op in the time bucket(s) it spans (most span one)
-    SELECT *, start_ns // (SELECT ns FROM bucket) AS bucket
-    FROM gpu_op
-    WHERE end_ns > start_ns AND start_ns // (SELECT ns FROM bucket) = (end_ns - 1) // (SELECT ns FROM bucket)
-    UNION ALL
-    SELECT *, UNNEST(generate_series(start_ns // (SELECT ns FROM bucket), (end_ns - 1) // (SELECT ns FROM bucket)))
-    FROM gpu_op
-    WHERE end_ns > start_ns AND start_ns // (SELECT ns FROM bucket) <> (end_ns - 1) // (SELECT ns FROM bucket)
+op AS (SELECT device_id, pid, op_kind, op_id, start_ns, end_ns FROM gpu_op WHERE end_ns > start_ns),
+ops AS MATERIALIZED (  -- each op clipped to each analysed step of its process it overlaps
+    -- (queries/macros/clip_to_steps.sql)
+    SELECT device_id, pid, step, op_kind, op_id, s, e FROM clip_to_steps(op, _steady_windows)
 ),
-ops AS MATERIALIZED (  -- each op clipped to each analysed step of its process it overlaps (each pair once)
-    SELECT o.device_id, w.pid, w.step, o.op_kind, o.op_id,
-           GREATEST(o.start_ns, w.start_ns) AS s, LEAST(o.end_ns, w.end_ns) AS e
-    FROM cut AS o JOIN _steady_windows AS w ON w.pid = o.pid AND w.bucket = o.bucket
-    WHERE o.start_ns < w.end_ns AND o.end_ns > w.start_ns
-      AND o.bucket = GREATEST(o.start_ns, w.start_ns) // (SELECT ns FROM bucket)
+op_group AS (  -- one number per (device, pid, step): union_ns groups on it
+    SELECT device_id, pid, step, ROW_NUMBER() OVER () AS grp FROM (SELECT DISTINCT device_id, pid, step FROM ops)
 ),
-reach AS (  -- per device and step (pid, step), the latest end among the ops before each (in start order)
-    SELECT device_id, s, e,
-           MAX(e) OVER (PARTITION BY device_id, pid, step ORDER BY s, e
-                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
-    FROM ops
-),
-busy AS (  -- |union|: each op adds its part past the latest end before it (sorted by start, what is covered from
-    -- its start on is [start, reach])
-    SELECT device_id, SUM(GREATEST(e - GREATEST(s, COALESCE(reach, s)), 0)) AS busy_ns
-    FROM reach GROUP BY device_id
+op_interval AS (SELECT g.grp, o.s, o.e FROM ops AS o JOIN op_group AS g USING (device_id, pid, step)),
+busy AS (  -- |union| per device and step (queries/macros/union_ns.sql), summed per device
+    SELECT g.device_id, SUM(u.busy_ns) AS busy_ns FROM union_ns(op_interval) AS u JOIN op_group AS g USING (grp)
+    GROUP BY g.device_id
 ),
 windows AS (  -- wall time of the windows of the processes that used each GPU
     SELECT d.device_id, SUM(w.end_ns - w.start_ns) AS window_ns

@@ -1,6 +1,6 @@
 -- nsysql: findings.exposed_comm v2
 -- purpose: Finding: communication (NCCL kernels) inside the analysed steps that no compute kernel overlaps on its GPU: time the step waits for the collective.
--- requires: analysis.steady_steps, analysis._step_label, kernel, runtime, runtime_nvtx, nvtx_ancestor, macros.comm_kernels, macros.human_ns_each, macros.plural_s
+-- requires: analysis.steady_steps, analysis._step_label, kernel, runtime, runtime_nvtx, nvtx_ancestor, macros.comm_kernels, macros.human_ns_each, macros.plural_s, macros.union_islands
 -- params: $min_exposed_pct DOUBLE default 30 (fires when at least this share of the communication time is exposed, %), $min_ns_per_step BIGINT default 10000 (and the exposed time is at least this much per analysed step, on average, ns)
 -- notes: Communication kernel: a kernel whose demangled name contains `nccl` (any case: ncclDevKernel_*,
 --   ncclKernel_*), or whose launching CUDA call (correlationId AND process) lies inside an NVTX range of the NCCL
@@ -42,37 +42,22 @@ comm AS MATERIALIZED (  -- communication kernels of the processes with analysed 
     FROM comm_row AS k
     JOIN win AS w ON w.pid = k.pid AND k.start_ns < w.end_ns AND k.end_ns > w.start_ns
 ),
-compute_reach AS (  -- compute kernels on the devices that run communication
-    SELECT device_id, start_ns, end_ns,
-           MAX(end_ns) OVER (PARTITION BY device_id ORDER BY start_ns, end_ns
-                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach_ns
+compute_kernel AS (  -- compute kernels on the devices that run communication
+    SELECT device_id AS grp, start_ns AS s, end_ns AS e
     FROM kernel
     WHERE device_id IN (SELECT device_id FROM comm) AND kernel_id NOT IN (SELECT kernel_id FROM comm_kernel)
 ),
-compute AS MATERIALIZED (  -- disjoint compute-busy intervals per device, with the busy time before each (a prefix
-    -- sum) and their number in (device, start) order
-    SELECT device_id, start_ns, end_ns,
-           COALESCE(SUM(end_ns - start_ns) OVER (PARTITION BY device_id ORDER BY start_ns
-                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns,
-           ROW_NUMBER() OVER (ORDER BY device_id, start_ns) AS idx
-    FROM (SELECT device_id, MIN(start_ns) AS start_ns, MAX(end_ns) AS end_ns
-          FROM (SELECT *, SUM(CASE WHEN reach_ns IS NULL OR start_ns > reach_ns THEN 1 ELSE 0 END)
-                              OVER (PARTITION BY device_id ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS island
-                FROM compute_reach)
-          GROUP BY device_id, island)
+compute AS MATERIALIZED (  -- disjoint compute-busy intervals per device (queries/macros/union_islands.sql), with
+    -- the busy time before each (a prefix sum) and their number in (device, start) order
+    SELECT grp AS device_id, s AS start_ns, e AS end_ns,
+           COALESCE(SUM(e - s) OVER (PARTITION BY grp ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+             AS before_ns,
+           ROW_NUMBER() OVER (ORDER BY grp, s) AS idx
+    FROM union_islands(compute_kernel)
 ),
-comm_reach AS (
-    SELECT pid, device_id, step, s, e,
-           MAX(e) OVER (PARTITION BY pid, device_id, step ORDER BY s, e
-                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS r
-    FROM comm
-),
-merged AS (  -- the union of the step's communication per device
-    SELECT pid, device_id, step, MIN(s) AS s, MAX(e) AS e
-    FROM (SELECT *, SUM(CASE WHEN r IS NULL OR s > r THEN 1 ELSE 0 END)
-                        OVER (PARTITION BY pid, device_id, step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
-          FROM comm_reach)
-    GROUP BY pid, device_id, step, island
+comm_interval AS (SELECT {'pid': pid, 'device_id': device_id, 'step': step} AS grp, s, e FROM comm),
+merged AS (  -- the union of the step's communication per device (queries/macros/union_islands.sql)
+    SELECT grp.pid AS pid, grp.device_id AS device_id, grp.step AS step, s, e FROM union_islands(comm_interval)
 ),
 probe AS (
     SELECT ROW_NUMBER() OVER () AS id, pid, device_id, step, s, e FROM merged

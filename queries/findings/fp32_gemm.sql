@@ -1,6 +1,6 @@
 -- nsysql: findings.fp32_gemm v2
 -- purpose: Finding: fp32 matrix multiplications and convolutions running on CUDA cores (no tensor cores) inside the analysed steps, which TF32 or bf16 autocast would move to tensor cores.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns_each, macros.plural_s
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns_each, macros.plural_s, macros.union_ns, macros.clip_to_steps
 -- params: $min_busy_pct DOUBLE default 10 (fires when those kernels take at least this share of the GPU busy time of the analysed steps, %), $speedup BIGINT default 8 (assumed ceiling of the tensor-core speedup)
 -- notes: A kernel counts when its demangled name
 --   (a) is a GEMM/GEMV/convolution kernel: matches, ignoring case, gemm|gemv|xmma|cutlass|splitkreduce|
@@ -36,9 +36,6 @@ WITH
 win AS (  -- the analysed steady-state step windows
     SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
 ),
-bucket AS (  -- bucket width of analysis._steady_windows: the analysed steps an interval meets are a hash join away
-    SELECT MIN(bucket_ns) AS ns FROM _steady_windows
-),
 kernel_class AS (  -- each distinct kernel name once: is it an fp32 GEMM/convolution off the tensor cores? (any_value:
     -- the optimizer cannot push the name tests below the grouping, so they run per name, not per kernel)
     SELECT kernel_name,
@@ -49,42 +46,21 @@ kernel_class AS (  -- each distinct kernel name once: is it an fp32 GEMM/convolu
              AND NOT regexp_matches(kernel_name, 'bf16|bfloat16|f16|fp16|half|tf32|double|dgemm|int8|i8', 'i') AS fp32_gemm
     FROM (SELECT any_value(kernel_name) AS kernel_name FROM kernel GROUP BY kernel_name)
 ),
-gemm AS (  -- those kernels of the processes with analysed steps, cut at the buckets they span (most span one)
-    SELECT k.kernel_id, k.pid, k.start_ns, k.end_ns, k.start_ns // (SELECT ns FROM bucket) AS bucket
+gemm AS (  -- those kernels of the processes with analysed steps
+    SELECT k.kernel_id, k.pid, k.start_ns, k.end_ns
     FROM kernel AS k JOIN kernel_class AS c USING (kernel_name)
     WHERE c.fp32_gemm AND k.pid IN (SELECT pid FROM win)
-      AND k.start_ns // (SELECT ns FROM bucket) = (GREATEST(k.end_ns, k.start_ns + 1) - 1) // (SELECT ns FROM bucket)
-    UNION ALL
-    SELECT k.kernel_id, k.pid, k.start_ns, k.end_ns,
-           UNNEST(generate_series(k.start_ns // (SELECT ns FROM bucket),
-                                  (GREATEST(k.end_ns, k.start_ns + 1) - 1) // (SELECT ns FROM bucket)))
-    FROM kernel AS k JOIN kernel_class AS c USING (kernel_name)
-    WHERE c.fp32_gemm AND k.pid IN (SELECT pid FROM win)
-      AND k.start_ns // (SELECT ns FROM bucket) <> (GREATEST(k.end_ns, k.start_ns + 1) - 1) // (SELECT ns FROM bucket)
 ),
-ops AS MATERIALIZED (  -- the fp32 GEMMs clipped to the analysed steps they overlap (each pair once: in the bucket where it starts)
-    SELECT g.kernel_id AS op_id, g.pid, w.step, GREATEST(g.start_ns, w.start_ns) AS s, LEAST(g.end_ns, w.end_ns) AS e
-    FROM gemm AS g
-    JOIN _steady_windows AS w ON w.pid = g.pid AND w.bucket = g.bucket
-    WHERE g.start_ns < w.end_ns AND g.end_ns > w.start_ns
-      AND g.bucket = GREATEST(g.start_ns, w.start_ns) // (SELECT ns FROM bucket)
+ops AS MATERIALIZED (  -- the fp32 GEMMs clipped to the analysed steps they overlap (queries/macros/clip_to_steps.sql)
+    SELECT kernel_id AS op_id, pid, step, s, e FROM clip_to_steps(gemm, _steady_windows)
 ),
 busy_in AS (  -- GPU busy time inside the analysed steps (the busy intervals, clipped to the steps, are disjoint)
     SELECT pid, SUM(end_ns - start_ns) AS busy_ns FROM _step_busy GROUP BY pid
 ),
-reach AS (
-    SELECT pid, s, e, MAX(e) OVER (PARTITION BY pid ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS r
-    FROM ops
-),
-unions AS (
-    SELECT i.pid, b.busy_ns, SUM(i.e - i.s) AS gemm_ns
-    FROM (SELECT pid, MIN(s) AS s, MAX(e) AS e
-          FROM (SELECT *, SUM(CASE WHEN r IS NULL OR s > r THEN 1 ELSE 0 END)
-                              OVER (PARTITION BY pid ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
-                FROM reach)
-          GROUP BY pid, island) AS i
-    JOIN busy_in AS b USING (pid)
-    GROUP BY i.pid, b.busy_ns
+gemm_interval AS (SELECT pid AS grp, s, e FROM ops),
+unions AS (  -- |union of the clipped GEMMs| per process (queries/macros/union_ns.sql)
+    SELECT u.grp AS pid, b.busy_ns, u.busy_ns AS gemm_ns
+    FROM union_ns(gemm_interval) AS u JOIN busy_in AS b ON b.pid = u.grp
 ),
 gemm_once AS MATERIALIZED (  -- each counted kernel once, for counts and names
     SELECT DISTINCT op_id, pid FROM ops

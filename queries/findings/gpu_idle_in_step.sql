@@ -1,6 +1,6 @@
 -- nsysql: findings.gpu_idle_in_step v3
 -- purpose: Finding: the GPU idle inside the analysed steady-state steps, with what the step's own thread was doing meanwhile (its ranges, CUDA API calls, OS calls).
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, user_range, runtime, thread, macros.busy_in_step, macros.human_ns, macros.human_ns_each, macros.thread_label, macros.thread_names, macros.per_step_phrase
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, user_range, runtime, thread, macros.busy_in_step, macros.human_ns, macros.human_ns_each, macros.thread_label, macros.thread_names, macros.per_step_phrase, macros.union_islands
 -- params: $min_idle_pct DOUBLE default 10 (fires when the GPU idles at least this share of the analysed steps' wall time, %)
 -- notes: Windows: the analysed steps of analysis.steady_steps (warm-up excluded); one finding per process with
 --   analysed steps. Busy = the busy intervals of the process's devices (analysis._process_busy: any kernel, copy or
@@ -64,18 +64,13 @@ os_call AS (
     JOIN _steady_windows AS w ON w.pid = c.pid AND w.tid = c.tid AND w.bucket = c.bucket
     WHERE c.start_ns >= w.start_ns AND c.start_ns < w.end_ns
 ),
-call_reach AS (  -- CUDA calls (kind 'cuda'), OS calls ('os') and both ('calls') of the thread, merged per step
-    SELECT kind, step, pid, s, e,
-           MAX(e) OVER (PARTITION BY kind, pid, step ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+call_interval AS (  -- CUDA calls (kind 'cuda'), OS calls ('os') and both ('calls') of the thread, per step
+    SELECT {'kind': kind, 'pid': pid, 'step': step} AS grp, s, e
     FROM (SELECT 'cuda' AS kind, step, pid, s, e FROM cuda_call UNION ALL SELECT 'os', step, pid, s, e FROM os_call
           UNION ALL SELECT 'calls', step, pid, s, e FROM cuda_call UNION ALL SELECT 'calls', step, pid, s, e FROM os_call)
 ),
-call_union AS (
-    SELECT kind, step, pid, MIN(s) AS s, MAX(e) AS e
-    FROM (SELECT *, SUM(CASE WHEN reach IS NULL OR s > reach THEN 1 ELSE 0 END)
-                        OVER (PARTITION BY kind, pid, step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
-          FROM call_reach)
-    GROUP BY kind, step, pid, island
+call_union AS (  -- merged per step (queries/macros/union_islands.sql)
+    SELECT grp.kind AS kind, grp.step AS step, grp.pid AS pid, s, e FROM union_islands(call_interval)
 ),
 probe AS (
     SELECT ROW_NUMBER() OVER () AS id, *

@@ -1,6 +1,6 @@
 -- nsysql: findings.pageable_copy v2
 -- purpose: Finding: memory copies between the GPU and pageable (unpinned) host memory inside the analysed steps: staged by the driver, slower, and unable to overlap with compute.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, memcpy, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.human_ns_each, macros.plural_s, macros.call_layers, macros.thread_list
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, memcpy, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.human_ns_each, macros.plural_s, macros.call_layers, macros.thread_list, macros.union_ns, macros.clip_to_steps
 -- params: $min_ns_per_step BIGINT default 10000 (fires when the pageable copies take at least this much GPU time per analysed step, on average, ns)
 -- notes: Pageable copy: a memcpy whose source or destination memory kind is Pageable (NVIDIA's label, as
 --   analysis.memcpy's host_memory), of a process with analysed steps. Its GPU interval counts where it
@@ -27,37 +27,20 @@ WITH
 win AS (  -- the analysed steady-state step windows
     SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
 ),
-bucket AS (  -- bucket width of analysis._steady_windows: the analysed steps an interval meets are a hash join away
-    SELECT MIN(bucket_ns) AS ns FROM _steady_windows
+pageable_row AS (  -- pageable copies of the processes with analysed steps
+    SELECT memcpy_id, pid, copy_kind, bytes, correlation_id, start_ns, end_ns
+    FROM memcpy WHERE 'Pageable' IN (src_kind, dst_kind) AND pid IN (SELECT pid FROM win)
 ),
-pageable_row AS (  -- pageable copies of the processes with analysed steps, at each bucket they span
-    SELECT m.*, UNNEST(generate_series(m.start_ns // (SELECT ns FROM bucket),
-                                       (GREATEST(m.end_ns, m.start_ns + 1) - 1) // (SELECT ns FROM bucket))) AS bucket
-    FROM memcpy AS m
-    WHERE 'Pageable' IN (m.src_kind, m.dst_kind) AND m.pid IN (SELECT pid FROM win)
-),
-pageable AS MATERIALIZED (  -- pageable copies overlapping an analysed step, clipped to it (each pair once: where the overlap starts)
-    SELECT m.memcpy_id, m.pid, m.copy_kind, m.bytes, m.end_ns - m.start_ns AS dur_ns, w.step,
-           GREATEST(m.start_ns, w.start_ns) AS s, LEAST(m.end_ns, w.end_ns) AS e,
+pageable AS MATERIALIZED (  -- pageable copies overlapping an analysed step, clipped to it
+    -- (queries/macros/clip_to_steps.sql)
+    SELECT m.memcpy_id, m.pid, m.copy_kind, m.bytes, m.end_ns - m.start_ns AS dur_ns, m.step, m.s, m.e,
            c.runtime_id, c.tid, c.end_ns - c.start_ns AS api_ns
-    FROM pageable_row AS m
-    JOIN _steady_windows AS w ON w.pid = m.pid AND w.bucket = m.bucket
+    FROM clip_to_steps(pageable_row, _steady_windows) AS m
     LEFT JOIN runtime AS c ON c.correlation_id = m.correlation_id AND c.pid = m.pid
-    WHERE m.start_ns < w.end_ns AND m.end_ns > w.start_ns
-      AND m.bucket = GREATEST(m.start_ns, w.start_ns) // (SELECT ns FROM bucket)
 ),
-reach AS (
-    SELECT pid, s, e, MAX(e) OVER (PARTITION BY pid ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS r
-    FROM pageable
-),
-island AS (
-    SELECT pid, s, e, SUM(CASE WHEN r IS NULL OR s > r THEN 1 ELSE 0 END)
-                          OVER (PARTITION BY pid ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
-    FROM reach
-),
-busy AS (  -- |union of the clipped copies| per process
-    SELECT pid, SUM(e - s) AS union_ns
-    FROM (SELECT pid, MIN(s) AS s, MAX(e) AS e FROM island GROUP BY pid, island) GROUP BY pid
+copy_interval AS (SELECT pid AS grp, s, e FROM pageable),
+busy AS (  -- |union of the clipped copies| per process (queries/macros/union_ns.sql)
+    SELECT grp AS pid, busy_ns AS union_ns FROM union_ns(copy_interval)
 ),
 per_pid AS (
     SELECT w.pid, COUNT(*) AS steps, SUM(w.wall_ns) AS wall_ns FROM win AS w GROUP BY w.pid

@@ -1,6 +1,6 @@
 -- nsysql: findings.sync_in_step v2
 -- purpose: Finding: synchronizing CUDA calls inside the analysed steps (device/stream/event/context synchronize, and copies or memsets whose call blocked until they ended), with the GPU idle time they cost.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.busy_before, macros.copy_is_sync, macros.human_ns_each, macros.plural_s, macros.call_layers, macros.thread_list
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.busy_before, macros.copy_is_sync, macros.human_ns_each, macros.plural_s, macros.call_layers, macros.thread_list, macros.interval_islands
 -- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Synchronizing calls: CUDA API calls named cudaDeviceSynchronize, cudaStreamSynchronize,
 --   cudaEventSynchronize, cudaThreadSynchronize or their driver forms (cuCtxSynchronize, cuStreamSynchronize,
@@ -85,18 +85,14 @@ resumed AS (  -- when the GPU got work again after the call: at its end if busy 
 call_idle AS MATERIALIZED (  -- each call's own idle time (for ranking where, and per API)
     SELECT *, (resume_ns - start_ns) - (b_resume - b_start) AS idle_ns FROM resumed
 ),
-win_reach AS (  -- the call windows merged per step (calls of several threads, or back to back, overlap)
-    SELECT step, pid, start_ns AS s, resume_ns AS e, b_start, b_resume,
-           MAX(resume_ns) OVER (PARTITION BY pid, step ORDER BY start_ns, resume_ns
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
-    FROM resumed
+call_window AS (  -- the call windows per step (calls of several threads, or back to back, overlap)
+    SELECT {'pid': pid, 'step': step} AS grp, start_ns AS s, resume_ns AS e, b_start, b_resume FROM resumed
 ),
-merged_idle AS MATERIALIZED (  -- idle time of each merged window: its length minus B(end) - B(start)
-    SELECT pid, (MAX(e) - MIN(s)) - (arg_max(b_resume, e) - arg_min(b_start, s)) AS idle_ns
-    FROM (SELECT *, SUM(CASE WHEN reach IS NULL OR s > reach THEN 1 ELSE 0 END)
-                        OVER (PARTITION BY pid, step ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island
-          FROM win_reach)
-    GROUP BY step, pid, island
+merged_idle AS MATERIALIZED (  -- idle time of each merged window (queries/macros/interval_islands.sql): its length
+    -- minus B(end) - B(start)
+    SELECT grp.pid AS pid, (MAX(e) - MIN(s)) - (arg_max(b_resume, e) - arg_min(b_start, s)) AS idle_ns
+    FROM interval_islands(call_window)
+    GROUP BY grp, island
 ),
 per_pid AS (
     SELECT w.pid, COUNT(*) AS steps, SUM(w.wall_ns) AS wall_ns,
