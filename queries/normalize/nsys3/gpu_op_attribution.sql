@@ -42,7 +42,8 @@
 --      left between its neighbours' (the latest lowest and the next highest); a side where some op has
 --      none left is charged nothing. Host-to-device copies and memsets have no backward. Passes alike in
 --      every op (what ran, in order, and the forward's paths) are solved once; confidence = the share of
---      the pass's ops charged. Never over a seq link or an annotation (those passes have no borrowed ops).
+--      the pass's ops charged; borrowed_range_id keeps the range it borrowed. Never over a seq link or an
+--      annotation (those passes have no borrowed ops).
 --   Direction: optim inside an optimizer range or marker; bprop inside a backward evaluation or a user
 --   range named like backward (an annotated `... [backward]` range is one), or on a thread named pt_autograd_*; fprop for any other call inside a
 --   user range or op marker (own or borrowed); other outside every user range and op marker (library ranges
@@ -67,6 +68,7 @@
 --   seq | BIGINT | id (autograd sequence number)
 --   link | ENUM | how the layer was found: seq, annotated, own, borrowed, none or inferred (rule 7)
 --   confidence | DOUBLE | ratio (inferred rows: share of the backward pass's ops that rule 7 charged; else NULL)
+--   borrowed_range_id | BIGINT | id (inferred rows: the range rule 5 lent, where the op ran; else NULL)
 CREATE TABLE gpu_op_attribution AS
 WITH RECURSIVE
 launch AS MATERIALIZED (  -- every GPU op with its launching call and that call's innermost range context
@@ -454,9 +456,10 @@ placed AS (  -- per shape and backward position: the forward range, and the shar
     JOIN rep_range AS u USING (shape_id, range_id) JOIN rep AS r USING (shape_id)
 ),
 placed_op AS (  -- every pass of the shape: its backward op at that position
-    SELECT b.kind_no, b.op_id, b.pid, b.run_no, p.layer, p.confidence
+    SELECT b.kind_no, b.op_id, b.pid, b.run_no, p.layer, p.confidence, pa.lender_id
     FROM bwd_pos AS b JOIN shape AS s USING (pid, run_no)
     JOIN placed AS p ON p.shape_id = s.shape_id AND p.pos = b.pos
+    JOIN pass AS pa USING (pid, run_no)
 ),
 pass_layer AS (  -- in each pass, the forward range of that path: the pass a range of that path comes first before
     SELECT pa.pid, pa.run_no, u.layer, arg_max(u.range_id, u.start_ns) AS range_id
@@ -466,7 +469,7 @@ pass_layer AS (  -- in each pass, the forward range of that path: the pass a ran
     GROUP BY pa.pid, pa.run_no, u.layer
 ),
 inferred AS (
-    SELECT o.kind_no, o.op_id, l.range_id, o.confidence
+    SELECT o.kind_no, o.op_id, l.range_id, o.confidence, o.lender_id
     FROM placed_op AS o JOIN pass_layer AS l USING (pid, run_no, layer)
 )
 SELECT a.op_kind, a.op_id, a.direction, COALESCE(i.range_id, a.layer_range_id) AS layer_range_id,
@@ -474,6 +477,6 @@ SELECT a.op_kind, a.op_id, a.direction, COALESCE(i.range_id, a.layer_range_id) A
        CASE WHEN i.range_id IS NOT NULL
             THEN CAST('inferred' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred'))
             ELSE a.link END AS link,
-       i.confidence
+       i.confidence, i.lender_id AS borrowed_range_id
 FROM attributed AS a
 LEFT JOIN inferred AS i ON i.kind_no = a.kind_no AND i.op_id = a.op_id;  -- no ORDER BY: readers order (a 1.7M-row sort)
