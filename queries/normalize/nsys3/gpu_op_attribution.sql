@@ -72,10 +72,9 @@
 CREATE TABLE gpu_op_attribution AS
 WITH RECURSIVE
 launch AS MATERIALIZED (  -- every GPU op with its launching call and that call's innermost range context
-    SELECT CAST(o.op_kind AS VARCHAR) AS op_kind, enum_code(o.op_kind) AS kind_no, o.op_id, o.runtime_id,
-           (o.call_global_tid >> 24) & 16777215 AS pid, o.call_global_tid AS global_tid,
-           o.call_start_ns AS start_ns, o.call_end_ns AS end_ns, rn.range_id,  -- the call, as gpu_op_int found it
-           o.kernel_name, o.label,  -- what ran: rule 7 compares passes by it
+    SELECT o.op_kind, enum_code(o.op_kind) AS kind_no, o.op_id, o.runtime_id, o.call_global_tid AS global_tid,
+           o.call_start_ns AS start_ns, o.call_end_ns AS end_ns,  -- the call, as gpu_op_int found it
+           hash(o.kernel_name, o.label) AS what,  -- what ran, as one integer: rule 7 compares passes by it
            cx.user_range_id, cx.op_range_id, cx.eval_range_id, cx.annotated_range_id,
            COALESCE(cx.in_optim, false) AS in_optim, COALESCE(cx.in_backward, false) AS in_backward
     FROM gpu_op_int AS o
@@ -124,7 +123,7 @@ own_user_range AS (
 ),
 -- rule 5: calls on threads without user ranges of their own borrow the waiting thread's innermost open one
 lone AS MATERIALIZED (
-    SELECT runtime_id, pid, start_ns, end_ns FROM launch  -- a graph launch repeats its call: see borrowed
+    SELECT runtime_id, (global_tid >> 24) & 16777215 AS pid, start_ns, end_ns FROM launch  -- a graph launch repeats its call: see borrowed
     WHERE user_range_id IS NULL AND global_tid NOT IN (SELECT DISTINCT global_tid FROM own_user_range)
 ),
 user_event AS (
@@ -162,7 +161,7 @@ borrowed_context AS (
     FROM borrowed AS b JOIN nvtx_context AS cx ON cx.range_id = b.range_id
 ),
 attributed AS MATERIALIZED (  -- rules 1-6
-    SELECT c.op_kind, c.kind_no, c.op_id, c.pid, c.global_tid, c.start_ns AS call_start_ns, c.kernel_name, c.label,
+    SELECT c.op_kind, c.kind_no, c.op_id, c.global_tid, c.start_ns AS call_start_ns, c.what,
            CAST(CASE WHEN c.in_optim THEN 'optim'
                 WHEN c.eval_range_id IS NOT NULL OR c.in_backward
                      OR COALESCE(th.thread_name LIKE 'pt_autograd_%', false) THEN 'bprop'
@@ -189,28 +188,31 @@ attributed AS MATERIALIZED (  -- rules 1-6
     LEFT JOIN marker AS om ON om.range_id = c.op_range_id
 ),
 
--- rule 7: a backward pass whose ops only borrow a range, charged to the forward layers by the capture's structure
+-- rule 7: a backward pass whose ops only borrow a range, charged to the forward layers by the capture's structure.
+-- Everything over all ops is integers in one narrow sort; only one pass of each kind is looked at closely.
 pass_op AS (  -- per process with such ops: forward ops on their own range, backward ops on none of their own
-    SELECT kind_no, op_id, pid, global_tid, call_start_ns, layer_range_id, link, is_b
+    SELECT kind_no, op_id, (global_tid >> 24) & 16777215 AS pid, global_tid, call_start_ns, what, is_b,
+           CASE WHEN NOT is_b OR link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred'))
+                THEN layer_range_id END AS range_id  -- a backward op's: the lender, if it borrowed one
     FROM (SELECT *, direction = CAST('bprop' AS ENUM('fprop', 'bprop', 'optim', 'other')) AS is_b,
                  link = CAST('own' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred')) AS is_own
           FROM attributed)
-    WHERE pid IN (SELECT DISTINCT pid FROM attributed
-                  WHERE link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred')))
+    WHERE (global_tid >> 24) & 16777215 IN (
+              SELECT DISTINCT (global_tid >> 24) & 16777215 FROM attributed
+              WHERE link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred')))
       AND (is_b <> is_own) AND (is_b OR direction = CAST('fprop' AS ENUM('fprop', 'bprop', 'optim', 'other')))
 ),
 numbered AS MATERIALIZED (  -- ops so far (seen) and backward ops so far (b_seen): a backward run shares one f_seen
-    SELECT *, seen - b_seen AS f_seen
-    FROM (SELECT *, ROW_NUMBER() OVER w AS seen,
-                 CAST(SUM(CASE WHEN is_b THEN 1 ELSE 0 END) OVER w AS BIGINT) AS b_seen
+    SELECT kind_no, op_id, pid, global_tid, call_start_ns, what, is_b, range_id, b_seen, seen - b_seen AS f_seen
+    FROM (SELECT *, ROW_NUMBER() OVER w AS seen, SUM(is_b::INTEGER) OVER w AS b_seen
           FROM pass_op
           WINDOW w AS (PARTITION BY pid ORDER BY call_start_ns, op_id, kind_no ROWS UNBOUNDED PRECEDING))
 ),
 run AS (  -- a backward run (the ops between two forward ops); inferable when all borrow one range (the lender)
     SELECT pid, f_seen AS run_no, MIN(b_seen) AS first_b, MAX(b_seen) AS last_b,
            MIN(call_start_ns) AS start_ns, MAX(call_start_ns) AS last_ns, COUNT(*) AS ops,
-           MIN(layer_range_id) AS lender_id,
-           bool_and(link = 'borrowed') AND MIN(layer_range_id) = MAX(layer_range_id) AS inferable
+           MIN(range_id) AS lender_id,
+           COUNT(range_id) = COUNT(*) AND MIN(range_id) = MAX(range_id) AS inferable
     FROM numbered WHERE is_b GROUP BY pid, f_seen
 ),
 lender AS MATERIALIZED (
@@ -236,47 +238,62 @@ pass AS MATERIALIZED (  -- an inferable run with where its forward starts: after
     LEFT JOIN run AS prev ON prev.pid = r.pid AND prev.last_b = r.first_b - 1
     WHERE r.inferable
 ),
-fwd AS (  -- its forward: the lender thread's ops since the previous run, in ranges opened since or around the lender
-    SELECT pa.pid, pa.run_no, e.f_seen, e.kind_no, e.op_id, e.call_start_ns, a.kernel_name, a.label, e.layer_range_id,
-           u.layer
+fwd_range AS (  -- the user ranges of the lender threads, their paths as integers
+    SELECT range_id, start_ns, hash(layer) AS layer_no
+    FROM user_range WHERE global_tid IN (SELECT DISTINCT lender_tid FROM pass)
+),
+fwd_pos AS MATERIALIZED (  -- a pass's forward: the lender thread's ops since the previous run, in ranges opened since
+    -- or around the lender; pos counts back from the pass (gaps where another thread's ops were left out)
+    SELECT pa.pid, pa.run_no, e.kind_no, e.op_id, e.call_start_ns, e.what, e.range_id, u.layer_no,
+           pa.run_no - e.f_seen AS pos
     FROM pass AS pa
     JOIN numbered AS e ON e.pid = pa.pid AND e.b_seen = pa.first_b - 1 AND NOT e.is_b AND e.global_tid = pa.lender_tid
-    JOIN attributed AS a ON a.kind_no = e.kind_no AND a.op_id = e.op_id
-    JOIN user_range AS u ON u.range_id = e.layer_range_id
-    LEFT JOIN lender_anc AS la ON la.lender_id = pa.lender_id AND la.anc_id = e.layer_range_id
+    JOIN fwd_range AS u ON u.range_id = e.range_id
+    LEFT JOIN lender_anc AS la ON la.lender_id = pa.lender_id AND la.anc_id = e.range_id
     WHERE u.start_ns >= pa.cutoff_ns OR la.anc_id IS NOT NULL
 ),
-fwd_pos AS MATERIALIZED (  -- positions from the pass's first forward op (gaps where another thread's ops were left out)
-    SELECT f.*, f.f_seen - m.first_f AS pos
-    FROM fwd AS f JOIN (SELECT pid, run_no, MIN(f_seen) AS first_f FROM fwd GROUP BY pid, run_no) AS m USING (pid, run_no)
-),
 bwd_pos AS MATERIALIZED (
-    SELECT e.pid, e.f_seen AS run_no, e.kind_no, e.op_id, a.kernel_name, a.label, e.b_seen - pa.first_b AS pos
+    SELECT e.pid, e.f_seen AS run_no, e.kind_no, e.op_id, e.what, e.b_seen - pa.first_b AS pos
     FROM numbered AS e JOIN pass AS pa ON pa.pid = e.pid AND pa.run_no = e.f_seen
-    JOIN attributed AS a ON a.kind_no = e.kind_no AND a.op_id = e.op_id
     WHERE e.is_b
 ),
 shape AS MATERIALIZED (  -- passes alike in every op (what ran, in order, and the forward's layer paths) are solved once
     SELECT pa.pid, pa.run_no, hash(f.h, f.n, b.h, b.n, pa.lender_layer) AS shape_id
     FROM pass AS pa
-    JOIN (SELECT pid, run_no, bit_xor(hash(pos, kernel_name, label, layer)) AS h, COUNT(*) AS n
+    JOIN (SELECT pid, run_no, bit_xor(hash(pos, what, layer_no)) AS h, COUNT(*) AS n
           FROM fwd_pos GROUP BY pid, run_no) AS f USING (pid, run_no)
-    JOIN (SELECT pid, run_no, bit_xor(hash(pos, kernel_name, label)) AS h, COUNT(*) AS n
+    JOIN (SELECT pid, run_no, bit_xor(hash(pos, what)) AS h, COUNT(*) AS n
           FROM bwd_pos GROUP BY pid, run_no) AS b USING (pid, run_no)
 ),
 rep AS MATERIALIZED (  -- one pass of each shape
     SELECT s.shape_id, s.pid, s.run_no, pa.ops AS nb, pa.lender_id,
-           (SELECT MIN(call_start_ns) FROM fwd AS f WHERE f.pid = s.pid AND f.run_no = s.run_no) AS first_call_ns
+           (SELECT MIN(call_start_ns) FROM fwd_pos AS f WHERE f.pid = s.pid AND f.run_no = s.run_no) AS first_call_ns
     FROM (SELECT shape_id, arg_min(pid, (pid, run_no)) AS pid, arg_min(run_no, (pid, run_no)) AS run_no
           FROM shape GROUP BY shape_id) AS s
     JOIN pass AS pa USING (pid, run_no)
 ),
-rep_op AS MATERIALIZED (  -- its forward (f) and backward (b) ops with what a comparison needs
-    SELECT r.shape_id, o.side, o.pos, o.layer_range_id AS range_id, o.layer,
-           hash(o.kernel_name, o.label, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z) AS sig,
-           COALESCE(CAST(k.short_name AS VARCHAR), o.label) AS short,
-           hash(COALESCE(CAST(k.short_name AS VARCHAR), o.label), k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y,
-                k.block_z) AS short_sig,
+rep_seq AS MATERIALIZED (  -- its forward (f, pos from 0 in order) and backward (b) ops
+    SELECT 'f' AS side, r.shape_id, ROW_NUMBER() OVER (PARTITION BY r.shape_id ORDER BY f.pos DESC) - 1 AS pos,
+           f.kind_no, f.op_id, f.range_id
+    FROM rep AS r JOIN fwd_pos AS f USING (pid, run_no)
+    UNION ALL
+    SELECT 'b', r.shape_id, b.pos, b.kind_no, b.op_id, NULL
+    FROM rep AS r JOIN bwd_pos AS b USING (pid, run_no)
+),
+rep_kernel AS (  -- their names and launch shapes: semi joins, so that the hash tables hold these few ops only
+    SELECT kernel_id, kernel_name, short_name, grid_x, grid_y, grid_z, block_x, block_y, block_z FROM kernel_int
+    WHERE kernel_id IN (SELECT op_id FROM rep_seq WHERE kind_no = 0)  -- 0: kernel
+),
+rep_other AS (
+    SELECT enum_code(op_kind) AS kind_no, op_id, label FROM gpu_op_int
+    WHERE op_kind <> 'kernel' AND op_id IN (SELECT op_id FROM rep_seq WHERE kind_no <> 0)
+),
+rep_op AS MATERIALIZED (  -- with what a comparison needs
+    SELECT o.shape_id, o.side, o.pos, o.range_id, o.layer,
+           hash(o.kernel_name, o.label, o.grid_x, o.grid_y, o.grid_z, o.block_x, o.block_y, o.block_z) AS sig,
+           COALESCE(CAST(o.short_name AS VARCHAR), o.label) AS short,
+           hash(COALESCE(CAST(o.short_name AS VARCHAR), o.label), o.grid_x, o.grid_y, o.grid_z, o.block_x, o.block_y,
+                o.block_z) AS short_sig,
            COALESCE(regexp_matches(CAST(o.kernel_name AS VARCHAR),
                                    'gemm|gemv|cutlass|cublas|splitKreduce|xmma|nvjet|conv|dgrad|wgrad|winograd|fft', 'i'),
                     false) AS is_mm,  -- a matrix product or a convolution
@@ -287,15 +304,12 @@ rep_op AS MATERIALIZED (  -- its forward (f) and backward (b) ops with what a co
                                'copy|nchwto|nhwcto|transpose|fill|functor_add|addfunctor|add_kernel|workspace', 'i')
              AS is_util,
            COALESCE(o.label IN ('[CUDA memset]', '[CUDA memcpy Host-to-Device]'), false) AS no_grad
-    FROM rep AS r
-    JOIN (SELECT 'f' AS side, pid, run_no, ROW_NUMBER() OVER (PARTITION BY pid, run_no ORDER BY pos) - 1 AS pos,
-                 kind_no, op_id, kernel_name, label, layer_range_id, layer
-          FROM fwd_pos SEMI JOIN rep USING (pid, run_no)
-          UNION ALL
-          SELECT 'b', pid, run_no, pos, kind_no, op_id, kernel_name, label, NULL, NULL
-          FROM bwd_pos SEMI JOIN rep USING (pid, run_no)) AS o
-      USING (pid, run_no)
-    LEFT JOIN kernel_int AS k ON k.kernel_id = CASE WHEN o.kind_no = 0 THEN o.op_id END  -- 0: kernel
+    FROM (SELECT q.shape_id, q.side, q.pos, q.kind_no, q.range_id, u.layer, k.kernel_name, x.label, k.short_name,
+                 k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z
+          FROM rep_seq AS q
+          LEFT JOIN rep_kernel AS k ON k.kernel_id = q.op_id AND q.kind_no = 0
+          LEFT JOIN rep_other AS x ON x.kind_no = q.kind_no AND x.op_id = q.op_id
+          LEFT JOIN user_range AS u ON u.range_id = q.range_id) AS o
 ),
 rep_range AS MATERIALIZED (  -- the user ranges open during a representative pass's forward (ancestors included)
     SELECT r.shape_id, u.range_id, u.user_parent_id, u.user_depth, u.layer, u.is_step
@@ -450,19 +464,19 @@ outside_block AS (  -- one block left, on a side where every op has one at least
       AND NOT EXISTS (SELECT 1 FROM feasible AS z WHERE z.shape_id = f.shape_id AND z.side = f.side AND z.count < 1)
 ),
 placed AS (  -- per shape and backward position: the forward range, and the share of the pass placed
-    SELECT p.shape_id, p.pos, u.layer,
+    SELECT p.shape_id, p.pos, u.layer, hash(u.layer) AS layer_no,
            COUNT(*) OVER (PARTITION BY p.shape_id) / ANY_VALUE(r.nb) OVER (PARTITION BY p.shape_id) AS confidence
     FROM (SELECT * FROM in_stack UNION ALL SELECT * FROM outside_block) AS p
     JOIN rep_range AS u USING (shape_id, range_id) JOIN rep AS r USING (shape_id)
 ),
 placed_op AS (  -- every pass of the shape: its backward op at that position
-    SELECT b.kind_no, b.op_id, b.pid, b.run_no, p.layer, p.confidence, pa.lender_id
+    SELECT b.kind_no, b.op_id, b.pid, b.run_no, p.layer_no, p.confidence, pa.lender_id
     FROM bwd_pos AS b JOIN shape AS s USING (pid, run_no)
     JOIN placed AS p ON p.shape_id = s.shape_id AND p.pos = b.pos
     JOIN pass AS pa USING (pid, run_no)
 ),
 pass_layer AS (  -- in each pass, the forward range of that path: the pass a range of that path comes first before
-    SELECT pa.pid, pa.run_no, u.layer, arg_max(u.range_id, u.start_ns) AS range_id
+    SELECT pa.pid, pa.run_no, hash(u.layer) AS layer_no, arg_max(u.range_id, u.start_ns) AS range_id
     FROM (SELECT * FROM user_range WHERE layer IN (SELECT DISTINCT layer FROM placed)
                                      AND global_tid IN (SELECT DISTINCT lender_tid FROM pass)) AS u
     ASOF JOIN pass AS pa ON pa.lender_tid = u.global_tid AND pa.start_ns >= u.start_ns
@@ -470,9 +484,10 @@ pass_layer AS (  -- in each pass, the forward range of that path: the pass a ran
 ),
 inferred AS (
     SELECT o.kind_no, o.op_id, l.range_id, o.confidence, o.lender_id
-    FROM placed_op AS o JOIN pass_layer AS l USING (pid, run_no, layer)
+    FROM placed_op AS o JOIN pass_layer AS l USING (pid, run_no, layer_no)
 )
-SELECT a.op_kind, a.op_id, a.direction, COALESCE(i.range_id, a.layer_range_id) AS layer_range_id,
+SELECT CAST(a.op_kind AS VARCHAR) AS op_kind, a.op_id, a.direction,
+       COALESCE(i.range_id, a.layer_range_id) AS layer_range_id,
        a.op_range_id, a.eval_range_id, a.shapes_range_id, a.seq,
        CASE WHEN i.range_id IS NOT NULL
             THEN CAST('inferred' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred'))
