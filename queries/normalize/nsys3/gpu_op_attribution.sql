@@ -203,17 +203,17 @@ pass_op AS (  -- per process with such ops: forward ops on their own range, back
       AND (is_b <> is_own) AND (is_b OR direction = CAST('fprop' AS ENUM('fprop', 'bprop', 'optim', 'other')))
 ),
 numbered AS MATERIALIZED (  -- ops so far (seen) and backward ops so far (b_seen): a backward run shares one f_seen
-    SELECT kind_no, op_id, pid, global_tid, call_start_ns, what, is_b, range_id, b_seen, seen - b_seen AS f_seen
-    FROM (SELECT *, ROW_NUMBER() OVER w AS seen, SUM(is_b::INTEGER) OVER w AS b_seen
+    SELECT kind_no, op_id, global_tid, call_start_ns, what, is_b, range_id, b_seen, seen - b_seen AS f_seen
+    FROM (SELECT *, ROW_NUMBER() OVER w AS seen, CAST(SUM(is_b::INTEGER) OVER w AS BIGINT) AS b_seen
           FROM pass_op
           WINDOW w AS (PARTITION BY pid ORDER BY call_start_ns, op_id, kind_no ROWS UNBOUNDED PRECEDING))
 ),
 run AS (  -- a backward run (the ops between two forward ops); inferable when all borrow one range (the lender)
-    SELECT pid, f_seen AS run_no, MIN(b_seen) AS first_b, MAX(b_seen) AS last_b,
+    SELECT (global_tid >> 24) & 16777215 AS pid, f_seen AS run_no, MIN(b_seen) AS first_b, MAX(b_seen) AS last_b,
            MIN(call_start_ns) AS start_ns, MAX(call_start_ns) AS last_ns, COUNT(*) AS ops,
            MIN(range_id) AS lender_id,
            COUNT(range_id) = COUNT(*) AND MIN(range_id) = MAX(range_id) AS inferable
-    FROM numbered WHERE is_b GROUP BY pid, f_seen
+    FROM numbered WHERE is_b GROUP BY ALL
 ),
 lender AS MATERIALIZED (
     SELECT range_id, user_parent_id, user_depth, start_ns, global_tid, layer FROM user_range
@@ -242,19 +242,19 @@ fwd_range AS (  -- the user ranges of the lender threads, their paths as integer
     SELECT range_id, start_ns, hash(layer) AS layer_no
     FROM user_range WHERE global_tid IN (SELECT DISTINCT lender_tid FROM pass)
 ),
-fwd_pos AS MATERIALIZED (  -- a pass's forward: the lender thread's ops since the previous run, in ranges opened since
-    -- or around the lender; pos counts back from the pass (gaps where another thread's ops were left out)
+fwd_pos AS NOT MATERIALIZED (  -- a pass's forward: the lender thread's ops since the previous run, in ranges opened
+    -- since or around the lender; pos counts back from the pass (gaps where another thread's ops were left out)
     SELECT pa.pid, pa.run_no, e.kind_no, e.op_id, e.call_start_ns, e.what, e.range_id, u.layer_no,
            pa.run_no - e.f_seen AS pos
     FROM pass AS pa
-    JOIN numbered AS e ON e.pid = pa.pid AND e.b_seen = pa.first_b - 1 AND NOT e.is_b AND e.global_tid = pa.lender_tid
+    JOIN numbered AS e ON e.global_tid = pa.lender_tid AND e.b_seen = pa.first_b - 1 AND NOT e.is_b
     JOIN fwd_range AS u ON u.range_id = e.range_id
     LEFT JOIN lender_anc AS la ON la.lender_id = pa.lender_id AND la.anc_id = e.range_id
     WHERE u.start_ns >= pa.cutoff_ns OR la.anc_id IS NOT NULL
 ),
-bwd_pos AS MATERIALIZED (
-    SELECT e.pid, e.f_seen AS run_no, e.kind_no, e.op_id, e.what, e.b_seen - pa.first_b AS pos
-    FROM numbered AS e JOIN pass AS pa ON pa.pid = e.pid AND pa.run_no = e.f_seen
+bwd_pos AS NOT MATERIALIZED (  -- a pass's backward ops, pos from 0
+    SELECT pa.pid, pa.run_no, e.kind_no, e.op_id, e.what, e.b_seen - pa.first_b AS pos
+    FROM numbered AS e JOIN pass AS pa ON pa.run_no = e.f_seen AND pa.pid = (e.global_tid >> 24) & 16777215
     WHERE e.is_b
 ),
 shape AS MATERIALIZED (  -- passes alike in every op (what ran, in order, and the forward's layer paths) are solved once
