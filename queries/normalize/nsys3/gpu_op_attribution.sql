@@ -242,7 +242,7 @@ fwd_range AS (  -- the user ranges of the lender threads, their paths as integer
     SELECT range_id, start_ns, hash(layer) AS layer_no
     FROM user_range WHERE global_tid IN (SELECT DISTINCT lender_tid FROM pass)
 ),
-fwd_pos AS NOT MATERIALIZED (  -- a pass's forward: the lender thread's ops since the previous run, in ranges opened
+fwd_pos AS (  -- a pass's forward: the lender thread's ops since the previous run, in ranges opened
     -- since or around the lender; pos counts back from the pass (gaps where another thread's ops were left out)
     SELECT pa.pid, pa.run_no, e.kind_no, e.op_id, e.call_start_ns, e.what, e.range_id, u.layer_no,
            pa.run_no - e.f_seen AS pos
@@ -266,16 +266,23 @@ shape AS MATERIALIZED (  -- passes alike in every op (what ran, in order, and th
           FROM bwd_pos GROUP BY pid, run_no) AS b USING (pid, run_no)
 ),
 rep AS MATERIALIZED (  -- one pass of each shape
-    SELECT s.shape_id, s.pid, s.run_no, pa.ops AS nb, pa.lender_id,
-           (SELECT MIN(call_start_ns) FROM fwd_pos AS f WHERE f.pid = s.pid AND f.run_no = s.run_no) AS first_call_ns
+    SELECT s.shape_id, pa.*, pa.ops AS nb
     FROM (SELECT shape_id, arg_min(pid, (pid, run_no)) AS pid, arg_min(run_no, (pid, run_no)) AS run_no
           FROM shape GROUP BY shape_id) AS s
     JOIN pass AS pa USING (pid, run_no)
 ),
+rep_fwd AS MATERIALIZED (  -- its forward ops, chosen as in fwd_pos
+    SELECT r.shape_id, e.kind_no, e.op_id, e.call_start_ns, e.range_id, r.run_no - e.f_seen AS pos
+    FROM rep AS r
+    JOIN numbered AS e ON e.global_tid = r.lender_tid AND e.b_seen = r.first_b - 1 AND NOT e.is_b
+    JOIN user_range AS u ON u.range_id = e.range_id
+    LEFT JOIN lender_anc AS la ON la.lender_id = r.lender_id AND la.anc_id = e.range_id
+    WHERE u.start_ns >= r.cutoff_ns OR la.anc_id IS NOT NULL
+),
 rep_seq AS MATERIALIZED (  -- its forward (f, pos from 0 in order) and backward (b) ops
-    SELECT 'f' AS side, r.shape_id, ROW_NUMBER() OVER (PARTITION BY r.shape_id ORDER BY f.pos DESC) - 1 AS pos,
-           f.kind_no, f.op_id, f.range_id
-    FROM rep AS r JOIN fwd_pos AS f USING (pid, run_no)
+    SELECT 'f' AS side, shape_id, ROW_NUMBER() OVER (PARTITION BY shape_id ORDER BY pos DESC) - 1 AS pos,
+           kind_no, op_id, range_id
+    FROM rep_fwd
     UNION ALL
     SELECT 'b', r.shape_id, b.pos, b.kind_no, b.op_id, NULL
     FROM rep AS r JOIN bwd_pos AS b USING (pid, run_no)
@@ -313,8 +320,9 @@ rep_op AS MATERIALIZED (  -- with what a comparison needs
 ),
 rep_range AS MATERIALIZED (  -- the user ranges open during a representative pass's forward (ancestors included)
     SELECT r.shape_id, u.range_id, u.user_parent_id, u.user_depth, u.layer, u.is_step
-    FROM rep AS r JOIN pass AS pa USING (pid, run_no)
-    JOIN user_range AS u ON u.global_tid = pa.lender_tid AND u.start_ns <= pa.start_ns AND u.end_ns >= r.first_call_ns
+    FROM rep AS r JOIN (SELECT shape_id, MIN(call_start_ns) AS first_call_ns FROM rep_fwd GROUP BY shape_id) AS f
+      USING (shape_id)
+    JOIN user_range AS u ON u.global_tid = r.lender_tid AND u.start_ns <= r.start_ns AND u.end_ns >= f.first_call_ns
 ),
 range_anc(shape_id, range_id, anc_id) AS (  -- the user ranges of each representative forward op, from its own up
     SELECT DISTINCT shape_id, range_id, range_id FROM rep_op WHERE side = 'f'
