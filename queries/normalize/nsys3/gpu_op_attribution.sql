@@ -123,7 +123,8 @@ own_user_range AS (
 ),
 -- rule 5: calls on threads without user ranges of their own borrow the waiting thread's innermost open one
 lone AS MATERIALIZED (
-    SELECT runtime_id, (global_tid >> 24) & 16777215 AS pid, start_ns, end_ns FROM launch  -- a graph launch repeats its call: see borrowed
+    SELECT runtime_id, (global_tid >> 24) & 16777215 AS pid, start_ns, end_ns
+    FROM launch  -- a graph launch repeats its call: see borrowed
     WHERE user_range_id IS NULL AND global_tid NOT IN (SELECT DISTINCT global_tid FROM own_user_range)
 ),
 user_event AS (
@@ -192,7 +193,8 @@ attributed AS MATERIALIZED (  -- rules 1-6
 -- Everything over all ops is integers in one narrow sort; only one pass of each kind is looked at closely.
 pass_op AS (  -- per process with such ops: forward ops on their own range, backward ops on none of their own
     SELECT kind_no, op_id, (global_tid >> 24) & 16777215 AS pid, global_tid, call_start_ns, what, is_b,
-           CASE WHEN NOT is_b OR link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred'))
+           CASE WHEN NOT is_b
+                  OR link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred'))
                 THEN layer_range_id END AS range_id  -- a backward op's: the lender, if it borrowed one
     FROM (SELECT *, direction = CAST('bprop' AS ENUM('fprop', 'bprop', 'optim', 'other')) AS is_b,
                  link = CAST('own' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred')) AS is_own
