@@ -78,14 +78,15 @@ class _ThroughPushPop:
         pop()
 
 
-def module_ranges(model: object, enabled: bool) -> ContextManager[object]:
+def module_ranges(model: object, enabled: bool, backward: bool = True) -> ContextManager[object]:
     """``nsysql.annotate(model)``: a range per layer named by module path, forward and backward
-    (`model/layers.3/attn`, `model/layers.3/attn [backward]`); a no-op context when not `enabled`."""
+    (`model/layers.3/attn`, `model/layers.3/attn [backward]`; forward only when not `backward`); a
+    no-op context when not `enabled`."""
     if not enabled:
         return contextlib.nullcontext()
     from nsysql.annotate import annotate
 
-    return annotate(model, nvtx=_ThroughPushPop())
+    return annotate(model, nvtx=_ThroughPushPop(), backward=backward)
 
 
 def synchronize(device: object) -> None:

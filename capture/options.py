@@ -51,7 +51,7 @@ WORKLOAD_OPTIONS: tuple[WorkloadOption, ...] = (
                    choices=MODES, default="train"),
     WorkloadOption("dtype", str, "fp32, or bf16 through autocast.", choices=DTYPES, default="fp32"),
     WorkloadOption("batch", int, "Batch size (default: the model's: gpt 4, bert 4, ncf 1048576, dlrm 32768, "
-                                 "cnn 128).", min=1),
+                                 "cnn 128, hf 4).", min=1),
     WorkloadOption("warmup", int, "Warm-up steps, inside the `warmup` range (default: 3).", min=0),
     WorkloadOption("steps", int, "Profiled steps, each inside `profiled_step` (default: 1).", min=1),
     WorkloadOption("op_ranges", bool,
@@ -60,9 +60,16 @@ WORKLOAD_OPTIONS: tuple[WorkloadOption, ...] = (
     WorkloadOption("annotate", bool,
                    "A range per layer named by module path around its forward and its backward (nsysql.annotate; "
                    "docs/annotate.md), so backward kernels have their layer without op markers (default: on)."),
+    WorkloadOption("op_ranges_last", bool,
+                   "Op markers (emit_nvtx) in the last profiled step only, the earlier profiled steps plain: the same "
+                   "step with and without them, the ground truth that bench/bench_backward_inference.py measures "
+                   "backward inference against; needs 2 --steps or more (default: off)."),
+    WorkloadOption("annotate_backward", bool,
+                   "With --annotate, the backward ranges too; --no-annotate-backward keeps the forward ones only, as "
+                   "a user's forward hooks give (default: on)."),
     _model("size", str, ("gpt",), "model size (default: small).", choices=tuple(GPT_SIZES)),
-    _model("seq", int, ("gpt", "bert"), "sequence length (default: gpt 512, bert 128).", min=1),
-    _model("layers", int, ("bert",), "encoder layers (default: 2).", min=1),
+    _model("seq", int, ("gpt", "bert", "hf"), "sequence length (default: gpt 512, bert 128, hf 128).", min=1),
+    _model("layers", int, ("bert", "hf"), "encoder layers, transformer blocks (default: bert 2, hf 6).", min=1),
     _model("users", int, ("ncf",), "users (default: 138493).", min=1),
     _model("items", int, ("ncf",), "items (default: 26744).", min=1),
     _model("rows", int, ("dlrm",), "rows of embedding table 0 (default: 100000).", min=1),

@@ -34,7 +34,7 @@ _SHORT_OPTIONS = {"-t": "--trace", "-s": "--sample", "-o": "--output", "-f": "--
 
 # workload option -> models it applies to (None: every model), as capture.options declares them
 _WORKLOAD_OPTIONS: dict[str, tuple[str, ...] | None] = {option.name: option.models for option in WORKLOAD_OPTIONS}
-_LAST = ("op_ranges", "annotate")  # every model's NVTX switches: passed after the other options
+_LAST = ("op_ranges", "annotate", "op_ranges_last", "annotate_backward")  # every model's NVTX switches: last
 _CHOICES = {option.name: option.choices for option in WORKLOAD_OPTIONS if option.choices}
 
 # variables the profiled process keeps from the caller's environment, when set
@@ -93,6 +93,7 @@ def workload_argv(model: str, **options: object) -> list[str]:
 _LOOP_DEFAULTS: dict[str, object] = {
     "mode": "train", "dataloader": False, "workers": 0, "pin_memory": False, "sync": True,
     "log_every": 0, "checkpoint_every": 0, "tf32": None, "allreduce": False,
+    "op_ranges": False, "op_ranges_last": False, "steps": 1,
 }
 
 

@@ -4,7 +4,8 @@ Range layout (as in seed 003)::
 
     model_init                  building the model and optimizer (weight init kernels)
     warmup                      the --warmup steps; only the model's own ranges inside
-    profiled_step               one per --steps, under emit_nvtx with --op-ranges
+    profiled_step               one per --steps, under emit_nvtx with --op-ranges (with
+                                --op-ranges-last: only the last one)
       dataloader                with --dataloader: fetching the step's batch
       forward_pass
       <loss range>              loss_computation (gpt, bert, cnn) or Loss (ncf, dlrm); not in
@@ -20,6 +21,11 @@ With --annotate (the default) nsysql.annotate adds a range per layer named by mo
 its forward (`model/layers.3/attn`, inside the model's own ranges) and its backward
 (`model/layers.3/attn [backward]`, on the thread running the backward), in warm-up and profiled
 steps alike. Under --op-ranges only the forward ones: emit_nvtx's ranges would swallow the others.
+--no-annotate-backward keeps only the forward ranges, as a user's forward hooks give.
+
+--op-ranges-last runs only the last profiled step under emit_nvtx: the earlier profiled steps are
+the same step without op markers, so the last one's autograd seq link gives the true layer of each
+of their backward kernels (bench/bench_backward_inference.py measures the inference against it).
 
 Steps are counted from 1 over warm-up and profiled steps together (--log-every,
 --checkpoint-every). With --sync (the default) each phase of a profiled step ends with
@@ -91,9 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
                          help="run the profiled steps under "
                               "torch.autograd.profiler.emit_nvtx(record_shapes=True): op markers, "
                               "slow on the CPU side (default: off)")
+        sub.add_argument("--op-ranges-last", action=argparse.BooleanOptionalAction, default=False,
+                         help="op markers (emit_nvtx) in the last profiled step only, the earlier "
+                              "ones plain: the ground truth of backward inference (default: off)")
         sub.add_argument("--annotate", action=argparse.BooleanOptionalAction, default=True,
                          help="a range per layer named by module path, forward and backward "
                               "(nsysql.annotate) (default: on)")
+        sub.add_argument("--annotate-backward", action=argparse.BooleanOptionalAction,
+                         default=True,
+                         help="with --annotate, the backward ranges too; off: forward ranges "
+                              "only, as forward hooks give (default: on)")
         sub.add_argument("--device", choices=("cuda", "cpu"), default=None,
                          help="default: cuda when available, else cpu")
         sub.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -137,6 +150,10 @@ def _check_loop_arguments(parser: argparse.ArgumentParser, args: argparse.Namesp
         parser.error("--log-every needs a loss: --mode backward or train")
     if args.mode == "forward" and args.allreduce:
         parser.error("--allreduce needs gradients: --mode backward or train")
+    if args.op_ranges_last and args.op_ranges:
+        parser.error("--op-ranges-last conflicts with --op-ranges: choose one")
+    if args.op_ranges_last and args.steps < 2:
+        parser.error("--op-ranges-last needs at least 2 --steps (plain ones before the last)")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -180,6 +197,14 @@ def _save_checkpoint(path: str, model: object, optimizer: object) -> None:
     torch.save(state, path)
 
 
+def _op_ranges_label(args: argparse.Namespace) -> str:
+    return "last step" if args.op_ranges_last else ("on" if args.op_ranges else "off")
+
+
+def _annotate_label(args: argparse.Namespace) -> str:
+    return ("forward only" if not args.annotate_backward else "on") if args.annotate else "off"
+
+
 def _describe_loop(args: argparse.Namespace) -> str:
     feed = (f"dataloader (workers {args.workers})" if args.dataloader else "one fixed batch")
     return (f"  feed: {feed}  pin_memory: {'on' if args.pin_memory else 'off'}"
@@ -207,7 +232,7 @@ def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[s
     for key, value in module.describe(args).items():
         echo(f"  {key}: {value}")
     echo(f"  mode: {args.mode}  dtype: {args.dtype}  warmup: {args.warmup}  steps: {args.steps}"
-         f"  op_ranges: {'on' if args.op_ranges else 'off'}  annotate: {'on' if args.annotate else 'off'}"
+         f"  op_ranges: {_op_ranges_label(args)}  annotate: {_annotate_label(args)}"
          f"  optimizer: {module.OPTIMIZER}")
     echo(_describe_loop(args))
     echo("")
@@ -224,7 +249,7 @@ def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[s
             echo(f"Process group of one: {comm.init(device)}")
         nvtx.synchronize(device)
     try:
-        with nvtx.module_ranges(model, args.annotate):
+        with nvtx.module_ranges(model, args.annotate, backward=args.annotate_backward):
             return _loop(args, module, device, model, optimizer, comm, echo)
     finally:
         if comm is not None:
@@ -283,12 +308,16 @@ def _loop(args: argparse.Namespace, module: ModuleType, device: object, model: o
                 nvtx.synchronize(device)
     nvtx.synchronize(device)
 
-    with nvtx.op_ranges(args.op_ranges):
-        for i in range(args.steps):
-            index += 1
-            echo(f"Running profiled step {i + 1}/{args.steps}...")
-            with nvtx.range("profiled_step"):
-                output, loss = step(annotate=True, index=index)
+    # the steps before `marked` run plain, the rest under emit_nvtx (all with --op-ranges, the last
+    # one with --op-ranges-last, none otherwise)
+    marked = 0 if args.op_ranges else args.steps - 1 if args.op_ranges_last else args.steps
+    for first, last in ((0, marked), (marked, args.steps)):
+        with nvtx.op_ranges(first == marked and first < last):
+            for i in range(first, last):
+                index += 1
+                echo(f"Running profiled step {i + 1}/{args.steps}...")
+                with nvtx.range("profiled_step"):
+                    output, loss = step(annotate=True, index=index)
     nvtx.synchronize(device)
     feeder.close()
 

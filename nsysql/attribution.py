@@ -19,7 +19,9 @@ def coverage_line(cov: dict) -> str:
         return f"{cov[key] / 1e6:,.3f} ms"
     annotated = (f"{ms('by_annotated_ns')} from nsysql.annotate's backward ranges, "
                  if cov.get("by_annotated_ns") else "")  # said only where there are some
+    inferred = (f"{ms('by_inferred_ns')} of backward inferred from the repeated layers, "
+                if cov.get("by_inferred_ns") else "")
     return (f"coverage: {fixed(cov['known_layer_pct'], 2)}% of kernel time ({ms('known_layer_ns')} of "
             f"{ms('kernel_ns')}) has a known layer: {ms('by_seq_ns')} through the autograd seq link "
-            f"to the forward op, {annotated}{ms('by_own_range_ns')} from the launching thread's ranges, "
-            f"{ms('by_borrowed_range_ns')} from the range of the thread waiting in backward()")
+            f"to the forward op, {annotated}{inferred}{ms('by_own_range_ns')} from the launching thread's "
+            f"ranges, {ms('by_borrowed_range_ns')} from the range of the thread waiting in backward()")

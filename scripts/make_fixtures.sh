@@ -56,6 +56,15 @@ FIXTURES=(
   "cnn_pinned_launch_bound|cnn --mode train --dtype bf16 --channels-last --batch 512 --dataloader --workers 4 --pin-memory --no-sync --warmup 3 --steps 8 --no-op-ranges --no-annotate"
   # gradients averaged through NCCL in a world of one (NCCL's one-rank reduce kernel)
   "cnn_nccl_1gpu|cnn --mode train --dtype bf16 --channels-last --batch 128 --allreduce --warmup 2 --steps 3 --no-op-ranges --no-annotate"
+  # issue 16: plain forward ranges in two profiled steps, op markers in the third (--op-ranges-last):
+  # the same step with and without them, the ground truth of backward inference
+  # (bench/bench_backward_inference.py); the Hugging Face GPT-2 gets its forward ranges from
+  # nsysql.annotate without the backward ones, as a user's forward hooks give
+  "bwdtruth_gpt_tiny|gpt --size tiny --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 3 --op-ranges-last --no-annotate"
+  "bwdtruth_gpt_small|gpt --size small --mode train --dtype fp32 --batch 2 --seq 128 --warmup 1 --steps 3 --op-ranges-last --no-annotate"
+  "bwdtruth_bert|bert --layers 2 --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 3 --op-ranges-last --no-annotate"
+  "bwdtruth_resnet18|cnn --mode train --dtype fp32 --batch 32 --warmup 1 --steps 3 --op-ranges-last --no-annotate"
+  "bwdtruth_hf_gpt2|hf --mode train --dtype fp32 --batch 2 --seq 128 --warmup 1 --steps 3 --op-ranges-last --annotate --no-annotate-backward"
 )
 if [ -n "${EXTRA_FIXTURES:-}" ]; then
   IFS=';' read -r -a _extra <<< "$EXTRA_FIXTURES"

@@ -682,3 +682,54 @@ def kernel_names(path):
     """{kernel rowid: demangled name}."""
     db, _, strings = read_export(path)
     return {rowid: strings[n] for rowid, n in db.execute("SELECT rowid, demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Ground truth of backward inference: a capture with op markers in its last profiled step only.
+# ---------------------------------------------------------------------------------------------
+class PlainBackwardTruth:
+    """The profiled steps' backward passes of a `--op-ranges-last` capture, and the true layer of each op.
+
+    A step's backward pass: its GPU ops whose launching call lies inside the `profiled_step` range and on
+    another thread (PyTorch's autograd thread), in call order. The marked step's ops reach their forward
+    op through the seq link (the plain walk's rules), so its op at position i names the true layer of
+    position i of every plain step that ran the same ops (name, grid, block) in the same order."""
+
+    def __init__(self, path):
+        plain = PlainAttribution(path)
+        rows = {(k, r): (d, layer, seq) for k, r, d, layer, _op, _params, seq in plain.attribute()}
+        self.rows = rows  # every op: (direction, layer, seq) by rules 1-6
+        self.durations = {(o[0], o[1]): o[3] - o[2] for o in plain.ops}
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        strings = dict(db.execute("SELECT id, value FROM StringIds"))
+        shape = {}
+        for rowid, name, *launch in db.execute(
+                "SELECT rowid, demangledName, gridX, gridY, gridZ, blockX, blockY, blockZ "
+                "FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+            shape[("kernel", rowid)] = (strings[name], *launch)
+        for kind, table, what in (("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY", "copyKind"),
+                                  ("memset", "CUPTI_ACTIVITY_KIND_MEMSET", "memKind")):
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():
+                for rowid, value in db.execute(f"SELECT rowid, {what} FROM {table}"):
+                    shape[(kind, rowid)] = (kind, value)
+        steps = [r for r in plain.ranges if r["user"] and r["text"] == "profiled_step"]
+        self.passes = []  # per step: [dict(key, signature, duration_ns, direction, layer, seq)]
+        for step in sorted(steps, key=lambda r: r["start"]):
+            ops = []
+            for kind, rowid, s, e, pid, corr in plain.ops:
+                call = plain.calls.get((pid, corr))
+                if call is None or call[2] == step["gtid"] or not step["start"] <= call[0] <= step["end"]:
+                    continue
+                direction, layer, seq = rows[(kind, rowid)]
+                if direction == "bprop":
+                    ops.append((call[0], kind, rowid, dict(key=(kind, rowid), signature=shape[(kind, rowid)],
+                                                          duration_ns=e - s, layer=layer, seq=seq)))
+            self.passes.append([op for *_, op in sorted(ops, key=lambda o: o[:3])])
+        marked = [p for p in self.passes if any(op["seq"] is not None for op in p)]
+        assert len(marked) == 1, f"{path}: {len(marked)} profiled steps with op markers, expected one"
+        self.marked = marked[0]
+        self.truth = [op["layer"] if op["seq"] is not None else None for op in self.marked]
+        self.plain = [p for p in self.passes if p is not self.marked]
+
+    def same_as_marked(self, ops) -> bool:
+        return [op["signature"] for op in ops] == [op["signature"] for op in self.marked]

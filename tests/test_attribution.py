@@ -14,22 +14,32 @@ TRAIN = ["gpt-tiny-train-fp32", "gpt-tiny-train-bf16", "gpt-tiny-train-noops", "
 
 def _rows(ex):
     df = ex.kernel_table()
-    ids = ex.sql("SELECT op_kind, op_id FROM gpu_op ORDER BY start_ns, op_kind, op_id")
+    ids = ex.sql("SELECT o.op_kind, o.op_id, CAST(a.link AS VARCHAR) FROM gpu_op AS o "
+                 "JOIN gpu_op_attribution AS a USING (op_kind, op_id) ORDER BY o.start_ns, o.op_kind, o.op_id")
     assert df["idx"].to_list() == list(range(1, df.height + 1))
-    return [(k, i, d, layer, op, params, seq) for (k, i), d, layer, op, params, seq in zip(
+    return [(k, i, d, layer, op, params, seq, link) for (k, i, link), d, layer, op, params, seq in zip(
         ids.iter_rows(), df["direction"], df["layer"], df["op"], df["params"], df["seq"])]
+
+
+def _differs(got: tuple, expected: tuple) -> bool:
+    if got[7] != "inferred":
+        return got[:7] != expected
+    without_layer = got[:3] + got[4:7] != expected[:3] + expected[4:]
+    return without_layer or expected[3] == "?"  # inferred only over a borrowed range
 
 
 @pytest.mark.parametrize("name", ["gpt-tiny-train-fp32", "gpt-tiny-train-bf16", "gpt-tiny-forward",
                                   "gpt-tiny-train-noops", "bert-2layer-train", "ncf-train", "dlrm-train",
                                   "gpt-tiny-train-annotated", "shared-small-train"])
 def test_kernel_table_matches_plain_walk(opened, export_files, name):
+    """Rules 1-6 row by row. A row rule 7 inferred (its layer checked against the ground truth in
+    test_backward_inference.py) is one the plain walk charges to a borrowed range, the rest of it equal."""
     if name not in opened:
         pytest.skip(f"{name} is not here")
     expected = PlainAttribution(export_files[name]).attribute()
     got = _rows(opened[name])
     assert len(got) == len(expected)
-    mismatches = [(g, e) for g, e in zip(got, expected) if g != e]
+    mismatches = [(g, e) for g, e in zip(got, expected) if _differs(g, e)]
     assert not mismatches, f"{len(mismatches)} rows differ, first: {mismatches[:3]}"
 
 

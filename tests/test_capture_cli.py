@@ -77,6 +77,7 @@ SAMPLES = {
     "checkpoint_every": "3", "checkpoint_path": "/tmp/ck.pt", "tf32": None, "allreduce": None,
     "image_size": "40", "source_size": "64", "width": "8", "stages": "2", "blocks": "1",
     "classes": "10", "pool": "4", "channels_last": None, "op_ranges": None, "annotate": None,
+    "op_ranges_last": None, "annotate_backward": None,
 }
 
 
@@ -91,7 +92,8 @@ def test_every_workload_option_reaches_the_workload(calls: list, key: str) -> No
     spellings = [[flag], ["--no-" + flag[2:]]] if value is None else [[flag, value]]
     for model in applies:
         for given in spellings:
-            extra = ["--mode", "train"] if key == "log_every" else []  # forward would refuse it
+            extra = {"log_every": ["--mode", "train"],  # forward would refuse it
+                     "op_ranges_last": ["--steps", "2"]}.get(key, [])  # a plain step and a marked one
             workload = capture_argv(calls, [model, "-o", "x", *given, *extra])[1]
             found = [workload[i:i + len(given)] for i in range(len(workload))]
             assert given in found, (model, given, workload)
@@ -111,7 +113,7 @@ def test_relative_checkpoint_path_is_made_absolute(calls: list, tmp_path: Path,
     (["ncf", "--no-channels-last"],
      "Error: --channels-last does not apply to ncf (only to cnn)"),
     (["dlrm", "--source-size", "64"], "Error: --source-size does not apply to dlrm"),
-    (["cnn", "--seq", "64"], "Error: --seq does not apply to cnn (only to gpt, bert)"),
+    (["cnn", "--seq", "64"], "Error: --seq does not apply to cnn (only to gpt, bert, hf)"),
     (["cnn", "--size", "tiny"], "Error: --size does not apply to cnn (only to gpt)"),
     (["cnn", "--workers", "2"], "Error: --workers needs --dataloader"),
     (["gpt", "--mode", "forward", "--log-every", "1"], "Error: --log-every needs a loss"),
@@ -129,7 +131,7 @@ def test_refused_options_give_one_error_line(calls: list, argv: list[str], messa
 def test_help_lists_the_models_and_every_option() -> None:
     result = invoke(["capture", "--help"])
     assert result.exit_code == 0
-    assert "Seed model to profile: gpt, bert, ncf, dlrm or cnn." in " ".join(result.output.split())  # rewrapped
+    assert "Model to profile: gpt, bert, ncf, dlrm, cnn or hf." in " ".join(result.output.split())  # rewrapped
     for key in runner._WORKLOAD_OPTIONS:
         assert "--" + key.replace("_", "-") in result.output, key
     for switch in ("dataloader", "pin-memory", "sync", "tf32", "allreduce", "channels-last"):
@@ -171,7 +173,7 @@ def test_help_defaults_are_the_workloads() -> None:
                 continue
             value = action.default
             shown = {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
-            if key in ("batch", "seq"):  # one default per model
+            if key in ("batch", "seq", "layers"):  # one default per model
                 assert f"{model} {shown}" in texts[key], (model, key, texts[key])
             else:
                 assert f"default: {shown}" in texts[key], (model, key, texts[key])

@@ -168,6 +168,56 @@ def test_warmup_and_steps_counts_and_no_op_ranges(recorder: Recorder) -> None:
     assert recorder.root == expected_tree("ncf", "train", warmup=2, steps=3, op_ranges=False)
 
 
+def test_op_ranges_last_marks_only_the_last_profiled_step(recorder: Recorder) -> None:
+    """--op-ranges-last: the earlier profiled steps plain, the last one under emit_nvtx (the same step
+    with op markers: the ground truth of backward inference)."""
+    run_tiny("bert", "--mode", "train", "--warmup", "1", "--steps", "3", "--op-ranges-last")
+    assert recorder.stack == [recorder.root], "unbalanced push/pop"
+    plain = expected_tree("bert", "train", warmup=1, steps=2)
+    marked = expected_tree("bert", "train", warmup=0, steps=1, op_ranges=True)
+    assert recorder.root == plain[:-1] + marked[1:]  # model_init, warmup, 2 steps | [emit_nvtx] step, result
+    assert recorder.root[-2][0] == EMIT_NVTX and len(recorder.root[-2][1]) == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--steps", "1", "--op-ranges-last"], "--op-ranges-last needs at least 2 --steps"),
+    (["--steps", "2", "--op-ranges-last", "--op-ranges"], "--op-ranges-last conflicts with --op-ranges"),
+])
+def test_op_ranges_last_refusals(argv: list[str], message: str, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        workload.parse_args(["gpt", *TINY["gpt"], *argv])
+    assert message in capsys.readouterr().err
+
+
+def test_annotate_forward_only(recorder: Recorder) -> None:
+    """--no-annotate-backward: the module ranges of the forward only, none in backward_pass."""
+    run_tiny("gpt", "--annotate", "--no-annotate-backward", "--mode", "train", "--warmup", "0",
+             "--steps", "1")
+    assert recorder.stack == [recorder.root], "unbalanced push/pop"
+    phases = dict(dict(recorder.root)["profiled_step"])
+    assert phases["backward_pass"] == []
+    assert dict(phases["forward_pass"])["token_embeddings"] == [leaf("model/token_embeddings")]
+
+
+def range_names(tree: list) -> list[str]:
+    return [n for name, children in tree for n in (name, *range_names(children))]
+
+
+def test_hf_gpt2_runs_with_module_ranges(recorder: Recorder) -> None:
+    """The Hugging Face model has no ranges of its own: nsysql.annotate names its layers."""
+    pytest.importorskip("transformers")
+    args = workload.parse_args(["hf", "--layers", "2", "--hidden", "32", "--heads", "4", "--vocab", "50",
+                                "--batch", "2", "--seq", "8", "--device", "cpu", "--warmup", "0",
+                                "--steps", "1", "--no-annotate-backward"])
+    result = workload.run(args, echo=lambda line: None)
+    assert math.isfinite(result["loss"])
+    assert recorder.stack == [recorder.root], "unbalanced push/pop"
+    phases = dict(dict(recorder.root)["profiled_step"])
+    names = range_names(phases["forward_pass"])
+    assert {"model/transformer", "model/transformer/h.0", "model/transformer/h.1/attn", "model/lm_head"} <= set(names)
+    assert phases["backward_pass"] == []
+
+
 def test_annotate_names_each_layer_forward_and_backward(recorder: Recorder) -> None:
     """--annotate: module ranges inside the model's own ranges; on CPU the backward runs on the calling
     thread, inside backward_pass, last layer first."""

@@ -1,6 +1,7 @@
 """The seed models. This module is torch-free: the CLI lists names and sizes from here.
 
-Each model module (`gpt`, `bert`, `ncf`, `dlrm`, `cnn`) provides the same functions, used by
+Each model module (`gpt`, `bert`, `ncf`, `dlrm`, `cnn`, and `hf`: Hugging Face's GPT-2, which needs
+transformers) provides the same functions, used by
 `capture.workload`:
 
 - ``DEFAULT_BATCH``, ``DEFAULT_SEQ`` (None where a sequence length does not apply),
@@ -19,7 +20,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-MODEL_NAMES: tuple[str, ...] = ("gpt", "bert", "ncf", "dlrm", "cnn")
+MODEL_NAMES: tuple[str, ...] = ("gpt", "bert", "ncf", "dlrm", "cnn", "hf")
 
 # name -> (d_model, d_ff, num_layers, num_heads); vocab 10000 (seed 003).
 GPT_SIZES: dict[str, tuple[int, int, int, int]] = {

@@ -82,8 +82,9 @@ def layers(
         out.emit(df, columns=catalog.get("analysis.layers").columns, title="GPU kernel time per layer",
                  optional=OPTIONAL_LAYERS, unit_groups=LAYER_UNITS, text_min={"layer": 30})
         line = coverage_line(combined(covs))
-        if out.fmt is Format.table and not out.wide:
-            line = "\n".join(textwrap.wrap(line, table_width(out.output), subsequent_indent="  "))
+        if out.fmt is Format.table and not out.wide:  # wrapped, never between a number and its unit
+            kept = line.replace(" ms", "\u00a0ms")
+            line = "\n".join(textwrap.wrap(kept, table_width(out.output), subsequent_indent="  ")).replace("\u00a0", " ")
         if out.fmt in (Format.table, Format.markdown):
             if out.output is None:
                 sys.stdout.write(line + "\n")

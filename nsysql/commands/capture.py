@@ -56,7 +56,7 @@ def _parameter(option: WorkloadOption) -> inspect.Parameter:
 def _capture(
     ctx: typer.Context,
     model: Model = typer.Argument(
-        ..., metavar="MODEL", help=f"Seed model to profile: {MODEL_LIST}."),
+        ..., metavar="MODEL", help=f"Model to profile: {MODEL_LIST}."),
     output: Path = typer.Option(
         ..., "-o", "--output",
         help="Output prefix: writes OUT.nsys-rep and OUT.sqlite (and OUT_<report>.csv with "

@@ -1,5 +1,5 @@
--- nsysql: analysis.attribution_coverage v3
--- purpose: How much GPU kernel time kernel attribution could charge: with a known layer, per direction, and per way the layer was found (seq link to the forward op, nsysql.annotate's backward range of the module, own thread's range, range borrowed from the thread waiting in backward, none).
+-- nsysql: analysis.attribution_coverage v4
+-- purpose: How much GPU kernel time kernel attribution could charge: with a known layer, per direction, and per way the layer was found (seq link to the forward op, nsysql.annotate's backward range of the module, inferred from the capture's structure, own thread's range, range borrowed from the thread waiting in backward, none).
 -- requires: kernel, gpu_op, gpu_op_attribution, user_range
 -- params: none
 -- rows: one
@@ -15,6 +15,7 @@
 --   other_ns | BIGINT | ns (outside every range, or no launching call)
 --   by_seq_ns | BIGINT | ns
 --   by_annotated_ns | BIGINT | ns
+--   by_inferred_ns | BIGINT | ns (backward kernels charged to their forward layer by the capture's structure)
 --   by_own_range_ns | BIGINT | ns
 --   by_borrowed_range_ns | BIGINT | ns
 WITH ops AS (
@@ -33,6 +34,7 @@ SELECT COUNT(*) AS kernels,
        CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'other'), 0) AS BIGINT) AS other_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE link = 'seq'), 0) AS BIGINT) AS by_seq_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE link = 'annotated'), 0) AS BIGINT) AS by_annotated_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE link = 'inferred'), 0) AS BIGINT) AS by_inferred_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE link = 'own'), 0) AS BIGINT) AS by_own_range_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE link = 'borrowed'), 0) AS BIGINT) AS by_borrowed_range_ns
 FROM ops;

@@ -14,7 +14,8 @@
 --   Without op markers in the analysed steps (kind = range): the innermost user ranges (user ranges with no
 --   user range inside them) that start in an analysed step, grouped by layer path (user_range.layer); device
 --   time = GPU ops whose layer is that range (gpu_op_attribution.layer_range_id, so the backward kernels
---   PyTorch's autograd thread launches count where attribution puts them); self = total.
+--   PyTorch's autograd thread launches count where attribution puts them; one whose layer was inferred, on
+--   the range it borrowed, e.g. backward_pass: its layer is a block, no operator); self = total.
 -- columns:
 --   kind | VARCHAR | text (op: a PyTorch op marker; range: an innermost user range)
 --   name | VARCHAR | text
@@ -82,10 +83,10 @@ leaves AS (  -- innermost user ranges in the analysed steps, used only without o
     WHERE u.start_ns >= w.start_ns AND u.start_ns < w.end_ns AND NOT u.is_step AND NOT EXISTS (SELECT 1 FROM user_range AS c WHERE c.user_parent_id = u.range_id)
       AND NOT EXISTS (SELECT 1 FROM markers)
 ),
-leaf_dev AS (
-    SELECT a.layer_range_id AS range_id, SUM(o.end_ns - o.start_ns) AS ns
+leaf_dev AS (  -- an inferred backward op counts where it ran: on the range it borrowed (no finer operator)
+    SELECT COALESCE(a.borrowed_range_id, a.layer_range_id) AS range_id, SUM(o.end_ns - o.start_ns) AS ns
     FROM gpu_op_attribution AS a JOIN gpu_op AS o ON o.op_kind = a.op_kind AND o.op_id = a.op_id
-    WHERE a.layer_range_id IN (SELECT range_id FROM leaves)
+    WHERE COALESCE(a.borrowed_range_id, a.layer_range_id) IN (SELECT range_id FROM leaves)
     GROUP BY ALL
 ),
 ranges AS (
