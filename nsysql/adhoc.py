@@ -65,15 +65,18 @@ def run(ex: Export, sql: str, params: dict | None = None) -> pl.DataFrame:
     if set(params) - wanted:
         extra = sorted(set(params) - wanted)
         raise NsysqlError(f"parameter(s) {', '.join(extra)} not used by the query (write them as $name in it)")
-    add_catalog_views(ex)
+    add_catalog_views(ex, sql)
     return ex.sql(sql, params)
 
 
-def add_catalog_views(ex: Export) -> list[views.CatalogView]:
-    """The report and analysis views as TEMP views on the export's (read-only) connection."""
+def add_catalog_views(ex: Export, sql: str | None = None) -> list[views.CatalogView]:
+    """The report and analysis views as TEMP views on the export's (read-only) connection: those `sql` names and
+    the views they read (all of them without `sql`). Creating all ~75 took seconds, on any export."""
     taken = {r[0] for r in ex.con.execute(
         "SELECT table_name FROM information_schema.tables "
         "WHERE table_schema = 'main' AND table_catalog = current_database()").fetchall()}
     wanted = views.catalog_views(taken)
+    if sql is not None:
+        wanted = views.named_in(wanted, sql)
     present = {r[0] for r in ex.con.execute("SELECT view_name FROM duckdb_views() WHERE temporary").fetchall()}
     return views.create_views(ex.con, [v for v in wanted if v.view_name not in present], temporary=True)

@@ -82,6 +82,21 @@ def _private_inputs() -> set[str]:
     return found
 
 
+def named_in(views: list[CatalogView], sql: str) -> list[CatalogView]:
+    """The views whose name is a word of `sql`, and the views those read (their `requires`), in `views`' order (a
+    view is created after the views it reads). A word that only looks like a name costs a view, nothing more."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z_]\w*", sql)}
+    by_id = {v.query.id: v for v in views}
+    chosen: set[str] = set()
+    pending = [v.query.id for v in views if v.view_name.lower() in words]
+    while pending:
+        qid = pending.pop()
+        if qid not in chosen:
+            chosen.add(qid)
+            pending += [r for r in by_id[qid].query.requires if r in by_id]
+    return [v for v in views if v.query.id in chosen]
+
+
 def create_views(con: duckdb.DuckDBPyConnection, views: list[CatalogView], *, temporary: bool = False,
                  document: bool = False) -> list[CatalogView]:
     """CREATE each view on `con`; returns the views with notes for those that failed or differ from their header."""
@@ -98,7 +113,7 @@ def create_views(con: duckdb.DuckDBPyConnection, views: list[CatalogView], *, te
                 note = _join(note, f"not created: {str(exc).splitlines()[0]}")
                 v = CatalogView(v.query, v.view_name, None, note)
             else:
-                got = [d[0] for d in con.execute(f"SELECT * FROM {quote_ident(v.view_name)} LIMIT 0").description]
+                got = con.sql(f"SELECT * FROM {quote_ident(v.view_name)}").columns  # bound, not run
                 want = [c.name for c in v.query.columns]
                 if want and got != want:
                     note = _join(note, f"columns {got} differ from its header {want}")

@@ -112,3 +112,23 @@ def test_parquet_output(case, tmp_path):
     df = pl.read_parquet(out)
     plain = Plain(case[3])
     assert df["n"].sum() == sum(1 for o in plain.ops if o[0] == "kernel")
+
+
+def test_only_the_views_a_statement_names_are_made(case):
+    """A statement over the normalized tables makes no catalog view; one naming `findings_gpu_idle_in_step`-style
+    views gets those and the private inputs they read, and what it reads equals the Export method's answer."""
+    import nsysql
+    from nsysql import adhoc, views
+    path, cache, _, _ = case
+    with nsysql.open(path, cache_dir=cache[1]) as ex:
+        made = lambda: {r[0] for r in ex.con.execute(  # noqa: E731
+            "SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal").fetchall()}
+        adhoc.run(ex, "SELECT count(*) FROM kernel")
+        assert made() == set()
+        got = adhoc.run(ex, "SELECT * FROM layers")
+        assert got.equals(ex.layers())
+        every = {v.query.id: v for v in views.catalog_views(set())}
+        needed = {"analysis.layers"} | {r for r in every["analysis.layers"].query.requires if r in every}
+        assert made() == {every[q].view_name for q in needed}
+        adhoc.run(ex, "SELECT s.step FROM steps AS s JOIN step_breakdown AS b USING (pid, step)")
+        assert {"steps", "step_breakdown", "steady_steps"} <= made()
