@@ -100,6 +100,14 @@ def ocg_export(tmp_path_factory):
         yield ex
 
 
+@lru_cache(maxsize=None)
+def plain_attribution(path: Path):
+    """plainwalk's PlainAttribution of `path`, read once per session: its brute-force walk (attribute()) is the
+    slow part and several modules check against the same exports. Tests only read it."""
+    from plainwalk import PlainAttribution
+    return PlainAttribution(path)
+
+
 @pytest.fixture(scope="session")
 def plain_timelines(export_files, opened):
     """Returns `cases(*tables)`: (id, opened export, PlainTimeline) for each golden export having any of the

@@ -259,7 +259,13 @@ class PlainAttribution:
         return found[0] if len(found) == 1 else None
 
     def attribute(self):
-        """[(kind, rowid, direction, layer, op, params, seq)] in GPU start order."""
+        """[(kind, rowid, direction, layer, op, params, seq)] in GPU start order; walked once per instance (the
+        rows are immutable tuples, so each caller gets its own list of the same rows)."""
+        if not hasattr(self, "_attributed"):
+            self._attributed = self._walk_attribution()
+        return list(self._attributed)
+
+    def _walk_attribution(self):
         out = []
         for kind, rowid, _s, _e, pid, corr in self.ops:
             call = self.calls.get((pid, corr))

@@ -6,6 +6,7 @@ import sqlite3
 import pytest
 from typer.testing import CliRunner
 
+from conftest import plain_attribution
 from plainwalk import PlainAttribution, plain_steps
 
 TRAIN = ["gpt-tiny-train-fp32", "gpt-tiny-train-bf16", "gpt-tiny-train-noops", "bert-2layer-train", "ncf-train",
@@ -36,7 +37,7 @@ def test_kernel_table_matches_plain_walk(opened, export_files, name):
     test_backward_inference.py) is one the plain walk charges to a borrowed range, the rest of it equal."""
     if name not in opened:
         pytest.skip(f"{name} is not here")
-    expected = PlainAttribution(export_files[name]).attribute()
+    expected = plain_attribution(export_files[name]).attribute()
     got = _rows(opened[name])
     assert len(got) == len(expected)
     mismatches = [(g, e) for g, e in zip(got, expected) if _differs(g, e)]
@@ -47,7 +48,7 @@ def test_kernel_table_matches_plain_walk(opened, export_files, name):
 def test_coverage_at_least_99_percent(opened, export_files, name):
     """Done-when of the attribution issue, computed by the plain walk and by nsysql."""
     ex = opened[name]
-    plain = PlainAttribution(export_files[name])
+    plain = plain_attribution(export_files[name])
     durations = {(o[0], o[1]): o[3] - o[2] for o in plain.ops}
     rows = plain.attribute()
     total = sum(durations[(k, i)] for k, i, *_ in rows if k == "kernel")

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 import nsysql
 from nsysql.cli import app
 
-from plainwalk import PlainAttribution, read_export, user_range_paths
+from conftest import plain_attribution
+from plainwalk import read_export, user_range_paths
 from test_steps import open_case
 
 runner = CliRunner()
@@ -91,7 +92,7 @@ def test_ranges_by_path(pair):
     a, b, pa, pb = pair
 
     def expected(path):
-        plain = PlainAttribution(path)
+        plain = plain_attribution(path)
         paths = user_range_paths(plain)
         count, ns = Counter(), Counter()
         for r in plain.ranges:

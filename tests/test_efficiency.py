@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from nsysql.cli import app
 
-from plainwalk import PlainAttribution, kernel_names, op_instances, sizes_of
+from conftest import plain_attribution
+from plainwalk import kernel_names, op_instances, sizes_of
 from test_steps import open_case
 
 runner = CliRunner()
@@ -80,7 +81,7 @@ def plain_flops(op: str, s):
 @pytest.mark.parametrize("ident", ["gpt-tiny-train-fp32", "gpt-tiny-train-bf16", "bert-2layer-train", "dlrm-train"])
 def test_matches_plain_reading(opened, export_files, ident):
     ex, path = opened[ident], export_files[ident]
-    instances = op_instances(PlainAttribution(path), kernel_names(path))
+    instances = op_instances(plain_attribution(path), kernel_names(path))
     kernel_ns, flops, flop_ns, tc_ns = Counter(), Counter(), Counter(), Counter()
     for text, kernels in instances.values():
         op = text.split(",")[0]

@@ -26,11 +26,14 @@ RANKS = {"train_rank0": "gpt-tiny-train-fp32", "train_rank1": "gpt-tiny-forward"
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory, export_files):
-    """rank0: the fp32 training capture; rank1: the forward-only capture; plus a cache for both."""
+def run(tmp_path_factory, export_files, cache_dir):
+    """rank0: the fp32 training capture; rank1: the forward-only capture, as symbolic links named as ranks (the
+    names give `export` and `rank`); plus `cache`, the session's cache: it is keyed by the resolved path, so it
+    already holds both exports and their stored answers, which copies would build and compute again."""
     d = tmp_path_factory.mktemp("ranks")
     for name, ident in RANKS.items():
-        shutil.copy(export_files[ident], d / f"{name}.sqlite")
+        (d / f"{name}.sqlite").symlink_to(export_files[ident])
+    (d / "cache").symlink_to(cache_dir, target_is_directory=True)
     return d
 
 

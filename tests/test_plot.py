@@ -12,7 +12,8 @@ import nsysql
 from nsysql import plot
 from nsysql.cli import app
 
-from plainwalk import PlainAttribution, top_level_user_ranges
+from conftest import plain_attribution
+from plainwalk import top_level_user_ranges
 from test_diff import raw_kernels
 from test_steps import open_case
 
@@ -29,7 +30,7 @@ def fp32(opened, export_files):
 # -- data ------------------------------------------------------------------------------------------
 def test_timeline_window_rows_match_raw(fp32):
     ex, path = fp32
-    pa = PlainAttribution(path)
+    pa = plain_attribution(path)
     step = ex.steps().row(0, named=True)
     lo, hi = step["start_ns"], step["end_ns"]
     ranges = ex.run("analysis._plot_timeline_ranges", from_ns=lo, to_ns=hi, op_markers=False)
@@ -161,5 +162,5 @@ def test_no_pyplot_and_no_display(fp32, cache_dir, tmp_path):
 def test_steps_window_is_top_level_step(fp32):
     ex, path = fp32
     step = ex.steps().row(0, named=True)
-    top = [r for r in top_level_user_ranges(PlainAttribution(path)) if r["text"] == "profiled_step"]
+    top = [r for r in top_level_user_ranges(plain_attribution(path)) if r["text"] == "profiled_step"]
     assert (step["start_ns"], step["end_ns"]) == (top[0]["start"], top[0]["end"])

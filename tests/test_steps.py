@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 import nsysql
 from nsysql.cli import app
 
-from conftest import make_synthetic
+from conftest import make_synthetic, plain_attribution
 from plainwalk import PlainAttribution, ops_in_steps, plain_steps, top_level_user_ranges, union_length
 
 runner = CliRunner()
@@ -62,7 +62,7 @@ def test_no_steps(tmp_path):
 # -- real exports ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cases(export_files, opened):
-    return {ident: (opened[ident], PlainAttribution(path)) for ident, path in export_files.items()}
+    return {ident: (opened[ident], plain_attribution(path)) for ident, path in export_files.items()}
 
 
 def test_steps_match_plain_reading(cases):
