@@ -1,6 +1,6 @@
 -- nsysql: findings.exposed_comm v2
 -- purpose: Finding: communication (NCCL kernels) inside the analysed steps that no compute kernel overlaps on its GPU: time the step waits for the collective.
--- requires: analysis.steady_steps, analysis._step_label, kernel, runtime, runtime_nvtx, nvtx_ancestor, macros.comm_kernels, macros.human_ns_each, macros.plural_s, macros.union_islands
+-- requires: analysis.steady_steps, analysis._step_label, kernel, runtime, runtime_nvtx, nvtx_ancestor, macros.comm_kernels, macros.human_ns_each, macros.plural_s, macros.union_islands, macros.device_busy_in
 -- params: $min_exposed_pct DOUBLE default 30 (fires when at least this share of the communication time is exposed, %), $min_ns_per_step BIGINT default 10000 (and the exposed time is at least this much per analysed step, on average, ns)
 -- notes: Communication kernel: a kernel whose demangled name contains `nccl` (any case: ncclDevKernel_*,
 --   ncclKernel_*), or whose launching CUDA call (correlationId AND process) lies inside an NVTX range of the NCCL
@@ -11,7 +11,7 @@
 --   recoverable_ns (per process and device) = sum over the analysed steps of |C - K|, C = the union of the
 --   communication kernels in the step, K = the union of the device's compute kernels: the exposed communication,
 --   i.e. communication time with no compute to hide it. Perfect overlap with compute would hide at most that.
---   Computed as |C| - |C ∩ K| from prefix sums of compute busy time (one sorted sweep), never as a sum of kernel
+--   Computed as |C| - |C ∩ K| from prefix sums of compute busy time (macros.device_busy_in), never as a sum of kernel
 --   durations.
 --   Fires when recoverable_ns >= $min_exposed_pct % of |C| summed over the steps (the rule is about overlap: a
 --   collective that compute hides is fine at any size) and >= $min_ns_per_step x the analysed steps (a noise floor,
@@ -47,13 +47,8 @@ compute_kernel AS (  -- compute kernels on the devices that run communication
     FROM kernel
     WHERE device_id IN (SELECT device_id FROM comm) AND kernel_id NOT IN (SELECT kernel_id FROM comm_kernel)
 ),
-compute AS MATERIALIZED (  -- disjoint compute-busy intervals per device (queries/macros/union_islands.sql), with
-    -- the busy time before each (a prefix sum) and their number in (device, start) order
-    SELECT grp AS device_id, s AS start_ns, e AS end_ns,
-           COALESCE(SUM(e - s) OVER (PARTITION BY grp ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
-             AS before_ns,
-           ROW_NUMBER() OVER (ORDER BY grp, s) AS idx
-    FROM union_islands(compute_kernel)
+compute AS MATERIALIZED (  -- disjoint compute-busy intervals per device (queries/macros/union_islands.sql)
+    SELECT grp AS device_id, s AS start_ns, e AS end_ns FROM union_islands(compute_kernel)
 ),
 comm_interval AS (SELECT {'pid': pid, 'device_id': device_id, 'step': step} AS grp, s, e FROM comm),
 merged AS (  -- the union of the step's communication per device (queries/macros/union_islands.sql)
@@ -62,18 +57,8 @@ merged AS (  -- the union of the step's communication per device (queries/macros
 probe AS (
     SELECT ROW_NUMBER() OVER () AS id, pid, device_id, step, s, e FROM merged
 ),
-probe_busy AS (  -- compute time inside each probe, K(e) - K(s), K(t) = compute time up to t: one sweep over the
-    -- probes' points and the compute intervals in (device, time) order; the running maximum of idx is the last
-    -- interval starting at or before the point
-    SELECT p.id, SUM(CASE WHEN p.side = 1 THEN 1 ELSE -1 END
-                     * COALESCE(b.before_ns + LEAST(p.t, b.end_ns) - b.start_ns, 0)) AS busy_ns
-    FROM (SELECT *, MAX(idx) OVER (ORDER BY device_id, t, kind) AS last_idx
-          FROM (SELECT device_id, start_ns AS t, 0 AS kind, idx, NULL::BIGINT AS id, NULL::INTEGER AS side FROM compute
-                UNION ALL SELECT device_id, s, 1, NULL, id, 0 FROM probe
-                UNION ALL SELECT device_id, e, 1, NULL, id, 1 FROM probe)) AS p
-    LEFT JOIN compute AS b ON b.idx = p.last_idx AND b.device_id = p.device_id
-    WHERE p.kind = 1
-    GROUP BY p.id
+probe_busy AS (  -- compute time inside each probe (queries/macros/device_busy_in.sql)
+    SELECT id, busy_ns FROM device_busy_in(probe, compute)
 ),
 exposed AS MATERIALIZED (
     SELECT p.pid, p.device_id, p.e - p.s AS comm_ns, (p.e - p.s) - b.busy_ns AS exposed_ns
