@@ -58,7 +58,8 @@ pair AS MATERIALIZED (  -- (gap, thread that launched the op ending it)
     JOIN op_after AS o USING (device_id, gap_start_ns)
     JOIN runtime AS rt ON rt.runtime_id = o.after_runtime_id
 ),
-osrt_call AS (SELECT rowid AS call_id, * FROM osrt),
+osrt_call AS (  -- the calls with their row id (the view osrt has none): ties go to the later call
+    SELECT rowid AS call_id, global_tid, start_ns, end_ns, CAST(api_name AS VARCHAR) AS api_name FROM osrt_int),
 context AS (  -- each pair's calls and innermost user range (queries/macros/gap_context.sql)
     SELECT * FROM gap_context(pair, runtime, osrt_call, nvtx_range, nvtx_ancestor, $with_calls)
 ),

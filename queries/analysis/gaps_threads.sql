@@ -49,7 +49,8 @@ pair AS MATERIALIZED (  -- (gap, thread of a process that used the gap's device)
     JOIN (SELECT DISTINCT device_id, pid FROM gpu_op) AS d ON d.device_id = g.device_id
     JOIN active_thread AS t ON t.pid = d.pid
 ),
-osrt_call AS (SELECT rowid AS call_id, * FROM osrt),
+osrt_call AS (  -- the calls with their row id (the view osrt has none): ties go to the later call
+    SELECT rowid AS call_id, global_tid, start_ns, end_ns, CAST(api_name AS VARCHAR) AS api_name FROM osrt_int),
 context AS (  -- each pair's calls and innermost user range (queries/macros/gap_context.sql)
     SELECT * FROM gap_context(pair, runtime, osrt_call, nvtx_range, nvtx_ancestor, true)
 ),

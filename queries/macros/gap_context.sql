@@ -1,10 +1,10 @@
 -- nsysql: macros.gap_context v1
--- purpose: What a thread was inside during each GPU idle gap: `gap_context(pair, runtime, osrt_call, nvtx_range, nvtx_ancestor, with_calls)` reads the table or CTE named `pair` (columns device_id, gap_start_ns, gap_end_ns, global_tid: a gap and a thread) and `osrt_call` (osrt with its rowid as call_id) and returns one row per pair where the thread had a call overlapping the gap or a user range open at its start, with the thread's CUDA API call and OS runtime call overlapping the gap the longest (with the overlap), the CUDA calls it started in the gap, and its innermost user NVTX range open at the gap's start with that range's path.
+-- purpose: What a thread was inside during each GPU idle gap: `gap_context(pair, runtime, osrt_call, nvtx_range, nvtx_ancestor, with_calls)` reads the table or CTE named `pair` (columns device_id, gap_start_ns, gap_end_ns, global_tid: a gap and a thread) and `osrt_call` (the OS runtime calls with their osrt_int rowid as call_id) and returns one row per pair where the thread had a call overlapping the gap or a user range open at its start, with the thread's CUDA API call and OS runtime call overlapping the gap the longest (with the overlap), the CUDA calls it started in the gap, and its innermost user NVTX range open at the gap's start with that range's path.
 -- requires: macros.calls_in, macros.innermost_range_at
 -- params: none
 -- notes: The normalized tables are passed by name (`gap_context(pair, runtime, osrt_call, nvtx_range, nvtx_ancestor,
 --   $with_calls)`), so it reads the caller's schema's; osrt has no id column and a macro cannot read a rowid, so the
---   caller passes `osrt_call AS (SELECT rowid AS call_id, * FROM osrt)`. with_calls false: the call columns are
+--   caller passes `osrt_call` (osrt_int with its rowid as call_id). with_calls false: the call columns are
 --   NULL and no call is read. User ranges are the ranges that are not op markers and end on their own thread;
 --   range_path is the path of user range texts from the top down joined by '/'. has_call: a call overlapped the
 --   gap (either source).
