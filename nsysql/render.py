@@ -470,8 +470,9 @@ def people_columns(df: pl.DataFrame, columns=None, decimals: dict[str, int] | No
 
 
 # -- width, colour ----------------------------------------------------------------------------------
-def table_width(output: Path | str | None = None, stream=None) -> int:
-    """The width tables are fitted to: the terminal's when writing to one, else $COLUMNS if set, else 100."""
+def table_width(output: Path | str | None = None, stream=None, errors=None) -> int:
+    """The width tables are fitted to: the terminal's when writing to one, else $COLUMNS if set, else (stdout piped
+    into `less` or `head` from a terminal: stderr is still that terminal) the terminal's, else 100."""
     stream = stream or sys.stdout
     if output is None and _isatty(stream):
         try:
@@ -481,6 +482,12 @@ def table_width(output: Path | str | None = None, stream=None) -> int:
     env = os.environ.get("COLUMNS", "")
     if env.strip().isdigit() and int(env) > 0:
         return int(env)
+    errors = errors or sys.stderr
+    if output is None and _isatty(errors):  # `nsysql layers x | less` in an 80-column terminal: 80, not 100
+        try:
+            return os.get_terminal_size(errors.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            pass
     return DEFAULT_WIDTH
 
 
@@ -508,19 +515,50 @@ def middle(text: str, width: int) -> str:
 
 
 def shorten_path(text: str, width: int) -> str:
-    """A `/`-separated path in `width` characters, shortened component by component: the longest component
-    first (the last one after others of its length), a numbered one (`layer_12`: its number kept) only when
-    nothing else is left. So
-    `forward_pass/layer_0/attention_sublayer/attn` and its layer_1 twin stay two different, readable lines
-    where a single ellipsis in the middle would cut both to the same text."""
+    """A `/`-separated path in `width` characters. First whole middle components give way to one `…` (the longest
+    first; never the first component, a numbered one such as `layer_12`, or the last) until the rest fits whole;
+    failing that, with every such middle dropped, components are shortened one by one, the longest first (a
+    numbered one keeps its number). So
+    `warmup/layer_0/attention_sublayer/scaled_dot_product_attention/…/computing softmax` reads
+    `warmup/layer_0/…/computing softmax`, and `forward_pass/layer_0/…/attn` and its layer_1 twin stay two different,
+    readable lines where a single ellipsis in the middle would cut both to the same text."""
+    if len(text) <= width:
+        return text
     parts = text.split("/")
-    shortest = 4  # a component keeps at least two characters, the ellipsis and one more
-    if len(text) <= width or shortest * len(parts) + len(parts) - 1 > width:
-        return middle(text, width)
-    lengths = [len(x) for x in parts]
+    droppable = sorted((i for i in range(1, len(parts) - 1) if not _NUMBERED.search(parts[i])),
+                       key=lambda i: (-len(parts[i]), -i))
+    dropped: set[int] = set()
+    for i in droppable:
+        dropped.add(i)
+        kept = _kept(parts, dropped)
+        if len("/".join(kept)) <= width:
+            return "/".join(kept)
+    fitted = _fit_components(_kept(parts, dropped), width, 4)
+    return fitted if fitted is not None else middle(text, width)
+
+
+def _kept(parts: list[str], dropped: set[int]) -> list[str]:
+    """The components not dropped, each run of dropped ones as one `…`."""
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        if i not in dropped:
+            out.append(part)
+        elif i - 1 not in dropped:
+            out.append("…")
+    return out
+
+
+def _fit_components(parts: list[str], width: int, shortest: int) -> str | None:
+    """`parts` joined by `/` in `width` characters, shortening the longest component first (a numbered one only
+    when nothing else is left, keeping its number; the last after others of its length), none below `shortest`
+    characters; None when they cannot fit so."""
     last = len(parts) - 1
+    floor = [min(len(x), shortest) for x in parts]
+    if sum(floor) + last > width:
+        return None
+    lengths = [len(x) for x in parts]
     while sum(lengths) + last > width:
-        i = min((j for j in range(len(parts)) if lengths[j] > shortest),
+        i = min((j for j in range(len(parts)) if lengths[j] > floor[j]),
                 key=lambda j: (bool(_NUMBERED.search(parts[j])), -lengths[j], j == last))
         lengths[i] -= 1
     return "/".join(x if n == len(x) else "…" + x[1 - n:] if _NUMBERED.search(x) else middle(x, n)

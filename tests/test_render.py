@@ -74,15 +74,28 @@ def test_paths_keep_the_component_that_tells_rows_apart(width):
     rows = [f"forward_pass/layer_{n}/attention_sublayer/attn" for n in (10, 11)]
     assert middle(rows[0], width) == middle(rows[1], width)  # what this replaces
     shown = [shorten_path(r, width) for r in rows]
-    assert all(len(x) == width for x in shown) and shown[0] != shown[1]
+    assert all(len(x) <= width for x in shown) and shown[0] != shown[1]
     assert all(x.endswith("/attn") for x in shown)
     assert ["layer_10" in shown[0], "layer_11" in shown[1]] == [True, True]
 
 
-def test_paths_too_narrow_for_their_components_fall_back_to_one_ellipsis():
-    assert shorten_path("forward_pass/layer_10/attention_sublayer/attn", 16) == middle(
-        "forward_pass/layer_10/attention_sublayer/attn", 16)
+def test_deep_paths_drop_whole_middle_components_before_cutting_the_last():
+    """What a person reads in a 36-character layer column: the step, the layer and the innermost range, not
+    every component cut to a few letters (`wa…up/layer_0/at…er/sca…on/ann…on/com…es`)."""
+    deep = ("warmup/layer_0/attention_sublayer/scaled_dot_product_attention/annotated_scaled_dot_product_attention/"
+            "computing softmax")
+    assert shorten_path(deep, 36) == "warmup/layer_0/…/computing softmax"
+    assert shorten_path(deep, 60) == "warmup/layer_0/attention_sublayer/…/computing softmax"  # only what must go
+    assert shorten_path(deep.replace("layer_0", "layer_1"), 36) == "warmup/layer_1/…/computing softmax"
+    cut = shorten_path(deep.replace("softmax", "attention scores"), 36)  # the last cut only when nothing is left
+    assert len(cut) == 36 and cut.startswith("warmup/layer_0/…/computing") and cut.endswith("scores")
+
+
+def test_paths_too_narrow_for_their_components_keep_the_number_and_the_last():
+    narrow = shorten_path("forward_pass/layer_10/attention_sublayer/attn", 16)
+    assert len(narrow) == 16 and "10/" in narrow and narrow.endswith("/attn")
     assert shorten_path("a/b", 10) == "a/b"
+    assert shorten_path("a/b/c/d/e/f/g/h/i/j/k/l/m/n", 5) == middle("a/b/c/d/e/f/g/h/i/j/k/l/m/n", 5)
 
 
 def test_middle_ellipsis_keeps_both_ends():
@@ -246,11 +259,22 @@ class _Tty(io.StringIO):
         raise OSError("not a real terminal")
 
 
+class _TtyAt2(_Tty):
+    def fileno(self):
+        return 2
+
+
 def test_width_rule(monkeypatch):
     pipe = io.StringIO()
     monkeypatch.delenv("COLUMNS", raising=False)
-    assert table_width(None, pipe) == 100
+    assert table_width(None, pipe, io.StringIO()) == 100  # neither stdout nor stderr a terminal: 100
+    monkeypatch.setattr("nsysql.render.os.get_terminal_size", lambda fd: __import__("os").terminal_size((72, 40)))
+    assert table_width(None, pipe, _TtyAt2()) == 72  # piped into less from a terminal: the terminal's width
+    assert table_width("out.txt", pipe, _TtyAt2()) == 100  # -o FILE: not fitted to the terminal
+    monkeypatch.undo()
+    monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.setenv("COLUMNS", "80")
+    assert table_width(None, pipe, _TtyAt2()) == 80  # $COLUMNS, when set, wins over the terminal behind stderr
     assert table_width(None, pipe) == 80
     assert table_width("out.txt", _Tty()) == 80  # a file is not a terminal
     monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=None: __import__("os").terminal_size((132, 40)))
