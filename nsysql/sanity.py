@@ -14,7 +14,7 @@ NAMED = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVEN
 
 def check(ex) -> list[str]:
     """Warnings about `ex` (an open nsysql.Export), one line each; empty for every export nsys writes. The counts
-    are queries/analysis/damaged_tables.sql and sanity.sql (kept with the export's answers, so they are read once)."""
+    are queries/analysis/damaged_tables.sql and sanity.sql, screened first by _sanity_screen.sql (kept with the export's answers, so they are read once)."""
     from .export import SOURCES
     from .sqlite_check import describe
     out = []
@@ -23,7 +23,7 @@ def check(ex) -> list[str]:
         out.append(f"{row['raw_table']}: SQLite's integrity check finds {found}; rows of this table may be missing, "
                    "repeated or wrong, so results over it are not to be trusted; export it again from the .nsys-rep "
                    "(nsys export --type sqlite)")
-    for row in _rows(ex, "analysis.sanity"):
+    for row in _sanity_rows(ex):
         if row["table_name"] == "string_ids_repeated":
             out += _string_ids(row["duplicates"], row["repeated"])
             continue
@@ -51,6 +51,15 @@ def _string_ids(extra_rows: int, ambiguous: int) -> list[str]:
                 "is counted twice"]
     return [f"StringIds: {extra_rows:,} rows repeat an id, {ambiguous:,} ids with different strings; each id is read "
             "once (its first row), so nothing is counted twice, but names of those ids may be wrong"]
+
+
+def _sanity_rows(ex) -> list[dict]:
+    """analysis.sanity's rows; the cheaper screen's where it finds nothing (then every exact count is 0 too)."""
+    screen = list(_rows(ex, "analysis._sanity_screen"))
+    counted = ("negative", "repeated", "duplicates")
+    if screen and not any(row[c] for row in screen for c in counted):
+        return screen
+    return list(_rows(ex, "analysis.sanity"))
 
 
 def _rows(ex, query_id: str):
