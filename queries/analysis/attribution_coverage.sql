@@ -18,13 +18,17 @@
 --   by_inferred_ns | BIGINT | ns (backward kernels charged to their forward layer by the capture's structure)
 --   by_own_range_ns | BIGINT | ns
 --   by_borrowed_range_ns | BIGINT | ns
-WITH ops AS (
-    SELECT COALESCE(u.layer, '?') AS layer, a.direction, a.link, o.end_ns - o.start_ns AS d
+WITH grouped AS (  -- per layer range, direction and link first: integers only
+    SELECT a.layer_range_id, a.direction, a.link, SUM(o.end_ns - o.start_ns) AS d, COUNT(*) AS n
     FROM gpu_op AS o JOIN gpu_op_attribution AS a USING (op_kind, op_id)
-    LEFT JOIN user_range AS u ON u.range_id = a.layer_range_id
     WHERE o.op_kind IN ('kernel', 'graph')  -- a graph traced at graph level: its kernels as one
+    GROUP BY ALL
+),
+ops AS (
+    SELECT COALESCE(u.layer, '?') AS layer, g.direction, g.link, g.d, g.n
+    FROM grouped AS g LEFT JOIN user_range AS u ON u.range_id = g.layer_range_id
 )
-SELECT COUNT(*) AS kernels,
+SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS kernels,
        CAST(COALESCE(SUM(d), 0) AS BIGINT) AS kernel_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE layer <> '?'), 0) AS BIGINT) AS known_layer_ns,
        100.0 * COALESCE(SUM(d) FILTER (WHERE layer <> '?'), 0) / NULLIF(SUM(d), 0) AS known_layer_pct,

@@ -17,20 +17,20 @@
 --   pct | DOUBLE | pct | 1
 --   bprop_ratio | DOUBLE | ratio | 2
 WITH
-ops AS (
-    SELECT COALESCE(u.layer, '?') AS layer, a.direction, o.start_ns, o.end_ns - o.start_ns AS d
+ops AS (  -- per layer range and direction first: integers only, so the texts below are cut once per range
+    SELECT a.layer_range_id, a.direction, MIN(o.start_ns) AS first_ns, SUM(o.end_ns - o.start_ns) AS d, COUNT(*) AS n
     FROM gpu_op AS o JOIN gpu_op_attribution AS a USING (op_kind, op_id)
-    LEFT JOIN user_range AS u ON u.range_id = a.layer_range_id
     WHERE o.op_kind IN ('kernel', 'graph')  -- a graph traced at graph level: its kernels as one
+    GROUP BY ALL
 ),
 rolled AS (
-    SELECT CASE WHEN layer = '?' THEN '?'
+    SELECT CASE WHEN u.layer IS NULL THEN '?'
                 ELSE array_to_string(list_slice(string_split(
-                         CASE WHEN $merge_repeats THEN regexp_replace(layer, '([_.#-])[0-9]+(/|$)', '\1*\2', 'g')
-                              ELSE layer END, '/'), 1, CASE WHEN $depth > 0 THEN $depth ELSE 1000000 END), '/')
+                         CASE WHEN $merge_repeats THEN regexp_replace(u.layer, '([_.#-])[0-9]+(/|$)', '\1*\2', 'g')
+                              ELSE u.layer END, '/'), 1, CASE WHEN $depth > 0 THEN $depth ELSE 1000000 END), '/')
            END AS layer,
-           direction, start_ns, d
-    FROM ops
+           o.direction, o.first_ns, o.d, o.n
+    FROM ops AS o LEFT JOIN user_range AS u ON u.range_id = o.layer_range_id
 ),
 total AS (SELECT SUM(d) AS all_ns FROM ops)
 SELECT layer,
@@ -38,10 +38,10 @@ SELECT layer,
        CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'bprop'), 0) AS BIGINT) AS bprop_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'optim'), 0) AS BIGINT) AS optim_ns,
        CAST(SUM(d) AS BIGINT) AS total_ns,
-       COUNT(*) AS kernels,
+       CAST(SUM(n) AS BIGINT) AS kernels,
        100.0 * SUM(d) / ANY_VALUE(t.all_ns) AS pct,
        CAST(SUM(d) FILTER (WHERE direction = 'bprop') AS DOUBLE)
          / NULLIF(SUM(d) FILTER (WHERE direction = 'fprop'), 0) AS bprop_ratio
 FROM rolled CROSS JOIN total AS t
 GROUP BY layer
-ORDER BY layer = '?', MIN(start_ns), layer;
+ORDER BY layer = '?', MIN(first_ns), layer;
