@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 import nsysql
 from nsysql.cli import app
 
-from conftest import load_script
+from conftest import REPO, load_script
 
 corpus = load_script("scripts/make_outside_corpus.py")
 
@@ -136,3 +136,6 @@ def test_sanity_screen_counts_what_the_exact_counts_count(cases, tmp_path):
         assert screen.rows() == exact.rows(), name
         counted = exact.select("negative", "repeated", "duplicates").sum_horizontal().sum()
         assert (counted == 0) == (name == "_good"), name  # the damaged cases are damaged where the screen looks
+    cpu_only = REPO / "fixtures" / "cpu-nvtx-osrt-nsys2022.4" / "export.sqlite.xz"  # no kernel, copy or set rows
+    with nsysql.open(cpu_only, cache_dir=tmp_path / "cpu") as ex:
+        assert ex.run("analysis._sanity_screen").rows() == ex.run("analysis.sanity").rows()

@@ -57,18 +57,13 @@ windows AS (  -- wall time of the windows of the processes that used each GPU
     JOIN win AS w USING (pid)
     GROUP BY d.device_id
 ),
-tensor_core_name AS (  -- decided once per distinct name (OFFSET 0: not pushed down to every kernel's row)
-    SELECT n AS kernel_name,
-           regexp_matches(n, 'hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|tensor[0-9]+x[0-9]+x[0-9]+|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8', 'i')
-             AND NOT contains(lower(n), 'f32f32') AS tensor_core
-    FROM (SELECT DISTINCT kernel_name AS n FROM kernel OFFSET 0)
-),
 kern AS (
     SELECT o.device_id, o.e - o.s AS dur, k.grid_x * k.grid_y * k.grid_z AS blocks,
            k.block_x * k.block_y * k.block_z AS threads, k.registers_per_thread AS regs,
-           COALESCE(k.static_smem_bytes, 0) + COALESCE(k.dynamic_smem_bytes, 0) AS smem, t.tensor_core
+           COALESCE(k.static_smem_bytes, 0) + COALESCE(k.dynamic_smem_bytes, 0) AS smem,
+           regexp_matches(k.kernel_name, 'hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|tensor[0-9]+x[0-9]+x[0-9]+|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8', 'i')
+             AND NOT contains(lower(k.kernel_name), 'f32f32') AS tensor_core
     FROM ops AS o JOIN kernel AS k ON o.op_kind = 'kernel' AND k.kernel_id = o.op_id
-    LEFT JOIN tensor_core_name AS t ON t.kernel_name = k.kernel_name
 ),
 occ AS (
     SELECT k.*, g.sm_count, g.max_warps_per_sm AS max_warps,

@@ -89,13 +89,12 @@ steps AS (
           UNION ALL
           SELECT range_id, pid, tid, name, start_ns, end_ns, source FROM pattern_steps)
 ),
-launched AS (  -- each op with its launching call's thread and times, as gpu_op_int keeps them (no runtime join)
-    SELECT o.op_kind, o.start_ns, o.end_ns, (o.call_global_tid >> 24) & 16777215 AS pid,
-           o.call_global_tid & 16777215 AS tid, o.call_start_ns AS api_start_ns, o.call_end_ns AS api_end_ns,
+launched AS (
+    SELECT o.op_kind, o.start_ns, o.end_ns, rt.pid, rt.tid, rt.start_ns AS api_start_ns, rt.end_ns AS api_end_ns,
            COALESCE(CAST(a.direction AS VARCHAR), 'other') AS direction
-    FROM gpu_op_int AS o
+    FROM gpu_op AS o
+    JOIN runtime AS rt ON rt.runtime_id = o.runtime_id
     LEFT JOIN gpu_op_attribution AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id
-    WHERE o.runtime_id IS NOT NULL
 ),
 in_step AS (
     SELECT s.pid, s.step, s.tid AS step_tid, l.op_kind, l.tid, l.direction, l.start_ns, l.end_ns
