@@ -35,6 +35,9 @@ bucket AS (  -- bucket width of analysis._steady_windows: the analysed step hold
 launched AS (
     SELECT k.kernel_id, k.pid, k.device_id, k.stream_id, k.start_ns, k.end_ns, w.step, w.start_ns AS step_start_ns,
            w.end_ns AS step_end_ns, k.end_ns - k.start_ns AS kernel_ns, c.end_ns - c.start_ns AS api_ns,
+           CASE WHEN regexp_matches(k.kernel_name, 'cutlass_[0-9]+_[A-Za-z0-9_]+')
+                THEN regexp_extract(k.kernel_name, 'cutlass_[0-9]+_[A-Za-z0-9_]+')
+                ELSE regexp_replace(k.short_name, '_tilesize.*$', '') END AS name,
            k.graph_node_id IS NULL AND k.end_ns - k.start_ns < c.end_ns - c.start_ns AS short
     FROM kernel AS k
     JOIN (SELECT pid, correlation_id, start_ns, end_ns, start_ns // (SELECT ns FROM bucket) AS bucket FROM runtime) AS c
@@ -82,20 +85,11 @@ stats AS (
            quantile_cont(api_ns, 0.5) AS median_api_ns
     FROM in_runs GROUP BY pid, device_id, stream_id
 ),
-named AS (  -- the kernels of the runs by name, the name cut once per distinct kernel (not once per kernel)
-    SELECT pid, device_id, stream_id,
-           CASE WHEN regexp_matches(kernel_name, 'cutlass_[0-9]+_[A-Za-z0-9_]+')
-                THEN regexp_extract(kernel_name, 'cutlass_[0-9]+_[A-Za-z0-9_]+')
-                ELSE regexp_replace(short_name, '_tilesize.*$', '') END AS name, n
-    FROM (SELECT i.pid, i.device_id, i.stream_id, k.kernel_name, k.short_name, COUNT(*) AS n
-          FROM in_runs AS i JOIN kernel AS k USING (kernel_id)
-          GROUP BY ALL)
-),
 names AS (
     SELECT pid, device_id, stream_id, string_agg(name, ', ' ORDER BY n DESC, name) AS names
-    FROM (SELECT pid, device_id, stream_id, name, SUM(n) AS n,
-                 ROW_NUMBER() OVER (PARTITION BY pid, device_id, stream_id ORDER BY SUM(n) DESC, name) AS rank
-          FROM named GROUP BY pid, device_id, stream_id, name)
+    FROM (SELECT pid, device_id, stream_id, name, COUNT(*) AS n,
+                 ROW_NUMBER() OVER (PARTITION BY pid, device_id, stream_id ORDER BY COUNT(*) DESC, name) AS rank
+          FROM in_runs GROUP BY pid, device_id, stream_id, name)
     WHERE rank <= 3 GROUP BY pid, device_id, stream_id
 ),
 per_pid AS (
