@@ -2,14 +2,25 @@
 `summarize`, and the default outputs of `steps`, `layers`, `memcpy` and `report nvtx_gpu_proj_sum`. They are
 stored (nsysql/answers.py), so those commands later read small tables instead of the million-row ones (issue 12).
 The heavier outputs (`gaps`, `overhead --by range`, the full kernel table, any command with options) are
-computed on first use and kept the same way."""
+computed on first use and kept the same way.
+
+By default they are computed after the command that built the cache has printed its answer, by a process of
+their own at the lowest CPU priority (`python -m nsysql.commands.answer_ahead`): the first command answers sooner, and the next
+one finds them stored, or computes what it needs itself if it comes before they are. NSYSQL_AHEAD=foreground
+computes them in the command, before its own answer (as tests and bench/bench_stages.py want: everything done
+when the command returns); NSYSQL_AHEAD=off not at all. While the process runs, `running_marker()` names a file
+holding its pid."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import duckdb
 
-from . import progress, signals
+from . import answers, progress, signals
 from .errors import NsysqlError
 from .export import Export
 from .render import time_origin
@@ -37,3 +48,55 @@ def answer_ahead(export: Export, *, summary: bool = True) -> None:
             except (NsysqlError, duckdb.Error):
                 if signals.received():  # an interrupt DuckDB turned into an error stops the command
                     raise
+
+
+AHEAD_ENV = "NSYSQL_AHEAD"
+MODES = ("background", "foreground", "off")
+_pending: list[list[str]] = []  # the background runs to start once the command has answered
+
+
+def mode() -> str:
+    """NSYSQL_AHEAD: background (the default), foreground or off."""
+    wanted = os.environ.get(AHEAD_ENV, "").strip().lower() or "background"
+    if wanted not in MODES:
+        raise NsysqlError(f"{AHEAD_ENV}={wanted!r} is not one of {', '.join(MODES)}; unset it for the default "
+                          "(background)")
+    return wanted
+
+
+def after_build(export: Export, *, summary: bool = True) -> None:
+    """The cache of `export` was just built by this command: answer ahead now, or once the command has answered."""
+    chosen = mode()
+    if chosen == "foreground":
+        answer_ahead(export, summary=summary)
+    elif chosen == "background":
+        _pending.append([str(export.path), str(export.cache_path.parent), str(export.cache_path),
+                         str(export.source), "1" if summary else "0"])
+
+
+def start_pending() -> None:
+    """Start the background runs recorded by after_build (called by the CLI once a command ended well): each a
+    detached process in a session of its own, with no terminal, so the shell's prompt comes back at once."""
+    while _pending:
+        args = _pending.pop(0)
+        try:
+            subprocess.Popen([sys.executable, "-m", "nsysql.commands.answer_ahead", *args], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                             close_fds=True, env={**os.environ, AHEAD_ENV: "foreground"})
+        except OSError:  # no process to spare: the next command computes what it needs
+            pass
+
+
+def running_marker(cache_path: Path) -> Path:
+    """The file that exists (holding its pid) while a background run answers ahead for the cache `cache_path`."""
+    return answers.directory(cache_path) / ".ahead-running"
+
+
+def running(cache_path: Path) -> bool:
+    """Whether a background run is answering ahead for `cache_path` (its marker names a live process)."""
+    try:
+        pid = int(running_marker(cache_path).read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return True

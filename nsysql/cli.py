@@ -346,7 +346,15 @@ app = make_app()
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except SystemExit as end:
+        if end.code in (0, None):  # answered: now the answers ahead, if this command built the cache
+            from .ahead import start_pending
+            start_pending()
+        raise
+    from .ahead import start_pending
+    start_pending()
 
 
 if __name__ == "__main__":

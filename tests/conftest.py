@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import lzma
+import os
 import shutil
 import sys
 from contextlib import contextmanager
@@ -16,6 +17,11 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SHARED_SAMPLE = REPO.parent / "shared" / "samples" / "small-train"
 FIXTURES = REPO / "fixtures"
+
+# A command that builds a cache answers the common commands ahead in a detached process once it has answered
+# (nsysql/ahead.py). Tests want everything done when a command returns, and no process outliving its temporary
+# directory: the answers ahead are computed in the command (test_ahead.py tests the background run itself).
+os.environ["NSYSQL_AHEAD"] = "foreground"
 
 
 def unxz(source: Path, target: Path) -> Path:

@@ -85,10 +85,11 @@ def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool, *, answ
     for line in ex.sanity():
         typer.echo(inputs.printable(f"warning: {inputs.text(export.name)}: {line}"), err=True)
     if not ex.cache_hit and not no_cache:
-        # the cache was just built: answer summarize and the other default outputs now, so that a later command
-        # reads small stored answers whichever command opened the export first (issue 12)
-        from ..ahead import answer_ahead
-        answer_ahead(ex, summary=answer_summary)
+        # the cache was just built: answer summarize and the other default outputs (after this command's answer,
+        # in a process of their own; nsysql/ahead.py), so that a later command reads small stored answers
+        # whichever command opened the export first (issue 12)
+        from ..ahead import after_build
+        after_build(ex, summary=answer_summary)
     return ex
 
 

@@ -1,0 +1,46 @@
+"""The background run that answers the common commands ahead for a cache another command just built
+(nsysql/ahead.py starts it once that command has answered): a module of the command layer, since it opens the
+export as a command does."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import duckdb
+
+from .. import open as open_export
+from ..ahead import answer_ahead, running_marker
+from ..cache import cache_file
+from ..errors import NsysqlError
+from ..importer import views_version
+
+
+def main(export_path: str, cache_dir: str, cache_path: str, source: str, summary: str) -> None:
+    """Answer ahead for a cache another process built, at the lowest CPU priority, silently; nothing at all when
+    the cache is gone or no longer the export's (it never builds one)."""
+    try:
+        os.nice(19)
+    except OSError:
+        pass
+    cache = Path(cache_path)
+    if not cache.exists() or cache_file(Path(cache_dir), Path(source), views_version()) != cache:
+        return
+    marker = running_marker(cache)
+    try:
+        marker.parent.mkdir(exist_ok=True)
+        marker.write_text(str(os.getpid()))
+        with open_export(export_path, cache_dir=cache_dir) as export:
+            if export.cache_path == cache:
+                answer_ahead(export, summary=summary == "1")
+    except (NsysqlError, duckdb.Error, OSError):
+        pass
+    finally:
+        try:
+            marker.unlink()
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:6])

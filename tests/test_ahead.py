@@ -1,0 +1,71 @@
+"""Answers ahead in the background (nsysql/ahead.py): the command that builds a cache answers first, then a
+detached process at the lowest priority stores what the common commands read; NSYSQL_AHEAD picks the mode."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import nsysql
+from nsysql import ahead, answers, catalog, views
+
+from conftest import FIXTURES
+
+EXPORT = FIXTURES / "gpt-tiny-forward" / "export.sqlite.xz"
+
+
+def nsysql_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from nsysql.cli import main; main()", *args],
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def stored(cache_path, query_id: str) -> bool:
+    """Whether the query's answer with its header defaults (what a command's default output reads) is stored."""
+    q = catalog.get(query_id)
+    return answers.stored_file(cache_path, q, q.bound_params(views.stated_defaults(q))) is not None
+
+
+def test_the_first_command_answers_then_a_background_run_stores_the_rest(tmp_path):
+    env = {**os.environ, "NSYSQL_AHEAD": "background", "NSYSQL_CACHE_DIR": str(tmp_path)}
+    done = nsysql_cli("report", "cuda_gpu_kern_sum", str(EXPORT), "-f", "csv", env=env)
+    assert done.returncode == 0 and done.stdout.startswith("Time (%)"), done.stderr
+    with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
+        cache = ex.cache_path
+    deadline = time.monotonic() + 240
+    while not (stored(cache, "analysis.steps") and stored(cache, "analysis.top_kernels")) or ahead.running(cache):
+        assert time.monotonic() < deadline, "the background run stored nothing in 240 s"
+        time.sleep(0.5)
+    assert not ahead.running_marker(cache).exists()  # removed when it ends
+    assert stored(cache, "analysis.layers") and stored(cache, "reports.nvtx_gpu_proj_sum")
+
+
+def test_foreground_answers_before_the_command_returns_and_off_not_at_all(tmp_path):
+    for mode, expected in (("foreground", True), ("off", False)):
+        env = {**os.environ, "NSYSQL_AHEAD": mode, "NSYSQL_CACHE_DIR": str(tmp_path / mode)}
+        assert nsysql_cli("report", "cuda_gpu_kern_sum", str(EXPORT), "-f", "csv", env=env).returncode == 0
+        with nsysql.open(EXPORT, cache_dir=tmp_path / mode) as ex:
+            assert stored(ex.cache_path, "analysis.steps") is expected, mode
+
+
+def test_a_bad_mode_is_one_line(tmp_path):
+    env = {**os.environ, "NSYSQL_AHEAD": "later", "NSYSQL_CACHE_DIR": str(tmp_path)}
+    done = nsysql_cli("report", "cuda_gpu_kern_sum", str(EXPORT), env=env)
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        "Error: NSYSQL_AHEAD='later' is not one of background, foreground, off; unset it for the default (background)"]
+
+
+def test_the_background_run_never_builds_a_cache(tmp_path):
+    """Started for a cache that is gone (pruned, or the export changed), it leaves the directory as it was."""
+    gone = tmp_path / "gone.duckdb"
+    subprocess.run([sys.executable, "-m", "nsysql.commands.answer_ahead", str(EXPORT), str(tmp_path), str(gone), str(EXPORT), "1"],
+                   check=True, timeout=120)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["", "Background", " foreground "])
+def test_mode_reads_the_variable(monkeypatch, value):
+    monkeypatch.setenv("NSYSQL_AHEAD", value)
+    assert ahead.mode() == (value.strip().lower() or "background")
