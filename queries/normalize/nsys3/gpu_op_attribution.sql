@@ -196,7 +196,9 @@ rep_op AS MATERIALIZED (  -- with what a comparison needs
              OR regexp_matches(CAST(o.kernel_name AS VARCHAR),
                                'copy|nchwto|nhwcto|transpose|fill|functor_add|addfunctor|add_kernel|workspace', 'i')
              AS is_util,
-           COALESCE(o.label IN ('[CUDA memset]', '[CUDA memcpy Host-to-Device]'), false) AS no_grad
+           COALESCE(o.label IN ('[CUDA memset]', '[CUDA memcpy Host-to-Device]'), false) AS no_grad,
+           replace(replace(replace(COALESCE(CAST(o.short_name AS VARCHAR), o.label), 'backward', 'forward'),
+                           'Backward', 'Forward'), 'bwd', 'fwd') AS mirror  -- a backward kernel's forward twin
     FROM (SELECT q.shape_id, q.side, q.pos, q.kind_no, q.range_id, u.layer, k.kernel_name, x.label, k.short_name,
                  k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z
           FROM rep_seq AS q
@@ -262,12 +264,49 @@ repeat_run AS (  -- per l, runs of backward ops equal to the op l later
           WHERE x.sig = y.sig)
     GROUP BY shape_id, l, grp
 ),
-phase AS (  -- the longest l with N repeats in a row; p: where the last block's backward may start
-    SELECT shape_id, l, blocks, MIN(a) AS p_lo, MAX(LEAST(b - (blocks - 1) * l + 1, nb - blocks * l)) AS p_hi
+phase_all AS (  -- the longest l with N repeats in a row, and every start p where the last block's backward may begin
+    SELECT shape_id, l, blocks, unnest(range(a, LEAST(b - (blocks - 1) * l + 1, nb - blocks * l) + 1)) AS p
     FROM (SELECT *, MAX(l) OVER (PARTITION BY shape_id) AS best_l
           FROM repeat_run WHERE a <= LEAST(b - (blocks - 1) * l + 1, nb - blocks * l))
     WHERE l = best_l
-    GROUP BY shape_id, l, blocks
+),
+phase_span AS (
+    SELECT shape_id, ANY_VALUE(l) AS l, ANY_VALUE(blocks) AS blocks, MIN(p) AS p_lo, MAX(p) AS p_hi
+    FROM phase_all GROUP BY shape_id
+),
+fwd_side AS (  -- where each forward op is: after the stack, in it, or before it
+    SELECT f.*, CASE WHEN f.pos > s.last_pos THEN 'after' WHEN f.pos < s.first_pos THEN 'before' ELSE 'stack' END
+                  AS where_
+    FROM rep_op AS f JOIN stack AS s USING (shape_id)
+    WHERE f.side = 'f' AND NOT f.no_grad
+),
+zone_evidence AS (  -- backward ops the starts do not agree on: where the forward ran what points to them
+    SELECT b.shape_id, b.pos, bool_or(f.where_ = 'after') AS in_after, bool_or(f.where_ = 'before') AS in_before,
+           bool_or(f.where_ = 'stack') AS in_stack
+    FROM rep_op AS b JOIN phase_span AS ph USING (shape_id)
+    JOIN fwd_side AS f ON f.shape_id = b.shape_id
+    WHERE b.side = 'b'
+      AND (b.pos BETWEEN ph.p_lo AND ph.p_hi - 1
+           OR b.pos BETWEEN ph.p_lo + ph.blocks * ph.l AND ph.p_hi + ph.blocks * ph.l - 1)
+      AND ((b.is_mm AND f.is_mm AND (f.is_conv OR NOT b.is_conv))
+           OR (NOT b.is_mm AND NOT b.is_util AND (f.sig = b.sig OR (f.short = b.mirror AND b.mirror <> b.short)
+                                                  OR f.short_sig = b.short_sig)))
+    GROUP BY b.shape_id, b.pos
+),
+contradicted AS (  -- starts that put an op where nothing in the forward points to, while something elsewhere does
+    SELECT DISTINCT a.shape_id, a.p
+    FROM phase_all AS a JOIN zone_evidence AS z USING (shape_id)
+    WHERE CASE WHEN z.pos < a.p THEN NOT z.in_after
+               WHEN z.pos >= a.p + a.blocks * a.l THEN NOT z.in_before
+               ELSE NOT z.in_stack END
+),
+phase AS (  -- the starts left (all of them when every one is contradicted): p_lo .. p_hi
+    SELECT shape_id, ANY_VALUE(l) AS l, ANY_VALUE(blocks) AS blocks, MIN(p) AS p_lo, MAX(p) AS p_hi
+    FROM (SELECT *, COUNT(*) FILTER (WHERE NOT is_contradicted) OVER (PARTITION BY shape_id) AS left_
+          FROM (SELECT a.*, c.p IS NOT NULL AS is_contradicted
+                FROM phase_all AS a LEFT JOIN contradicted AS c USING (shape_id, p)))
+    WHERE left_ = 0 OR NOT is_contradicted
+    GROUP BY shape_id
 ),
 in_stack AS (  -- backward ops in the same block at every possible start
     SELECT b.shape_id, b.pos, m.range_id
@@ -315,8 +354,7 @@ block_run AS (  -- runs of forward ops in one block, before or after the stack, 
 ),
 outside AS (  -- backward ops before the stack's in every phase (after-blocks) or after it (before-blocks)
     SELECT b.shape_id, b.pos, CASE WHEN b.pos < ph.p_lo THEN 'after' ELSE 'before' END AS side,
-           b.sig, b.short, b.short_sig, b.is_mm, b.is_conv, b.is_util,
-           replace(replace(replace(b.short, 'backward', 'forward'), 'Backward', 'Forward'), 'bwd', 'fwd') AS mirror
+           b.sig, b.short, b.short_sig, b.is_mm, b.is_conv, b.is_util, b.mirror
     FROM rep_op AS b JOIN phase AS ph USING (shape_id)
     WHERE b.side = 'b' AND (b.pos < ph.p_lo OR b.pos >= ph.p_hi + ph.blocks * ph.l)
 ),
@@ -357,10 +395,21 @@ outside_block AS (  -- one block left, on a side where every op has one at least
     WHERE f.count = 1 AND la.anc_id IS NULL AND NOT u.is_step
       AND NOT EXISTS (SELECT 1 FROM feasible AS z WHERE z.shape_id = f.shape_id AND z.side = f.side AND z.count < 1)
 ),
+between_blocks AS (  -- in the stack at every start but in other blocks at some: the stack's parent, if a layer
+    -- (a range inside another that is neither a step nor around the lender: not `forward_pass` itself)
+    SELECT b.shape_id, b.pos, s.parent_id AS range_id
+    FROM rep_op AS b JOIN phase AS ph USING (shape_id) JOIN stack AS s USING (shape_id) JOIN rep AS rp USING (shape_id)
+    JOIN rep_range AS u ON u.shape_id = s.shape_id AND u.range_id = s.parent_id
+    JOIN rep_range AS up ON up.shape_id = s.shape_id AND up.range_id = u.user_parent_id
+    LEFT JOIN lender_anc AS la ON la.lender_id = rp.lender_id AND la.anc_id = s.parent_id
+    WHERE b.side = 'b' AND b.pos >= ph.p_hi AND b.pos < ph.p_lo + ph.blocks * ph.l
+      AND (b.pos - ph.p_lo) // ph.l <> (b.pos - ph.p_hi) // ph.l
+      AND la.anc_id IS NULL AND NOT u.is_step AND NOT up.is_step
+),
 placed AS (  -- per shape and backward position: the forward range, and the share of the pass placed
     SELECT p.shape_id, p.pos, u.layer, hash(u.layer) AS layer_no,
            COUNT(*) OVER (PARTITION BY p.shape_id) / ANY_VALUE(r.nb) OVER (PARTITION BY p.shape_id) AS confidence
-    FROM (SELECT * FROM in_stack UNION ALL SELECT * FROM outside_block) AS p
+    FROM (SELECT * FROM in_stack UNION ALL SELECT * FROM between_blocks UNION ALL SELECT * FROM outside_block) AS p
     JOIN rep_range AS u USING (shape_id, range_id) JOIN rep AS r USING (shape_id)
 ),
 placed_op AS (  -- every pass of the shape: its backward op at that position
