@@ -29,8 +29,12 @@
 --      kernels (name, grid, block) in the same order under the same sub-paths (layer_0 ... layer_N-1, N >=
 --      2; then the longest block; then the first). Its backward: the longest period l (at least half the
 --      block's forward ops) at which the pass has N equal runs of l ops in a row; every start p where that
---      holds is a possible phase, and an op is charged to block N-1-k only when it falls in the k-th run
---      at every p. Ops before the runs belong to the blocks after the stack (in reverse order), ops after
+--      holds is a possible phase, except one that puts an op where nothing points to (an op whose kernel
+--      evidence, below, names forward ops only elsewhere: in the stack, before it or after it; unless every
+--      p does). An op is charged to block N-1-k when it falls in the k-th run at every phase left, and to
+--      the stack's parent when it falls in the runs at every phase but in different ones, if that parent is
+--      a layer (neither a step, nor around the lender, nor directly in a step or at the top: `stage_1`,
+--      not `forward_pass`). Ops before the runs belong to the blocks after the stack (in reverse order), ops after
 --      them to the blocks before it; a block there is the outermost range of a forward op not around the
 --      stack's parent (or the op's own range); ops directly in a step range or around the lender stay
 --      borrowed. There an op's candidate blocks are, strongest evidence first: for a matrix-product or
@@ -71,7 +75,7 @@
 --   borrowed_range_id | BIGINT | id (inferred rows: the range rule 5 lent, where the op ran; else NULL)
 CREATE TABLE gpu_op_attribution AS
 WITH RECURSIVE
-attributed AS (SELECT * FROM _gpu_op_rules),  -- rules 1-6
+attributed AS NOT MATERIALIZED (SELECT * FROM _gpu_op_rules),  -- rules 1-6: read where used, not copied
 
 -- rule 7: a backward pass whose ops only borrow a range, charged to the forward layers by the capture's structure.
 -- Everything over all ops is integers in one narrow sort; only one pass of each kind is looked at closely.
@@ -173,9 +177,12 @@ rep_seq AS MATERIALIZED (  -- its forward (f, pos from 0 in order) and backward 
     SELECT 'b', r.shape_id, b.pos, b.kind_no, b.op_id, NULL
     FROM rep AS r JOIN bwd_pos AS b USING (pid, run_no)
 ),
-rep_kernel AS (  -- their names and launch shapes: semi joins, so that the hash tables hold these few ops only
+rep_kernel AS (  -- their names and launch shapes: semi joins, so that the hash tables hold these few ops only;
+    -- kernel ids are row numbers and these ops run close together: the range lets the scan skip the rest
     SELECT kernel_id, kernel_name, short_name, grid_x, grid_y, grid_z, block_x, block_y, block_z FROM kernel_int
     WHERE kernel_id IN (SELECT op_id FROM rep_seq WHERE kind_no = 0)  -- 0: kernel
+      AND kernel_id BETWEEN (SELECT MIN(op_id) FROM rep_seq WHERE kind_no = 0)
+                        AND (SELECT MAX(op_id) FROM rep_seq WHERE kind_no = 0)
 ),
 rep_other AS (
     SELECT enum_code(op_kind) AS kind_no, op_id, label FROM gpu_op_int
