@@ -6,8 +6,6 @@
 -- notes: A statement of its own so that its working memory (every op's launch context, the rules' joins) is
 --   freed before rule 7 numbers the ops: as one statement the two peaked at 1.56 GB on the 1.7M-kernel export,
 --   as two at about 0.75 GB each (docs/performance.md). The rules are gpu_op_attribution's header's.
---   Rows are stored by process, then in the order of their launching calls (start, op_id, kind_no): rule 7
---   numbers them as they are read (a streaming window) instead of sorting them again.
 -- columns:
 --   op_kind | ENUM | kernel, memcpy, memset or graph
 --   kind_no | UTINYINT | id (op_kind's code)
@@ -138,5 +136,4 @@ borrowed_context AS (
     LEFT JOIN linked AS l USING (eval_range_id)
     LEFT JOIN annotated AS an USING (annotated_range_id)
     LEFT JOIN borrowed_context AS b USING (runtime_id)
-    LEFT JOIN marker AS om ON om.range_id = c.op_range_id
-    ORDER BY (c.global_tid >> 24) & 16777215, c.start_ns, c.op_id, c.kind_no;  -- per process in call order: rule 7's
+    LEFT JOIN marker AS om ON om.range_id = c.op_range_id;

@@ -92,13 +92,11 @@ pass_op AS (  -- per process with such ops: forward ops on their own range, back
               WHERE link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred')))
       AND (is_b <> is_own) AND (is_b OR direction = CAST('fprop' AS ENUM('fprop', 'bprop', 'optim', 'other')))
 ),
-numbered AS MATERIALIZED (  -- ops so far (seen) and backward ops so far (b_seen): a backward run shares one f_seen.
-    -- _gpu_op_rules is stored by process in call order, so these are counted as the rows come (no sort); the
-    -- counts run on across processes, which only their differences within one process are compared by
+numbered AS MATERIALIZED (  -- ops so far (seen) and backward ops so far (b_seen): a backward run shares one f_seen
     SELECT kind_no, op_id, global_tid, call_start_ns, what, is_b, range_id, b_seen, seen - b_seen AS f_seen
-    FROM (SELECT *, ROW_NUMBER() OVER () AS seen,
-                 CAST(SUM(is_b::INTEGER) OVER (ROWS UNBOUNDED PRECEDING) AS BIGINT) AS b_seen
-          FROM pass_op)
+    FROM (SELECT *, ROW_NUMBER() OVER w AS seen, CAST(SUM(is_b::INTEGER) OVER w AS BIGINT) AS b_seen
+          FROM pass_op
+          WINDOW w AS (PARTITION BY pid ORDER BY call_start_ns, op_id, kind_no ROWS UNBOUNDED PRECEDING))
 ),
 run AS (  -- a backward run (the ops between two forward ops); inferable when all borrow one range (the lender)
     SELECT (global_tid >> 24) & 16777215 AS pid, f_seen AS run_no, MIN(b_seen) AS first_b, MAX(b_seen) AS last_b,
