@@ -34,8 +34,8 @@
 --      p does). An op is charged to block N-1-k when it falls in the k-th run at every phase left, and to
 --      the stack's parent when it falls in the runs at every phase but in different ones, if that parent is
 --      a layer (neither a step, nor around the lender, nor directly in a step or at the top: `stage_1`,
---      not `forward_pass`). Ops before the runs belong to the blocks after the stack (in reverse order), ops after
---      them to the blocks before it; a block there is the outermost range of a forward op not around the
+--      not `forward_pass`). Ops before the runs belong to the blocks after the stack (in reverse order), ops
+--      after them to the blocks before it; a block there is the outermost range of a forward op not around the
 --      stack's parent (or the op's own range); ops directly in a step range or around the lender stay
 --      borrowed. There an op's candidate blocks are, strongest evidence first: for a matrix-product or
 --      convolution kernel, the blocks whose forward ran one (a convolution's kernels only those with a
@@ -279,28 +279,31 @@ phase_all AS (  -- the longest l with N repeats in a row, and every start p wher
           FROM repeat_run WHERE a <= LEAST(b - (blocks - 1) * l + 1, nb - blocks * l))
     WHERE l = best_l
 ),
-phase_span AS (
+phase_span AS (  -- the first and the last of those starts
     SELECT shape_id, ANY_VALUE(l) AS l, ANY_VALUE(blocks) AS blocks, MIN(p) AS p_lo, MAX(p) AS p_hi
     FROM phase_all GROUP BY shape_id
 ),
-fwd_side AS (  -- where each forward op is: after the stack, in it, or before it
-    SELECT f.*, CASE WHEN f.pos > s.last_pos THEN 'after' WHEN f.pos < s.first_pos THEN 'before' ELSE 'stack' END
-                  AS where_
-    FROM rep_op AS f JOIN stack AS s USING (shape_id)
-    WHERE f.side = 'f' AND NOT f.no_grad
-),
-zone_evidence AS (  -- backward ops the starts do not agree on: where the forward ran what points to them
-    SELECT b.shape_id, b.pos, bool_or(f.where_ = 'after') AS in_after, bool_or(f.where_ = 'before') AS in_before,
-           bool_or(f.where_ = 'stack') AS in_stack
+points_to AS (  -- backward ops outside the runs at some start, and the forward ops their kernel evidence names:
+    -- level 1 a matrix-product or convolution kernel (a convolution's only convolutions), 2 the same kernel and
+    -- launch shape, 3 its forward twin, 4 the same short name and shape. Copies, casts, fills, layout changes and
+    -- accumulations name none: their shape is a tensor's, not a layer's
+    SELECT b.shape_id, b.pos, f.pos AS fwd_pos,
+           CASE WHEN b.is_mm THEN 1 WHEN f.sig = b.sig THEN 2 WHEN f.short = b.mirror THEN 3 ELSE 4 END AS level
     FROM rep_op AS b JOIN phase_span AS ph USING (shape_id)
-    JOIN fwd_side AS f ON f.shape_id = b.shape_id
-    WHERE b.side = 'b'
-      AND (b.pos BETWEEN ph.p_lo AND ph.p_hi - 1
-           OR b.pos BETWEEN ph.p_lo + ph.blocks * ph.l AND ph.p_hi + ph.blocks * ph.l - 1)
+    JOIN rep_op AS f ON f.shape_id = b.shape_id AND f.side = 'f' AND NOT f.no_grad
+    WHERE b.side = 'b' AND (b.pos < ph.p_hi OR b.pos >= ph.p_lo + ph.blocks * ph.l)
       AND ((b.is_mm AND f.is_mm AND (f.is_conv OR NOT b.is_conv))
            OR (NOT b.is_mm AND NOT b.is_util AND (f.sig = b.sig OR (f.short = b.mirror AND b.mirror <> b.short)
                                                   OR f.short_sig = b.short_sig)))
-    GROUP BY b.shape_id, b.pos
+),
+zone_evidence AS (  -- backward ops the starts disagree on: does what they point to run after the stack, in it, before?
+    SELECT t.shape_id, t.pos, bool_or(t.fwd_pos > s.last_pos) AS in_after,
+           bool_or(t.fwd_pos BETWEEN s.first_pos AND s.last_pos) AS in_stack,
+           bool_or(t.fwd_pos < s.first_pos) AS in_before
+    FROM points_to AS t JOIN phase_span AS ph USING (shape_id) JOIN stack AS s USING (shape_id)
+    WHERE t.pos BETWEEN ph.p_lo AND ph.p_hi - 1
+       OR t.pos BETWEEN ph.p_lo + ph.blocks * ph.l AND ph.p_hi + ph.blocks * ph.l - 1
+    GROUP BY t.shape_id, t.pos
 ),
 contradicted AS (  -- starts that put an op where nothing in the forward points to, while something elsewhere does
     SELECT DISTINCT a.shape_id, a.p
@@ -311,10 +314,10 @@ contradicted AS (  -- starts that put an op where nothing in the forward points 
 ),
 phase AS (  -- the starts left (all of them when every one is contradicted): p_lo .. p_hi
     SELECT shape_id, ANY_VALUE(l) AS l, ANY_VALUE(blocks) AS blocks, MIN(p) AS p_lo, MAX(p) AS p_hi
-    FROM (SELECT *, COUNT(*) FILTER (WHERE NOT is_contradicted) OVER (PARTITION BY shape_id) AS left_
+    FROM (SELECT *, COUNT(*) FILTER (WHERE NOT is_contradicted) OVER (PARTITION BY shape_id) AS starts_left
           FROM (SELECT a.*, c.p IS NOT NULL AS is_contradicted
                 FROM phase_all AS a LEFT JOIN contradicted AS c USING (shape_id, p)))
-    WHERE left_ = 0 OR NOT is_contradicted
+    WHERE starts_left = 0 OR NOT is_contradicted
     GROUP BY shape_id
 ),
 in_stack AS (  -- backward ops in the same block at every possible start
@@ -362,21 +365,16 @@ block_run AS (  -- runs of forward ops in one block, before or after the stack, 
           GROUP BY f.shape_id, f.grp)
 ),
 outside AS (  -- backward ops before the stack's in every phase (after-blocks) or after it (before-blocks)
-    SELECT b.shape_id, b.pos, CASE WHEN b.pos < ph.p_lo THEN 'after' ELSE 'before' END AS side,
-           b.sig, b.short, b.short_sig, b.is_mm, b.is_conv, b.is_util, b.mirror
+    SELECT b.shape_id, b.pos, CASE WHEN b.pos < ph.p_lo THEN 'after' ELSE 'before' END AS side
     FROM rep_op AS b JOIN phase AS ph USING (shape_id)
     WHERE b.side = 'b' AND (b.pos < ph.p_lo OR b.pos >= ph.p_hi + ph.blocks * ph.l)
 ),
-evidence AS (  -- blocks an op can belong to, strongest evidence first (1: a matrix or convolution kernel)
-    SELECT o.shape_id, o.side, o.pos, r.j,
-           CASE WHEN o.is_mm THEN 1 WHEN f.sig = o.sig THEN 2 WHEN f.short = o.mirror THEN 3 ELSE 4 END AS level
+evidence AS (  -- blocks an op can belong to, by level of evidence (points_to)
+    SELECT o.shape_id, o.side, o.pos, f.j, t.level
     FROM outside AS o
-    JOIN block_run AS r ON r.shape_id = o.shape_id AND r.side = o.side
-    JOIN (SELECT fb.*, br.side, br.j FROM fwd_block_run AS fb JOIN block_run AS br USING (shape_id, grp)) AS f
-      ON f.shape_id = o.shape_id AND f.side = o.side AND f.j = r.j
-    WHERE (o.is_mm AND f.is_mm AND (f.is_conv OR NOT o.is_conv))  -- a convolution's kernels come from a convolution
-       OR (NOT o.is_mm AND NOT o.is_util AND (f.sig = o.sig OR (f.short = o.mirror AND o.mirror <> o.short)
-                                              OR f.short_sig = o.short_sig))
+    JOIN points_to AS t ON t.shape_id = o.shape_id AND t.pos = o.pos
+    JOIN (SELECT fb.shape_id, fb.pos, br.side, br.j FROM fwd_block_run AS fb JOIN block_run AS br USING (shape_id, grp))
+      AS f ON f.shape_id = o.shape_id AND f.pos = t.fwd_pos AND f.side = o.side
 ),
 candidates AS (  -- per op: the blocks of its strongest evidence, or all blocks of its side (cmin..cmax)
     SELECT o.shape_id, o.side, o.pos, COALESCE(e.cmin, 0) AS cmin, COALESCE(e.cmax, r.m - 1) AS cmax, e.js
