@@ -63,6 +63,32 @@ def test_transformers_meet_the_goal(measured, name):
     assert m["correct"] >= 0.9 * m["kernel"], f"{name}: {100 * m['correct'] / m['kernel']:.1f} % correct"
 
 
+def test_resnet_gains_its_stage_boundaries(measured):
+    """ResNet-18's backward, whose blocks repeat only inside a stage: where the stack's runs could start at
+    several places, a start that would put an op where its kernel evidence names no forward op is dropped,
+    and what still moves between two of the stack's blocks goes to the stack's parent (`stage_1`). Before
+    those two rules 82.1 % was correct; the floor keeps them (docs/attribution.md: the goal is not met)."""
+    m = measured["bwdtruth-resnet18"]
+    assert m["correct"] >= 0.88 * m["kernel"], f"{100 * m['correct'] / m['kernel']:.1f} % correct"
+
+
+@pytest.mark.parametrize("name", TRUTH)
+def test_ops_between_blocks_go_to_a_layer_around_them(measured, name):
+    """An inferred layer is a block or a range holding blocks, never the range around the whole forward
+    (`forward_pass`, directly in the step), which would make any backward kernel 'correct'. The stack's
+    parent is charged only where the truth walk has every such kernel under it."""
+    m = measured[name]
+    truth = m["truth"]
+    inferred = {key: layer for key, (link, _conf, layer) in m["rows"].items() if link == "inferred"}
+    assert inferred and "forward_pass" not in inferred.values()
+    if name != "bwdtruth-resnet18":
+        return
+    on_stage = [(op, t) for ops in truth.plain for op, t in zip(ops, truth.truth)
+                if inferred.get(op["key"]) == "forward_pass/stage_1"]
+    assert on_stage, "no kernel between two of stage_1's blocks was charged to stage_1"
+    assert all(t is not None and t.startswith("forward_pass/stage_1/") for _op, t in on_stage)
+
+
 @pytest.mark.parametrize("name", TRUTH)
 def test_inference_touches_only_borrowed_backward_ops(measured, name):
     """Never over a seq link, an annotation or an op's own range: every inferred row is one the plain walk

@@ -29,9 +29,13 @@
 --      kernels (name, grid, block) in the same order under the same sub-paths (layer_0 ... layer_N-1, N >=
 --      2; then the longest block; then the first). Its backward: the longest period l (at least half the
 --      block's forward ops) at which the pass has N equal runs of l ops in a row; every start p where that
---      holds is a possible phase, and an op is charged to block N-1-k only when it falls in the k-th run
---      at every p. Ops before the runs belong to the blocks after the stack (in reverse order), ops after
---      them to the blocks before it; a block there is the outermost range of a forward op not around the
+--      holds is a possible phase, except one that puts an op where nothing points to (an op whose kernel
+--      evidence, below, names forward ops only elsewhere: in the stack, before it or after it; unless every
+--      p does). An op is charged to block N-1-k when it falls in the k-th run at every phase left, and to
+--      the stack's parent when it falls in the runs at every phase but in different ones, if that parent is
+--      a layer (neither a step, nor around the lender, nor directly in a step or at the top: `stage_1`,
+--      not `forward_pass`). Ops before the runs belong to the blocks after the stack (in reverse order), ops
+--      after them to the blocks before it; a block there is the outermost range of a forward op not around the
 --      stack's parent (or the op's own range); ops directly in a step range or around the lender stay
 --      borrowed. There an op's candidate blocks are, strongest evidence first: for a matrix-product or
 --      convolution kernel, the blocks whose forward ran one (a convolution's kernels only those with a
@@ -71,7 +75,7 @@
 --   borrowed_range_id | BIGINT | id (inferred rows: the range rule 5 lent, where the op ran; else NULL)
 CREATE TABLE gpu_op_attribution AS
 WITH RECURSIVE
-attributed AS (SELECT * FROM _gpu_op_rules),  -- rules 1-6
+attributed AS NOT MATERIALIZED (SELECT * FROM _gpu_op_rules),  -- rules 1-6: read where used, not copied
 
 -- rule 7: a backward pass whose ops only borrow a range, charged to the forward layers by the capture's structure.
 -- Everything over all ops is integers in one narrow sort; only one pass of each kind is looked at closely.
@@ -88,11 +92,13 @@ pass_op AS (  -- per process with such ops: forward ops on their own range, back
               WHERE link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred')))
       AND (is_b <> is_own) AND (is_b OR direction = CAST('fprop' AS ENUM('fprop', 'bprop', 'optim', 'other')))
 ),
-numbered AS MATERIALIZED (  -- ops so far (seen) and backward ops so far (b_seen): a backward run shares one f_seen
+numbered AS MATERIALIZED (  -- ops so far (seen) and backward ops so far (b_seen): a backward run shares one f_seen.
+    -- Counted as the sorted rows stream by (a running count over a partitioned window cost 25 % more); the counts
+    -- run on from one process to the next, and only their differences within a process are compared
     SELECT kind_no, op_id, global_tid, call_start_ns, what, is_b, range_id, b_seen, seen - b_seen AS f_seen
-    FROM (SELECT *, ROW_NUMBER() OVER w AS seen, CAST(SUM(is_b::INTEGER) OVER w AS BIGINT) AS b_seen
-          FROM pass_op
-          WINDOW w AS (PARTITION BY pid ORDER BY call_start_ns, op_id, kind_no ROWS UNBOUNDED PRECEDING))
+    FROM (SELECT *, ROW_NUMBER() OVER () AS seen,
+                 CAST(SUM(is_b::INTEGER) OVER (ROWS UNBOUNDED PRECEDING) AS BIGINT) AS b_seen
+          FROM (SELECT * FROM pass_op ORDER BY pid, call_start_ns, op_id, kind_no))
 ),
 run AS (  -- a backward run (the ops between two forward ops); inferable when all borrow one range (the lender)
     SELECT (global_tid >> 24) & 16777215 AS pid, f_seen AS run_no, MIN(b_seen) AS first_b, MAX(b_seen) AS last_b,
@@ -173,9 +179,12 @@ rep_seq AS MATERIALIZED (  -- its forward (f, pos from 0 in order) and backward 
     SELECT 'b', r.shape_id, b.pos, b.kind_no, b.op_id, NULL
     FROM rep AS r JOIN bwd_pos AS b USING (pid, run_no)
 ),
-rep_kernel AS (  -- their names and launch shapes: semi joins, so that the hash tables hold these few ops only
+rep_kernel AS (  -- their names and launch shapes: semi joins, so that the hash tables hold these few ops only;
+    -- kernel ids are row numbers and these ops run close together: the range lets the scan skip the rest
     SELECT kernel_id, kernel_name, short_name, grid_x, grid_y, grid_z, block_x, block_y, block_z FROM kernel_int
     WHERE kernel_id IN (SELECT op_id FROM rep_seq WHERE kind_no = 0)  -- 0: kernel
+      AND kernel_id BETWEEN (SELECT MIN(op_id) FROM rep_seq WHERE kind_no = 0)
+                        AND (SELECT MAX(op_id) FROM rep_seq WHERE kind_no = 0)
 ),
 rep_other AS (
     SELECT enum_code(op_kind) AS kind_no, op_id, label FROM gpu_op_int
@@ -196,7 +205,9 @@ rep_op AS MATERIALIZED (  -- with what a comparison needs
              OR regexp_matches(CAST(o.kernel_name AS VARCHAR),
                                'copy|nchwto|nhwcto|transpose|fill|functor_add|addfunctor|add_kernel|workspace', 'i')
              AS is_util,
-           COALESCE(o.label IN ('[CUDA memset]', '[CUDA memcpy Host-to-Device]'), false) AS no_grad
+           COALESCE(o.label IN ('[CUDA memset]', '[CUDA memcpy Host-to-Device]'), false) AS no_grad,
+           replace(replace(replace(COALESCE(CAST(o.short_name AS VARCHAR), o.label), 'backward', 'forward'),
+                           'Backward', 'Forward'), 'bwd', 'fwd') AS mirror  -- a backward kernel's forward twin
     FROM (SELECT q.shape_id, q.side, q.pos, q.kind_no, q.range_id, u.layer, k.kernel_name, x.label, k.short_name,
                  k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z
           FROM rep_seq AS q
@@ -262,12 +273,52 @@ repeat_run AS (  -- per l, runs of backward ops equal to the op l later
           WHERE x.sig = y.sig)
     GROUP BY shape_id, l, grp
 ),
-phase AS (  -- the longest l with N repeats in a row; p: where the last block's backward may start
-    SELECT shape_id, l, blocks, MIN(a) AS p_lo, MAX(LEAST(b - (blocks - 1) * l + 1, nb - blocks * l)) AS p_hi
+phase_all AS (  -- the longest l with N repeats in a row, and every start p where the last block's backward may begin
+    SELECT shape_id, l, blocks, unnest(range(a, LEAST(b - (blocks - 1) * l + 1, nb - blocks * l) + 1)) AS p
     FROM (SELECT *, MAX(l) OVER (PARTITION BY shape_id) AS best_l
           FROM repeat_run WHERE a <= LEAST(b - (blocks - 1) * l + 1, nb - blocks * l))
     WHERE l = best_l
-    GROUP BY shape_id, l, blocks
+),
+phase_span AS (  -- the first and the last of those starts
+    SELECT shape_id, ANY_VALUE(l) AS l, ANY_VALUE(blocks) AS blocks, MIN(p) AS p_lo, MAX(p) AS p_hi
+    FROM phase_all GROUP BY shape_id
+),
+points_to AS (  -- backward ops outside the runs at some start, and the forward ops their kernel evidence names:
+    -- level 1 a matrix-product or convolution kernel (a convolution's only convolutions), 2 the same kernel and
+    -- launch shape, 3 its forward twin, 4 the same short name and shape. Copies, casts, fills, layout changes and
+    -- accumulations name none: their shape is a tensor's, not a layer's
+    SELECT b.shape_id, b.pos, f.pos AS fwd_pos,
+           CASE WHEN b.is_mm THEN 1 WHEN f.sig = b.sig THEN 2 WHEN f.short = b.mirror THEN 3 ELSE 4 END AS level
+    FROM rep_op AS b JOIN phase_span AS ph USING (shape_id)
+    JOIN rep_op AS f ON f.shape_id = b.shape_id AND f.side = 'f' AND NOT f.no_grad
+    WHERE b.side = 'b' AND (b.pos < ph.p_hi OR b.pos >= ph.p_lo + ph.blocks * ph.l)
+      AND ((b.is_mm AND f.is_mm AND (f.is_conv OR NOT b.is_conv))
+           OR (NOT b.is_mm AND NOT b.is_util AND (f.sig = b.sig OR (f.short = b.mirror AND b.mirror <> b.short)
+                                                  OR f.short_sig = b.short_sig)))
+),
+zone_evidence AS (  -- backward ops the starts disagree on: does what they point to run after the stack, in it, before?
+    SELECT t.shape_id, t.pos, bool_or(t.fwd_pos > s.last_pos) AS in_after,
+           bool_or(t.fwd_pos BETWEEN s.first_pos AND s.last_pos) AS in_stack,
+           bool_or(t.fwd_pos < s.first_pos) AS in_before
+    FROM points_to AS t JOIN phase_span AS ph USING (shape_id) JOIN stack AS s USING (shape_id)
+    WHERE t.pos BETWEEN ph.p_lo AND ph.p_hi - 1
+       OR t.pos BETWEEN ph.p_lo + ph.blocks * ph.l AND ph.p_hi + ph.blocks * ph.l - 1
+    GROUP BY t.shape_id, t.pos
+),
+contradicted AS (  -- starts that put an op where nothing in the forward points to, while something elsewhere does
+    SELECT DISTINCT a.shape_id, a.p
+    FROM phase_all AS a JOIN zone_evidence AS z USING (shape_id)
+    WHERE CASE WHEN z.pos < a.p THEN NOT z.in_after
+               WHEN z.pos >= a.p + a.blocks * a.l THEN NOT z.in_before
+               ELSE NOT z.in_stack END
+),
+phase AS (  -- the starts left (all of them when every one is contradicted): p_lo .. p_hi
+    SELECT shape_id, ANY_VALUE(l) AS l, ANY_VALUE(blocks) AS blocks, MIN(p) AS p_lo, MAX(p) AS p_hi
+    FROM (SELECT *, COUNT(*) FILTER (WHERE NOT is_contradicted) OVER (PARTITION BY shape_id) AS starts_left
+          FROM (SELECT a.*, c.p IS NOT NULL AS is_contradicted
+                FROM phase_all AS a LEFT JOIN contradicted AS c USING (shape_id, p)))
+    WHERE starts_left = 0 OR NOT is_contradicted
+    GROUP BY shape_id
 ),
 in_stack AS (  -- backward ops in the same block at every possible start
     SELECT b.shape_id, b.pos, m.range_id
@@ -314,22 +365,16 @@ block_run AS (  -- runs of forward ops in one block, before or after the stack, 
           GROUP BY f.shape_id, f.grp)
 ),
 outside AS (  -- backward ops before the stack's in every phase (after-blocks) or after it (before-blocks)
-    SELECT b.shape_id, b.pos, CASE WHEN b.pos < ph.p_lo THEN 'after' ELSE 'before' END AS side,
-           b.sig, b.short, b.short_sig, b.is_mm, b.is_conv, b.is_util,
-           replace(replace(replace(b.short, 'backward', 'forward'), 'Backward', 'Forward'), 'bwd', 'fwd') AS mirror
+    SELECT b.shape_id, b.pos, CASE WHEN b.pos < ph.p_lo THEN 'after' ELSE 'before' END AS side
     FROM rep_op AS b JOIN phase AS ph USING (shape_id)
     WHERE b.side = 'b' AND (b.pos < ph.p_lo OR b.pos >= ph.p_hi + ph.blocks * ph.l)
 ),
-evidence AS (  -- blocks an op can belong to, strongest evidence first (1: a matrix or convolution kernel)
-    SELECT o.shape_id, o.side, o.pos, r.j,
-           CASE WHEN o.is_mm THEN 1 WHEN f.sig = o.sig THEN 2 WHEN f.short = o.mirror THEN 3 ELSE 4 END AS level
+evidence AS (  -- blocks an op can belong to, by level of evidence (points_to)
+    SELECT o.shape_id, o.side, o.pos, f.j, t.level
     FROM outside AS o
-    JOIN block_run AS r ON r.shape_id = o.shape_id AND r.side = o.side
-    JOIN (SELECT fb.*, br.side, br.j FROM fwd_block_run AS fb JOIN block_run AS br USING (shape_id, grp)) AS f
-      ON f.shape_id = o.shape_id AND f.side = o.side AND f.j = r.j
-    WHERE (o.is_mm AND f.is_mm AND (f.is_conv OR NOT o.is_conv))  -- a convolution's kernels come from a convolution
-       OR (NOT o.is_mm AND NOT o.is_util AND (f.sig = o.sig OR (f.short = o.mirror AND o.mirror <> o.short)
-                                              OR f.short_sig = o.short_sig))
+    JOIN points_to AS t ON t.shape_id = o.shape_id AND t.pos = o.pos
+    JOIN (SELECT fb.shape_id, fb.pos, br.side, br.j FROM fwd_block_run AS fb JOIN block_run AS br USING (shape_id, grp))
+      AS f ON f.shape_id = o.shape_id AND f.pos = t.fwd_pos AND f.side = o.side
 ),
 candidates AS (  -- per op: the blocks of its strongest evidence, or all blocks of its side (cmin..cmax)
     SELECT o.shape_id, o.side, o.pos, COALESCE(e.cmin, 0) AS cmin, COALESCE(e.cmax, r.m - 1) AS cmax, e.js
@@ -357,10 +402,21 @@ outside_block AS (  -- one block left, on a side where every op has one at least
     WHERE f.count = 1 AND la.anc_id IS NULL AND NOT u.is_step
       AND NOT EXISTS (SELECT 1 FROM feasible AS z WHERE z.shape_id = f.shape_id AND z.side = f.side AND z.count < 1)
 ),
+between_blocks AS (  -- in the stack at every start but in other blocks at some: the stack's parent, if a layer
+    -- (a range inside another that is neither a step nor around the lender: not `forward_pass` itself)
+    SELECT b.shape_id, b.pos, s.parent_id AS range_id
+    FROM rep_op AS b JOIN phase AS ph USING (shape_id) JOIN stack AS s USING (shape_id) JOIN rep AS rp USING (shape_id)
+    JOIN rep_range AS u ON u.shape_id = s.shape_id AND u.range_id = s.parent_id
+    JOIN rep_range AS up ON up.shape_id = s.shape_id AND up.range_id = u.user_parent_id
+    LEFT JOIN lender_anc AS la ON la.lender_id = rp.lender_id AND la.anc_id = s.parent_id
+    WHERE b.side = 'b' AND b.pos >= ph.p_hi AND b.pos < ph.p_lo + ph.blocks * ph.l
+      AND (b.pos - ph.p_lo) // ph.l <> (b.pos - ph.p_hi) // ph.l
+      AND la.anc_id IS NULL AND NOT u.is_step AND NOT up.is_step
+),
 placed AS (  -- per shape and backward position: the forward range, and the share of the pass placed
     SELECT p.shape_id, p.pos, u.layer, hash(u.layer) AS layer_no,
            COUNT(*) OVER (PARTITION BY p.shape_id) / ANY_VALUE(r.nb) OVER (PARTITION BY p.shape_id) AS confidence
-    FROM (SELECT * FROM in_stack UNION ALL SELECT * FROM outside_block) AS p
+    FROM (SELECT * FROM in_stack UNION ALL SELECT * FROM between_blocks UNION ALL SELECT * FROM outside_block) AS p
     JOIN rep_range AS u USING (shape_id, range_id) JOIN rep AS r USING (shape_id)
 ),
 placed_op AS (  -- every pass of the shape: its backward op at that position
