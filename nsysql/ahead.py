@@ -80,10 +80,15 @@ def start_pending() -> None:
     while _pending:
         args = _pending.pop(0)
         try:
-            subprocess.Popen([sys.executable, "-m", "nsysql.commands.answer_ahead", *args], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                             close_fds=True, env={**os.environ, AHEAD_ENV: "foreground"})
-        except OSError:  # no process to spare: the next command computes what it needs
+            started = subprocess.Popen([sys.executable, "-m", "nsysql.commands.answer_ahead", *args],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                       start_new_session=True, close_fds=True,
+                                       env={**os.environ, AHEAD_ENV: "foreground"})
+            # marked running from now, not from when the new process has started Python (a second later)
+            marker = running_marker(Path(args[2]))
+            marker.parent.mkdir(exist_ok=True)
+            marker.write_text(str(started.pid))
+        except OSError:  # no process to spare, or an unwritable cache: the next command computes what it needs
             pass
 
 

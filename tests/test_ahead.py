@@ -34,6 +34,7 @@ def test_the_first_command_answers_then_a_background_run_stores_the_rest(tmp_pat
     assert done.returncode == 0 and done.stdout.startswith("Time (%)"), done.stderr
     with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
         cache = ex.cache_path
+    assert ahead.running(cache) or stored(cache, "analysis.steps")  # marked running as soon as the command ends
     deadline = time.monotonic() + 240
     while not (stored(cache, "analysis.steps") and stored(cache, "analysis.top_kernels")) or ahead.running(cache):
         assert time.monotonic() < deadline, "the background run stored nothing in 240 s"
