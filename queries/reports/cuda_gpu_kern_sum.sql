@@ -1,4 +1,4 @@
--- nsysql: reports.cuda_gpu_kern_sum v2
+-- nsysql: reports.cuda_gpu_kern_sum v3
 -- purpose: GPU time per kernel name (demangled), identical to `nsys stats -r cuda_gpu_kern_sum` (Nsight Systems 2025.3).
 -- requires: kernel
 -- params: $name_form VARCHAR default 'demangled' (kernel name summed over: 'demangled' with templates, 'base' (`:base`) or 'mangled' (`:mangled`; the demangled name where the export has no mangled one)), $nvtx_name BOOLEAN default false (`:nvtx-name`: prefix the name with the innermost NVTX push/pop range enclosing the launch, `<range>/<name>`)
@@ -12,7 +12,7 @@
 --   Min (ns) | BIGINT | ns
 --   Max (ns) | BIGINT | ns
 --   StdDev (ns) | DOUBLE | ns (sample standard deviation) | 1
---   Name | VARCHAR | text (kernel name as $name_form, `<NVTX range>/` before it with $nvtx_name)
+--   Name | VARCHAR | text (kernel name as $name_form, demangled by default; `<NVTX range>/` before it with $nvtx_name)
 WITH named AS (
     SELECT k.end_ns - k.start_ns AS dur,
            CASE WHEN $nvtx_name AND r.text IS NOT NULL THEN r.text || '/' ELSE '' END ||

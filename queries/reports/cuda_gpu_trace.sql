@@ -1,4 +1,4 @@
--- nsysql: reports.cuda_gpu_trace v1
+-- nsysql: reports.cuda_gpu_trace v2
 -- purpose: Every CUDA kernel, memcpy and memset on the GPU in start order, identical to `nsys stats -r cuda_gpu_trace` (Nsight Systems 2025.3).
 -- requires: kernel|memcpy|memset, gpu
 -- params: none
@@ -29,7 +29,7 @@
 --   Ctx | BIGINT | id
 --   GreenCtx | BIGINT | id
 --   Strm | BIGINT | id
---   Name | VARCHAR | text
+--   Name | VARCHAR | text (demangled kernel name, or the copy's or set's [CUDA memcpy …] / [CUDA memset] label)
 WITH ops AS (
     SELECT 0 AS kind, kernel_id AS op_id, start_ns, end_ns, correlation_id, grid_x, grid_y, grid_z,
            block_x, block_y, block_z, registers_per_thread, static_smem_bytes, dynamic_smem_bytes,
