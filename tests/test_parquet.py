@@ -79,7 +79,8 @@ def test_hive_layout_one_partition_per_export(dataset, opened, two):
         "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database()").fetchall()}
     # the tables behind the views (kernel_int under kernel, ...) only duplicate rows the dataset already has, and
     # _gpu_op_rules is gpu_op_attribution's first half
-    storage = {"kernel_int", "runtime_int", "gpu_op_int", "name", "nvtx_node", "nvtx_name", "_gpu_op_rules"}
+    storage = {"kernel_int", "runtime_int", "gpu_op_int", "osrt_int", "name", "nvtx_node", "nvtx_name",
+               "_gpu_op_rules"}
     assert storage <= relations and {"kernel", "runtime", "gpu_op", "nvtx_range"} <= relations
     assert set(tables(dataset)) == relations - storage
     for t in tables(dataset):
