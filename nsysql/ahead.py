@@ -5,8 +5,8 @@ The heavier outputs (`gaps`, `overhead --by range`, the full kernel table, any c
 computed on first use and kept the same way.
 
 By default they are computed after the command that built the cache has printed its answer, by a process of
-their own at the lowest CPU priority (`python -m nsysql.commands.answer_ahead`): the first command answers sooner, and the next
-one finds them stored, or computes what it needs itself if it comes before they are. NSYSQL_AHEAD=foreground
+their own at the lowest CPU priority (`python -m nsysql.commands.answer_ahead`): the first command answers
+sooner, and the next one finds them stored, or computes what it needs itself if it comes before they are. NSYSQL_AHEAD=foreground
 computes them in the command, before its own answer (as tests and bench/bench_stages.py want: everything done
 when the command returns); NSYSQL_AHEAD=off not at all. While the process runs, `running_marker()` names a file
 holding its pid."""
@@ -85,9 +85,10 @@ def start_pending() -> None:
                                        start_new_session=True, close_fds=True,
                                        env={**os.environ, AHEAD_ENV: "foreground"})
             # marked running from now, not from when the new process has started Python (a second later)
-            marker = running_marker(Path(args[2]))
-            marker.parent.mkdir(exist_ok=True)
-            marker.write_text(str(started.pid))
+            if Path(args[2]).exists():  # (a cache that is gone gets no answers directory)
+                marker = running_marker(Path(args[2]))
+                marker.parent.mkdir(exist_ok=True)
+                marker.write_text(str(started.pid))
         except OSError:  # no process to spare, or an unwritable cache: the next command computes what it needs
             pass
 

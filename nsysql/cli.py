@@ -346,15 +346,17 @@ app = make_app()
 
 
 def main() -> None:
+    ended_well = False
     try:
         app()
+        ended_well = True
     except SystemExit as end:
-        if end.code in (0, None):  # answered: now the answers ahead, if this command built the cache
+        ended_well = end.code in (0, None)
+        raise
+    finally:
+        if ended_well:  # answered: now the answers ahead, if this command built the cache (nsysql/ahead.py)
             from .ahead import start_pending
             start_pending()
-        raise
-    from .ahead import start_pending
-    start_pending()
 
 
 if __name__ == "__main__":

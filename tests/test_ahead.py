@@ -70,3 +70,17 @@ def test_the_background_run_never_builds_a_cache(tmp_path):
 def test_mode_reads_the_variable(monkeypatch, value):
     monkeypatch.setenv("NSYSQL_AHEAD", value)
     assert ahead.mode() == (value.strip().lower() or "background")
+
+
+def test_a_run_started_for_a_cache_that_is_gone_removes_its_mark(tmp_path):
+    """The command marks the run as running when it starts it; the run removes that mark whatever it finds."""
+    cache = tmp_path / "export-0123.duckdb"
+    cache.write_bytes(b"")  # there when the command starts the run, not the export's cache when the run looks
+    ahead._pending.append([str(EXPORT), str(tmp_path), str(cache), str(EXPORT), "1"])
+    ahead.start_pending()
+    assert ahead.running_marker(cache).exists()
+    deadline = time.monotonic() + 120
+    while ahead.running_marker(cache).exists():
+        assert time.monotonic() < deadline, "the mark outlived its run"
+        time.sleep(0.2)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["export-0123.duckdb", "export-0123.duckdb.answers"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import signal
+import sqlite3
 import tempfile
 
 import pytest
@@ -136,6 +137,28 @@ def test_sanity_screen_counts_what_the_exact_counts_count(cases, tmp_path):
         assert screen.rows() == exact.rows(), name
         counted = exact.select("negative", "repeated", "duplicates").sum_horizontal().sum()
         assert (counted == 0) == (name == "_good"), name  # the damaged cases are damaged where the screen looks
+        by_table = {r["table_name"]: (r["negative"], r["repeated"], r["duplicates"]) for r in screen.iter_rows(named=True)}
+        for table, plain in plain_sanity(cases[name].arg).items():  # the same counts from SQLite itself
+            assert by_table[table] == plain, (name, table)
     cpu_only = REPO / "fixtures" / "cpu-nvtx-osrt-nsys2022.4" / "export.sqlite.xz"  # no kernel, copy or set rows
     with nsysql.open(cpu_only, cache_dir=tmp_path / "cpu") as ex:
         assert ex.run("analysis._sanity_screen").rows() == ex.run("analysis.sanity").rows()
+
+
+def plain_sanity(export) -> dict[str, tuple[int, int, int]]:
+    """negative, repeated and duplicates of the kernel and CUDA call rows, counted by SQLite on the export itself
+    (the markers `eventClass` 31/32 of OSRT_API play no part here)."""
+    db = sqlite3.connect(f"file:{export}?mode=ro", uri=True)
+    identity = {KERNEL_TABLE: 'deviceId, streamId, start, "end", correlationId',
+                RUNTIME_TABLE: 'globalTid, start, "end", correlationId'}
+    out = {}
+    for table, name in ((KERNEL_TABLE, "kernel"), (RUNTIME_TABLE, "runtime")):
+        rows, negative, ids = db.execute(f'SELECT COUNT(*), COUNT(*) FILTER (WHERE "end" < start), '
+                                         f"COUNT(DISTINCT rowid) FROM {table}").fetchone()
+        distinct = db.execute(f"SELECT COUNT(*) FROM (SELECT DISTINCT {identity[table]} FROM {table})").fetchone()[0]
+        out[name] = (negative, rows - ids, rows - distinct)
+    db.close()
+    return out
+
+
+KERNEL_TABLE, RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"

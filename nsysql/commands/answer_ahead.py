@@ -24,12 +24,10 @@ def main(export_path: str, cache_dir: str, cache_path: str, source: str, summary
     except OSError:
         pass
     cache = Path(cache_path)
-    if not cache.exists() or cache_file(Path(cache_dir), Path(source), views_version()) != cache:
-        return
-    marker = running_marker(cache)
+    marker = running_marker(cache)  # written by the command that started this run, removed here whatever happens
     try:
-        marker.parent.mkdir(exist_ok=True)
-        marker.write_text(str(os.getpid()))
+        if not cache.exists() or cache_file(Path(cache_dir), Path(source), views_version()) != cache:
+            return
         with open_export(export_path, cache_dir=cache_dir) as export:
             if export.cache_path == cache:
                 answer_ahead(export, summary=summary == "1")
@@ -37,7 +35,8 @@ def main(export_path: str, cache_dir: str, cache_path: str, source: str, summary
         pass
     finally:
         try:
-            marker.unlink()
+            if marker.read_text().strip() == str(os.getpid()):  # not a later run's mark
+                marker.unlink()
         except OSError:
             pass
 
