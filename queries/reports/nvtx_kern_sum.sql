@@ -1,4 +1,4 @@
--- nsysql: reports.nvtx_kern_sum v3
+-- nsysql: reports.nvtx_kern_sum v4
 -- purpose: Kernel time grouped by enclosing NVTX range, launching process/thread and kernel name, identical to `nsys stats -r nvtx_kern_sum` (Nsight Systems 2025.3).
 -- requires: kernel, runtime, nvtx_range
 -- params: none
@@ -21,9 +21,16 @@
 --   StdDev (ns) | DOUBLE | ns (sample standard deviation) | 1
 --   Kernel Name | VARCHAR | text (demangled)
 WITH
+-- kernel names are long (templates), like the range texts below: one integer per distinct name, so that the
+-- grouping (two distinct counts and a median over every kernel x enclosing range) hashes integers, not names
+kernel_names AS (
+    SELECT kernel_name, row_number() OVER (ORDER BY kernel_name) AS kernel_key
+    FROM (SELECT DISTINCT kernel_name FROM kernel)
+),
 launched AS (
-    SELECT k.kernel_id, k.end_ns - k.start_ns AS dur, k.kernel_name, rt.runtime_id, rt.pid, rt.tid
+    SELECT k.kernel_id, k.end_ns - k.start_ns AS dur, kn.kernel_key, rt.runtime_id, rt.pid, rt.tid
     FROM kernel AS k
+    JOIN kernel_names AS kn ON kn.kernel_name IS NOT DISTINCT FROM k.kernel_name
     LEFT JOIN runtime AS rt ON rt.correlation_id = k.correlation_id AND rt.pid = k.pid
 ),
 -- the range texts are long (op markers): group on an integer per distinct (text, style) and look the text up after
@@ -37,14 +44,14 @@ range_key AS (
     JOIN names AS n ON (n.range_name IS NOT DISTINCT FROM r.range_name) AND (n.style IS NOT DISTINCT FROM r.style)
 ),
 combo AS (
-    SELECT l.kernel_id, l.dur, l.kernel_name, l.pid, l.tid, a.ancestor_id AS range_id, rk.name_key
+    SELECT l.kernel_id, l.dur, l.kernel_key, l.pid, l.tid, a.ancestor_id AS range_id, rk.name_key
     FROM launched AS l
     LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = l.runtime_id
     LEFT JOIN nvtx_ancestor AS a ON a.range_id = rn.range_id
     LEFT JOIN range_key AS rk ON rk.range_id = a.ancestor_id
 ),
 grouped AS (
-    SELECT name_key, pid, tid, kernel_name,
+    SELECT name_key, pid, tid, kernel_key,
            COUNT(DISTINCT range_id) AS nvtx_inst,
            COUNT(DISTINCT kernel_id) AS kern_inst,
            SUM(dur) AS total_ns,
@@ -54,7 +61,7 @@ grouped AS (
            MAX(dur) AS max_ns,
            COALESCE(STDDEV_SAMP(dur), 0.0) AS stddev_ns
     FROM combo
-    GROUP BY name_key, pid, tid, kernel_name
+    GROUP BY name_key, pid, tid, kernel_key
 )
 SELECT n.range_name AS "NVTX Range",
        n.style AS "Style",
@@ -68,7 +75,8 @@ SELECT n.range_name AS "NVTX Range",
        g.min_ns AS "Min (ns)",
        g.max_ns AS "Max (ns)",
        g.stddev_ns AS "StdDev (ns)",
-       g.kernel_name AS "Kernel Name"
+       kn.kernel_name AS "Kernel Name"
 FROM grouped AS g
 LEFT JOIN names AS n USING (name_key)
+JOIN kernel_names AS kn USING (kernel_key)
 ORDER BY "NVTX Range" NULLS FIRST, "PID" NULLS FIRST, "TID" NULLS FIRST, "Total Time (ns)" DESC, "Style", "Kernel Name";
