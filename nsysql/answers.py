@@ -8,6 +8,7 @@ query text and the same parameters: editing any of them computes afresh.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -90,3 +91,31 @@ def store(cache_path: Path, query: catalog.Query, params: dict, frame: pl.DataFr
     except (OSError, pl.exceptions.PolarsError):
         pass
 
+
+
+def _facts_file(cache_path: Path, name: str) -> Path:
+    return directory(cache_path) / f"{name}.json"
+
+
+def load_facts(cache_path: Path, name: str) -> list | None:
+    """A fact about the cached file kept beside it (e.g. the raw tables the export held), or None."""
+    try:
+        value = json.loads(_facts_file(cache_path, name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, list) else None
+
+
+def store_facts(cache_path: Path, name: str, value: list) -> None:
+    """Keep `value` beside the cached file (atomically); an unwritable cache directory only costs the speed-up."""
+    file = _facts_file(cache_path, name)
+    with contextlib.suppress(OSError):
+        file.parent.mkdir(exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".answer-facts-", suffix=".json", dir=file.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(value, out)
+            os.replace(tmp, file)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)

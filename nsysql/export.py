@@ -81,10 +81,35 @@ class Export:
                 hygiene.touch(used)
             if not self.cache_hit:  # the cache grew: keep it under its cap, least recently used first
                 hygiene.prune(directory, hygiene.cap(), keep={self.cache_path, self.source})
-        self.con = connect(self.cache_path, read_only=True)
-        macros.install(self.con)  # queries/macros/: the shared interval routines some queries call
-        self._tables = {r[0] for r in self.con.execute("SELECT raw_table FROM nsysql_tables").fetchall()}
+        # opened on first use: a command whose answers are all stored never opens DuckDB (0.1 s of its floor)
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._raw_tables: set[str] | None = None
         self._materialized: set[str] = set()
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The cached DuckDB file, read-only, with nsysql's macros (queries/macros/: the shared interval routines
+        some queries call)."""
+        if self._con is None:
+            self._con = connect(self.cache_path, read_only=True)
+            macros.install(self._con)
+        return self._con
+
+    @con.setter
+    def con(self, con: duckdb.DuckDBPyConnection) -> None:  # tests put a recording connection in its place
+        self._con = con
+
+    @property
+    def _tables(self) -> set[str]:
+        """The raw nsys tables the export held: kept beside the cache once read, so has() opens no DuckDB."""
+        if self._raw_tables is None:
+            kept = answers.load_facts(self.cache_path, "raw_tables") if self._tmpdir is None else None
+            if kept is None:
+                kept = [r[0] for r in self.con.execute("SELECT raw_table FROM nsysql_tables").fetchall()]
+                if self._tmpdir is None:
+                    answers.store_facts(self.cache_path, "raw_tables", kept)
+            self._raw_tables = set(kept)
+        return self._raw_tables
 
     def _build(self, directory: Path) -> None:
         fd, tmp_name = tempfile.mkstemp(prefix=f".building-{hygiene.owner_tag()}-", suffix=".duckdb", dir=directory)
@@ -101,7 +126,8 @@ class Export:
 
     # -- plumbing ---------------------------------------------------------------------------
     def close(self) -> None:
-        self.con.close()
+        if self._con is not None:
+            self._con.close()
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
 
@@ -137,11 +163,11 @@ class Export:
 
     def run(self, query_id: str, **params) -> pl.DataFrame:
         q = catalog.get(query_id)
-        self.require(q.requires, q.id)
         bound = q.bound_params({**views.stated_defaults(q), **params})  # a parameter left out takes its header default
         stored = answers.load(self.cache_path, q, bound) if self._tmpdir is None else None
-        if stored is not None:  # computed by an earlier command on this export (nsysql/answers.py)
-            return stored
+        if stored is not None:  # computed by an earlier command on this export (nsysql/answers.py), so its
+            return stored       # requirements held on this cache
+        self.require(q.requires, q.id)
         with progress.shown("computing"), progress.stage(q.id):
             self._materialize_inputs(q)
             df = self.sql(q.sql, bound)

@@ -72,6 +72,34 @@ def test_cached_summarize_runs_no_query(tmp_path):
         assert ex.con.statements == []
 
 
+def test_a_command_whose_answers_are_stored_opens_no_duckdb(tmp_path):
+    """The cache's DuckDB file is opened on first use: a repeated summarize only reads stored answers (and the
+    raw tables the export held, kept beside the cache), so it never connects."""
+    from nsysql import summary
+    with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
+        summary.build_summary(ex, full=True)
+        assert ex._con is not None
+    with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
+        summary.build_summary(ex, full=True)
+        assert ex._con is None
+
+
+def test_raw_tables_kept_beside_the_cache_are_the_exports_tables(tmp_path):
+    import sqlite3
+    with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
+        with sqlite3.connect(f"file:{ex.source}?mode=ro", uri=True) as raw:  # independent: SQLite's own list
+            in_export = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert ex._tables == in_export
+        kept_file = answers.directory(ex.cache_path) / "raw_tables.json"
+    assert set(answers.load_facts(ex.cache_path, "raw_tables")) == in_export
+    kept_file.write_text("{damaged")  # unreadable: read from the cache again, and kept again
+    with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
+        assert ex._tables == in_export and ex._con is not None
+    assert set(answers.load_facts(ex.cache_path, "raw_tables")) == in_export
+    with nsysql.open(EXPORT, use_cache=False) as ex:  # no cache: nothing kept anywhere
+        assert ex._tables == in_export
+
+
 def test_unwritable_cache_directory_only_costs_the_speed_up(tmp_path, monkeypatch):
     with reopen(tmp_path) as ex:
         expected = ex.run("analysis.top_kernels")
@@ -79,7 +107,7 @@ def test_unwritable_cache_directory_only_costs_the_speed_up(tmp_path, monkeypatc
     fresh = tmp_path / "other"
     with reopen(fresh) as ex:
         assert ex.run("analysis.top_kernels").equals(expected)
-    assert not any(answers.directory(p).exists() and any(answers.directory(p).iterdir())
+    assert not any(answers.directory(p).exists() and any(f.suffix == ".parquet" for f in answers.directory(p).iterdir())
                    for p in fresh.glob("*.duckdb"))
 
 
