@@ -163,11 +163,13 @@ class Export:
 
     def run(self, query_id: str, **params) -> pl.DataFrame:
         q = catalog.get(query_id)
+        # first, even with an answer stored: an input analysis is stored as an answer without this check
+        # (_keep_input_answer), and has() reads the raw tables kept beside the cache, not DuckDB
+        self.require(q.requires, q.id)
         bound = q.bound_params({**views.stated_defaults(q), **params})  # a parameter left out takes its header default
         stored = answers.load(self.cache_path, q, bound) if self._tmpdir is None else None
-        if stored is not None:  # computed by an earlier command on this export (nsysql/answers.py), so its
-            return stored       # requirements held on this cache
-        self.require(q.requires, q.id)
+        if stored is not None:  # computed by an earlier command on this export (nsysql/answers.py)
+            return stored
         with progress.shown("computing"), progress.stage(q.id):
             self._materialize_inputs(q)
             df = self.sql(q.sql, bound)
