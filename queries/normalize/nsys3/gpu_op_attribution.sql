@@ -44,7 +44,14 @@
 --      shape; copies, casts, fills, layout changes and accumulations are no evidence (their shape is a
 --      tensor's, not a layer's). Walking the backward in order, an op is charged when one candidate is
 --      left between its neighbours' (the latest lowest and the next highest); a side where some op has
---      none left is charged nothing. Host-to-device copies and memsets have no backward. Passes alike in
+--      none left is charged nothing. Owed products: autograd runs nodes in reverse forward order, so a
+--      block owes a matrix-product or convolution kernel after an op charged to it whose evidence names
+--      only forward ops after the block's first compute op (not a copy, cast or layout change), if that
+--      is a product or convolution; and, if its forward ran one, after the last op that must be an
+--      earlier block's. The first such kernel after that point whose candidates admit the block is the
+--      block's when no earlier block is left to it, and so is every op between that has no earlier block
+--      left either; only where an op after it is charged to a block earlier in the forward (so the chain
+--      had a gradient to compute). Host-to-device copies and memsets have no backward. Passes alike in
 --      every op (what ran, in order, and the forward's paths) are solved once; confidence = the share of
 --      the pass's ops charged; borrowed_range_id keeps the range it borrowed. Never over a seq link or an
 --      annotation (those passes have no borrowed ops).
