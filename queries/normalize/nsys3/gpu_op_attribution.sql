@@ -409,7 +409,7 @@ block_mm AS (  -- per block: its first compute op (no copy, cast or layout chang
     GROUP BY br.shape_id, br.side, br.j
 ),
 owing AS (  -- points t after which block j's backward still owes a matrix product or convolution kernel:
-    -- after an op placed in j whose evidence names only forward ops after j's first compute op, that a product
+    -- after an op placed in j whose evidence names only forward ops after j's first compute op, if that is one
     SELECT f.shape_id, f.side, f.j, f.pos AS t
     FROM feasible AS f JOIN block_mm AS b USING (shape_id, side, j)
     WHERE f.count = 1 AND f.cmin = f.j AND f.cmax = f.j AND f.js IS NOT NULL AND b.first_is_mm
