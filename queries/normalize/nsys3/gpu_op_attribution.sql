@@ -44,7 +44,14 @@
 --      shape; copies, casts, fills, layout changes and accumulations are no evidence (their shape is a
 --      tensor's, not a layer's). Walking the backward in order, an op is charged when one candidate is
 --      left between its neighbours' (the latest lowest and the next highest); a side where some op has
---      none left is charged nothing. Host-to-device copies and memsets have no backward. Passes alike in
+--      none left is charged nothing. Owed products: autograd runs nodes in reverse forward order, so a
+--      block owes a matrix-product or convolution kernel after an op charged to it whose evidence names
+--      only forward ops after the block's first compute op (not a copy, cast or layout change), if that
+--      is a product or convolution; and, if its forward ran one, after the last op that must be an
+--      earlier block's. The first such kernel after that point whose candidates admit the block is the
+--      block's when no earlier block is left to it, and so is every op between that has no earlier block
+--      left either; only where an op after it is charged to a block earlier in the forward (so the chain
+--      had a gradient to compute). Host-to-device copies and memsets have no backward. Passes alike in
 --      every op (what ran, in order, and the forward's paths) are solved once; confidence = the share of
 --      the pass's ops charged; borrowed_range_id keeps the range it borrowed. Never over a seq link or an
 --      annotation (those passes have no borrowed ops).
@@ -340,7 +347,8 @@ fwd_block AS (  -- a forward op's block: its outermost range not around the stac
     SELECT f.shape_id, f.pos,
            COALESCE(arg_min(a.anc_id, au.user_depth) FILTER (WHERE sa.anc_id IS NULL), ANY_VALUE(f.range_id))
              AS block_id,
-           bool_or(f.is_mm) AS is_mm, bool_or(f.is_conv) AS is_conv, ANY_VALUE(f.sig) AS sig, ANY_VALUE(f.short) AS short,
+           bool_or(f.is_mm) AS is_mm, bool_or(f.is_conv) AS is_conv, bool_or(f.is_util) AS is_util,
+           ANY_VALUE(f.sig) AS sig, ANY_VALUE(f.short) AS short,
            ANY_VALUE(f.short_sig) AS short_sig
     FROM rep_op AS f
     JOIN phase AS ph USING (shape_id)
@@ -365,22 +373,24 @@ block_run AS (  -- runs of forward ops in one block, before or after the stack, 
           GROUP BY f.shape_id, f.grp)
 ),
 outside AS (  -- backward ops before the stack's in every phase (after-blocks) or after it (before-blocks)
-    SELECT b.shape_id, b.pos, CASE WHEN b.pos < ph.p_lo THEN 'after' ELSE 'before' END AS side
+    SELECT b.shape_id, b.pos, CASE WHEN b.pos < ph.p_lo THEN 'after' ELSE 'before' END AS side, b.is_mm
     FROM rep_op AS b JOIN phase AS ph USING (shape_id)
     WHERE b.side = 'b' AND (b.pos < ph.p_lo OR b.pos >= ph.p_hi + ph.blocks * ph.l)
 ),
 evidence AS (  -- blocks an op can belong to, by level of evidence (points_to)
-    SELECT o.shape_id, o.side, o.pos, f.j, t.level
+    SELECT o.shape_id, o.side, o.pos, f.j, t.level, t.fwd_pos
     FROM outside AS o
     JOIN points_to AS t ON t.shape_id = o.shape_id AND t.pos = o.pos
     JOIN (SELECT fb.shape_id, fb.pos, br.side, br.j FROM fwd_block_run AS fb JOIN block_run AS br USING (shape_id, grp))
       AS f ON f.shape_id = o.shape_id AND f.pos = t.fwd_pos AND f.side = o.side
 ),
 candidates AS (  -- per op: the blocks of its strongest evidence, or all blocks of its side (cmin..cmax)
-    SELECT o.shape_id, o.side, o.pos, COALESCE(e.cmin, 0) AS cmin, COALESCE(e.cmax, r.m - 1) AS cmax, e.js
+    SELECT o.shape_id, o.side, o.pos, o.is_mm, COALESCE(e.cmin, 0) AS cmin, COALESCE(e.cmax, r.m - 1) AS cmax, e.js,
+           e.first_fwd
     FROM outside AS o
     JOIN (SELECT DISTINCT shape_id, side, m FROM block_run) AS r USING (shape_id, side)
-    LEFT JOIN (SELECT shape_id, side, pos, MIN(j) AS cmin, MAX(j) AS cmax, list(DISTINCT j) AS js
+    LEFT JOIN (SELECT shape_id, side, pos, MIN(j) AS cmin, MAX(j) AS cmax, list(DISTINCT j) AS js,
+                      MIN(fwd_pos) AS first_fwd
                FROM (SELECT *, MIN(level) OVER (PARTITION BY shape_id, side, pos) AS best FROM evidence)
                WHERE level = best GROUP BY shape_id, side, pos) AS e USING (shape_id, side, pos)
 ),
@@ -392,14 +402,53 @@ feasible AS (  -- backward runs through the blocks in order: the blocks left to 
                    AS hi
           FROM candidates)
 ),
+block_mm AS (  -- per block: its first compute op (no copy, cast or layout change), and whether it ran a matrix product
+    SELECT br.shape_id, br.side, br.j, MIN(fb.pos) FILTER (WHERE NOT fb.is_util) AS first_pos,
+           arg_min(fb.is_mm, fb.pos) FILTER (WHERE NOT fb.is_util) AS first_is_mm, bool_or(fb.is_mm) AS any_mm
+    FROM fwd_block_run AS fb JOIN block_run AS br USING (shape_id, grp)
+    GROUP BY br.shape_id, br.side, br.j
+),
+owing AS (  -- points t after which block j's backward still owes a matrix product or convolution kernel:
+    -- after an op placed in j whose evidence names only forward ops after j's first compute op, if that is one
+    SELECT f.shape_id, f.side, f.j, f.pos AS t
+    FROM feasible AS f JOIN block_mm AS b USING (shape_id, side, j)
+    WHERE f.count = 1 AND f.cmin = f.j AND f.cmax = f.j AND f.js IS NOT NULL AND b.first_is_mm
+      AND b.first_pos < f.first_fwd
+    UNION ALL  -- after the last op that must be in an earlier block, for a block that ran one at all
+    SELECT f.shape_id, f.side, b.j, COALESCE(MAX(f.pos) FILTER (WHERE f.hi < b.j), -1)
+    FROM feasible AS f JOIN block_mm AS b USING (shape_id, side)
+    WHERE b.any_mm
+    GROUP BY f.shape_id, f.side, b.j
+),
+owed_mm AS (  -- the first matrix-product or convolution kernel after t whose evidence and order admit j
+    SELECT o.shape_id, o.side, o.j, o.t, MIN(f.pos) AS x
+    FROM owing AS o JOIN feasible AS f ON f.shape_id = o.shape_id AND f.side = o.side AND f.pos > o.t
+    WHERE f.is_mm AND f.lo <= o.j AND o.j <= f.hi AND (f.js IS NULL OR list_contains(f.js, o.j))
+    GROUP BY o.shape_id, o.side, o.j, o.t
+),
+owed AS (  -- it is j's when it cannot be an earlier block's (lo = j), and so is every op from t to it that
+    -- cannot either; only where a block earlier in the forward ran its backward after it (so j's input had a
+    -- gradient to compute) and every such op admits j
+    SELECT DISTINCT f.shape_id, f.side, f.pos, o.j
+    FROM owed_mm AS o
+    JOIN feasible AS f ON f.shape_id = o.shape_id AND f.side = o.side AND f.pos > o.t AND f.pos <= o.x AND f.lo = o.j
+    WHERE (SELECT bool_and(z.hi >= o.j AND (z.js IS NULL OR list_contains(z.js, o.j))) FROM feasible AS z
+           WHERE z.shape_id = o.shape_id AND z.side = o.side AND z.pos > o.t AND z.pos <= o.x AND z.lo = o.j)
+      AND EXISTS (SELECT 1 FROM feasible AS z WHERE z.shape_id = o.shape_id AND z.side = o.side AND z.pos = o.x
+                  AND z.lo = o.j)
+      AND EXISTS (SELECT 1 FROM feasible AS z WHERE z.shape_id = o.shape_id AND z.side = o.side AND z.pos > o.x
+                  AND z.count = 1 AND z.j > o.j)
+),
 outside_block AS (  -- one block left, on a side where every op has one at least, and a block that is a layer
     SELECT f.shape_id, f.pos, r.block_id AS range_id
-    FROM feasible AS f
+    FROM (SELECT f.shape_id, f.side, f.pos, CASE WHEN f.count = 1 THEN f.j ELSE w.j END AS j
+          FROM feasible AS f LEFT JOIN owed AS w USING (shape_id, side, pos)
+          WHERE f.count = 1 OR w.j IS NOT NULL) AS f
     JOIN block_run AS r ON r.shape_id = f.shape_id AND r.side = f.side AND r.j = f.j
     JOIN rep AS rp ON rp.shape_id = f.shape_id
     JOIN rep_range AS u ON u.shape_id = f.shape_id AND u.range_id = r.block_id
     LEFT JOIN lender_anc AS la ON la.lender_id = rp.lender_id AND la.anc_id = r.block_id
-    WHERE f.count = 1 AND la.anc_id IS NULL AND NOT u.is_step
+    WHERE la.anc_id IS NULL AND NOT u.is_step
       AND NOT EXISTS (SELECT 1 FROM feasible AS z WHERE z.shape_id = f.shape_id AND z.side = f.side AND z.count < 1)
 ),
 between_blocks AS (  -- in the stack at every start but in other blocks at some: the stack's parent, if a layer
