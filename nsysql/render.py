@@ -517,16 +517,19 @@ def middle(text: str, width: int) -> str:
 def shorten_path(text: str, width: int) -> str:
     """A `/`-separated path in `width` characters. First whole middle components give way to one `…` (the longest
     first; never the first component, a numbered one such as `layer_12`, or the last) until the rest fits whole;
-    failing that, with every such middle dropped, components are shortened one by one, the longest first (a
-    numbered one keeps its number). So
+    then a numbered middle that repeats the number of a numbered component before it (`layers.3` under
+    `layer_3`: the annotated module inside the user's range); failing that, components are shortened one by one,
+    the longest first (a numbered one keeps its number). So
     `warmup/layer_0/attention_sublayer/scaled_dot_product_attention/…/computing softmax` reads
     `warmup/layer_0/…/computing softmax`, and `forward_pass/layer_0/…/attn` and its layer_1 twin stay two different,
     readable lines where a single ellipsis in the middle would cut both to the same text."""
     if len(text) <= width:
         return text
     parts = text.split("/")
-    droppable = sorted((i for i in range(1, len(parts) - 1) if not _NUMBERED.search(parts[i])),
-                       key=lambda i: (-len(parts[i]), -i))
+    numbers = [m.group() if (m := _NUMBERED.search(p)) else None for p in parts]
+    plain = sorted((i for i in range(1, len(parts) - 1) if numbers[i] is None), key=lambda i: (-len(parts[i]), -i))
+    repeated = [i for i in range(1, len(parts) - 1) if numbers[i] is not None and numbers[i] in numbers[:i]]
+    droppable = plain + sorted(repeated, key=lambda i: -i)
     dropped: set[int] = set()
     for i in droppable:
         dropped.add(i)

@@ -92,6 +92,12 @@ def test_deep_paths_drop_whole_middle_components_before_cutting_the_last():
 
 
 def test_paths_too_narrow_for_their_components_keep_the_number_and_the_last():
+    # an annotated module's path repeats the layer's number (layer_0/model/layers.0): the repeat goes before a cut
+    annotated = "forward_pass/layer_0/model/layers.0/attention_sublayer/attn/attention projections"
+    assert shorten_path(annotated, 60) == "forward_pass/layer_0/…/layers.0/…/attn/attention projections"
+    assert shorten_path(annotated, 58) == "forward_pass/layer_0/…/layers.0/…/attention projections"
+    assert shorten_path(annotated, 44) == "forward_pass/layer_0/…/attention projections"
+    assert "layers.1/" in shorten_path(annotated.replace("layers.0", "layers.1"), 44)  # not a repeat: kept
     narrow = shorten_path("forward_pass/layer_10/attention_sublayer/attn", 16)
     assert len(narrow) == 16 and "10/" in narrow and narrow.endswith("/attn")
     assert shorten_path("a/b", 10) == "a/b"
