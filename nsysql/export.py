@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -85,6 +86,9 @@ class Export:
         self._con: duckdb.DuckDBPyConnection | None = None
         self._raw_tables: set[str] | None = None
         self._materialized: set[str] = set()
+        # called before a query is computed (not when its answer is read): the background run that answers ahead
+        # waits there while a command works on the same cache (nsysql/ahead.py)
+        self.before_compute: Callable[[], None] | None = None
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -170,6 +174,8 @@ class Export:
         stored = answers.load(self.cache_path, q, bound) if self._tmpdir is None else None
         if stored is not None:  # computed by an earlier command on this export (nsysql/answers.py)
             return stored
+        if self.before_compute is not None:
+            self.before_compute()
         with progress.shown("computing"), progress.stage(q.id):
             self._materialize_inputs(q)
             df = self.sql(q.sql, bound)

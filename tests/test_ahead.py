@@ -84,3 +84,40 @@ def test_a_run_started_for_a_cache_that_is_gone_removes_its_mark(tmp_path):
         assert time.monotonic() < deadline, "the mark outlived its run"
         time.sleep(0.2)
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["export-0123.duckdb", "export-0123.duckdb.answers"]
+
+
+def test_a_command_marks_the_cache_it_works_on_until_it_exits(tmp_path):
+    """The mark is what the background run waits on: a `.busy-PID` file that a command's process holds for its
+    lifetime, gone once the process has exited."""
+    env = {**os.environ, "NSYSQL_AHEAD": "off", "NSYSQL_CACHE_DIR": str(tmp_path)}
+    script = ("import os, sys; from pathlib import Path; from nsysql.commands.common import open_export; "
+              f"ex = open_export(Path({str(EXPORT)!r}), None, False); "
+              "from nsysql import answers; "
+              "print(sorted(p.name for p in answers.directory(ex.cache_path).glob('.busy-*')), os.getpid())")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    marks, pid = done.stdout.strip().rsplit(" ", 1)
+    assert marks == f"['.busy-{pid}']", done.stderr
+    with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
+        assert not list(answers.directory(ex.cache_path).glob(".busy-*"))
+
+
+def test_the_background_run_waits_for_a_live_command_and_not_for_a_dead_one(tmp_path):
+    from nsysql import busy
+    with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
+        cache = ex.cache_path
+    directory = answers.directory(cache)
+    directory.mkdir(exist_ok=True)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = directory / f"{busy.BUSY_PREFIX}{gone.stdout.strip()}"
+    stale.touch()
+    busy.wait_for_commands(cache)  # a process that is gone holds nothing: returns, and its mark is removed
+    assert not stale.exists()
+    # a command's process, not a child of this one (a child that ended would linger as a zombie until reaped)
+    started = subprocess.run(["sh", "-c", "sleep 1.5 > /dev/null 2>&1 & echo $!"], capture_output=True, text=True)
+    pid = int(started.stdout.strip())
+    (directory / f"{busy.BUSY_PREFIX}{pid}").touch()
+    busy.wait_for_commands(cache, poll_s=0.05)
+    with pytest.raises(ProcessLookupError):  # it returned only once the command had ended
+        os.kill(pid, 0)
+    busy.wait_for_commands(cache)  # and its mark, stale now, no longer holds it
+    assert not list(directory.glob(".busy-*"))

@@ -16,7 +16,7 @@ PACKAGE = ROOT / "nsysql"
 LAYERS = {
     "core": ["errors", "signals", "progress", "inputs", "hygiene", "cache", "engine", "readonly", "sqlite_check",
              "sqlite_check_worker",
-             "catalog", "analyses", "macros", "views", "answers", "build_graph", "importer", "rules", "export"],
+             "catalog", "analyses", "macros", "views", "answers", "busy", "build_graph", "importer", "rules", "export"],
     "rendering": ["formats", "render"],
     "features": ["annotate", "multi", "adhoc", "attribution", "sanity", "diff", "dataset", "dataset_schemas",
                  "overview", "findings", "plot", "summary", "summary_many", "ahead", "comm"],

@@ -11,6 +11,7 @@ import duckdb
 
 from .. import open as open_export
 from ..ahead import answer_ahead, running_marker
+from ..busy import wait_for_commands
 from ..cache import cache_file
 from ..errors import NsysqlError
 from ..importer import views_version
@@ -30,6 +31,7 @@ def main(export_path: str, cache_dir: str, cache_path: str, source: str, summary
             return
         with open_export(export_path, cache_dir=cache_dir) as export:
             if export.cache_path == cache:
+                export.before_compute = lambda: wait_for_commands(cache)  # commands first, between queries
                 answer_ahead(export, summary=summary == "1")
     except (NsysqlError, duckdb.Error, OSError):
         pass

@@ -81,7 +81,10 @@ def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool, *, answ
     """Open an export for a command; rows no profiler writes are named on stderr, one `warning:` line each.
     `answer_summary=False`: the command is `summarize`, which computes its own answers right away."""
     from .. import open as open_nsysql
+    from ..busy import mark_busy
     ex = open_nsysql(export, cache_dir=cache_dir, use_cache=not no_cache)
+    if not no_cache:
+        mark_busy(ex.cache_path)  # a background run answering ahead on this cache waits for this command
     for line in ex.sanity():
         typer.echo(inputs.printable(f"warning: {inputs.text(export.name)}: {line}"), err=True)
     if not ex.cache_hit and not no_cache:
