@@ -10,8 +10,8 @@ sooner, and the next one finds them stored, or computes what it needs itself if 
 computes them in the command, before its own answer (as tests and bench/bench_stages.py want: everything done
 when the command returns); NSYSQL_AHEAD=off not at all. While the process runs, `running_marker()` names a file
 holding its pid. It gives way to commands: it waits between its queries while a command works on the same cache
-(nsysql/busy.py), so the two do not share the cores (the nine reports one after another on the 1.7M-kernel benchmark: 49 s with the run
-computing beside them, 38 s without it; docs/performance.md)."""
+(nsysql/busy.py), so the two do not share the cores (the nine reports one after another on the 1.7M-kernel
+benchmark: 46.5 / 49.4 s before, 40.4 s after, `bench/bench_commands.py`; docs/performance.md)."""
 from __future__ import annotations
 
 import os
@@ -108,4 +108,3 @@ def running(cache_path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return True
-

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -77,20 +78,24 @@ def load(cache_path: Path, query: catalog.Query, params: dict) -> pl.DataFrame |
 
 def store(cache_path: Path, query: catalog.Query, params: dict, frame: pl.DataFrame) -> None:
     """Keep `frame` as the answer; a cache directory that cannot be written to only costs the speed-up."""
-    file = path(cache_path, query, params)
     try:
-        file.parent.mkdir(exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".answer-", suffix=".parquet", dir=file.parent)
-        os.close(fd)
-        try:
-            frame.write_parquet(tmp)
-            os.replace(tmp, file)  # atomic: a concurrent reader sees the old answer or the whole new one
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        _write_atomically(path(cache_path, query, params), frame.write_parquet)
     except (OSError, pl.exceptions.PolarsError):
         pass
 
+
+def _write_atomically(file: Path, write: Callable[[str], object]) -> None:
+    """`write(name)` into a scratch file beside `file`, then renamed over it: a concurrent reader sees the old
+    content or the whole new one (scratch names start `.answer-`: hygiene removes those a killed run left)."""
+    file.parent.mkdir(exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".answer-", suffix=file.suffix, dir=file.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, file)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _facts_file(cache_path: Path, name: str) -> Path:
@@ -107,15 +112,7 @@ def load_facts(cache_path: Path, name: str) -> list | None:
 
 
 def store_facts(cache_path: Path, name: str, value: list) -> None:
-    """Keep `value` beside the cached file (atomically); an unwritable cache directory only costs the speed-up."""
-    file = _facts_file(cache_path, name)
+    """Keep `value` beside the cached file; an unwritable cache directory only costs the speed-up."""
     with contextlib.suppress(OSError):
-        file.parent.mkdir(exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".answer-facts-", suffix=".json", dir=file.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(value, out)
-            os.replace(tmp, file)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        _write_atomically(_facts_file(cache_path, name),
+                          lambda tmp: Path(tmp).write_text(json.dumps(value), encoding="utf-8"))

@@ -59,12 +59,24 @@ def _live(mark: Path) -> bool:
         return False
     try:
         os.kill(pid, 0)
+        alive = not _ended(pid)
     except ProcessLookupError:
+        alive = False
+    except PermissionError:  # another user's process: alive
+        alive = True
+    if not alive:
         try:
             mark.unlink()
         except OSError:
             pass
+    return alive
+
+
+def _ended(pid: int) -> bool:
+    """Whether the process has ended but not been reaped yet (a zombie, state Z in /proc; where there is no /proc
+    it counts as running): its parent may be slow to reap it, or be a container's init that never does."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return True
+    return stat[stat.rindex(")") + 2:].startswith("Z")

@@ -3,6 +3,7 @@ detached process at the lowest priority stores what the common commands read; NS
 from __future__ import annotations
 
 import os
+import pathlib
 import subprocess
 import sys
 import time
@@ -112,12 +113,14 @@ def test_the_background_run_waits_for_a_live_command_and_not_for_a_dead_one(tmp_
     stale.touch()
     busy.wait_for_commands(cache)  # a process that is gone holds nothing: returns, and its mark is removed
     assert not stale.exists()
-    # a command's process, not a child of this one (a child that ended would linger as a zombie until reaped)
-    started = subprocess.run(["sh", "-c", "sleep 1.5 > /dev/null 2>&1 & echo $!"], capture_output=True, text=True)
-    pid = int(started.stdout.strip())
-    (directory / f"{busy.BUSY_PREFIX}{pid}").touch()
-    busy.wait_for_commands(cache, poll_s=0.05)
-    with pytest.raises(ProcessLookupError):  # it returned only once the command had ended
-        os.kill(pid, 0)
+    # a child of this process: once ended it stays a zombie until reaped below, which counts as ended
+    command = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
+    mark = directory / f"{busy.BUSY_PREFIX}{command.pid}"
+    mark.touch()
+    busy.wait_for_commands(cache, poll_s=0.05, limit_s=120)
+    assert not mark.exists()  # seen ended (not merely waited out): its mark is removed
+    ended = (pathlib.Path(f"/proc/{command.pid}/stat").read_text().split(") ")[1][0] == "Z"
+             if pathlib.Path("/proc").is_dir() else True)
+    assert command.wait() == 0 and ended  # it returned only once the command had ended
     busy.wait_for_commands(cache)  # and its mark, stale now, no longer holds it
     assert not list(directory.glob(".busy-*"))
