@@ -129,6 +129,18 @@ def test_where_and_evidence_name_the_cause(found):
     assert "oneRankReduce" in comm["where"]  # NCCL's one-rank kernel, found by its NCCL-domain launch range
 
 
+def test_counts_in_the_texts_read_with_thousands_separators(found, plain):
+    """A count of a thousand or more reads `1,304 launches`, as every table prints counts; the count itself comes
+    from the plain walk of the raw rows."""
+    walk = plain("cnn-dataloader-train")
+    checked = 0
+    for lb in rows(found("cnn-dataloader-train"), "launch_bound"):
+        launches = sum(1 for _, c, _ in walk.launched() if f"({c['tid']})" in lb["where"])
+        assert lb["evidence"].startswith(f"{launches:,} launches in ")
+        checked += launches >= 1000
+    assert checked  # the case this test is about: a thread with a thousand launches or more
+
+
 def test_order_and_columns(found):
     for ident in ("cnn-dataloader-train", "gpt-tiny-train-fp32"):
         df = found(ident)

@@ -75,7 +75,7 @@ SELECT 'dataloader_wait' AS rule,
        per_step_phrase(last_step, steps)  -- queries/macros/per_step_phrase.sql
          || printf(' the step thread spent %s loading data (%.1f%% of the step wall time); no GPU op ran for %s of it. ',
                    d[2], 100.0 * load_ns / wall_ns, d[1])
-         || printf('%d of %d steps load inside the step.', loading_steps, steps) AS evidence,
+         || printf('%,d of %,d steps load inside the step.', loading_steps, steps) AS evidence,
        'Load ahead of the GPU: DataLoader(num_workers=N, persistent_workers=True, prefetch_factor=2 or more, '
          || 'pin_memory=True); make per-sample transforms cheaper or move them to the GPU; prefetch the next batch '
          || 'to the device on a side stream while the current step runs.' AS action,

@@ -100,7 +100,7 @@ SELECT 'exposed_comm' AS rule,
          AS title,
        printf('%s, GPU %d stream%s %s, kernels %s', label, device_id, CASE WHEN contains(streams, ',') THEN 's' ELSE '' END,
               streams, names) AS "where",
-       printf('%d NCCL kernel%s in %d step%s ran %s per step (their union); for %s of it (%.0f%%) no compute kernel ran on '
+       printf('%,d NCCL kernel%s in %,d step%s ran %s per step (their union); for %s of it (%.0f%%) no compute kernel ran on '
               || 'GPU %d, so the step waited for the collective: %.1f%% of the step wall time.', n,
               plural_s(n), steps, plural_s(steps), d[2], d[1],
               100.0 * exposed_ns / comm_ns, device_id, 100.0 * exposed_ns / wall_ns) AS evidence,

@@ -124,7 +124,7 @@ SELECT 'fp32_gemm' AS rule,
               d[1], 100.0 * gemm_ns / busy_ns) AS title,
        label || ', kernels ' || kernel_names || CASE WHEN op_names IS NOT NULL THEN ', ops ' || op_names ELSE '' END
          AS "where",
-       printf('%d fp32 matmul/convolution kernels on CUDA cores (FFMA/SIMT, no TF32) in %d step%s: ', kernels, steps,
+       printf('%,d fp32 matmul/convolution kernels on CUDA cores (FFMA/SIMT, no TF32) in %,d step%s: ', kernels, steps,
               plural_s(steps))
          || printf('%s of GPU time per step, %.1f%% of the %s the GPU was busy. At %dx on tensor cores ', d[1],
                    100.0 * gemm_ns / busy_ns, d[2], $speedup)

@@ -127,10 +127,10 @@ shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
 SELECT 'launch_bound' AS rule,
        printf('Launch-bound thread %s: GPU waits %s per step (%.1f%%)', thread, d[1], 100.0 * wait_ns / wall_ns) AS title,
        label || ', thread ' || thread || CASE WHEN layers IS NOT NULL THEN ', in ' || layers ELSE '' END AS "where",
-       printf('%d launches in %d step%s; %.0f%% of its %d kernels ran shorter than their launch call (median kernel %s, '
+       printf('%,d launches in %,d step%s; %.0f%% of its %,d kernels ran shorter than their launch call (median kernel %s, '
               || 'median launch call %s). ', launches, steps, plural_s(steps),
               100.0 * short_kernels / kernels, kernels, d[2], d[3])
-         || printf('The GPU ran dry and waited for its next launch in %d gaps of at most %s: %s per step '
+         || printf('The GPU ran dry and waited for its next launch in %,d gaps of at most %s: %s per step '
                    || '(%.1f%% of the step wall time).', gaps, d[4], d[1], 100.0 * wait_ns / wall_ns) AS evidence,
        'Cut the launches: capture the step (or its forward/backward) in a CUDA graph - torch.compile(mode='
          || '"reduce-overhead") or torch.cuda.graphs - and fuse small ops with torch.compile; use fused/foreach '

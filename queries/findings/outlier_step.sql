@@ -101,7 +101,7 @@ fired AS (
     WHERE l.excess_ns > 0
 )
 SELECT 'outlier_step' AS rule,
-       printf('Slow steps: %d of %d took up to %.1fx the median step', n, steps, max_ns / median_ns) AS title,
+       printf('Slow steps: %,d of %,d took up to %.1fx the median step', n, steps, max_ns / median_ns) AS title,
        printf('step%s %s of %s, thread %s', plural_s(n), steps_list, label, thread)
          AS "where",
        printf('Median step %.1f ms; %s (more than %sx the median). ', median_ns / 1e6, walls, $factor::VARCHAR)

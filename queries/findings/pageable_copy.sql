@@ -90,7 +90,7 @@ SELECT 'pageable_copy' AS rule,
        label || CASE WHEN threads IS NOT NULL
                      THEN ', thread' || CASE WHEN thread_count > 1 THEN 's ' ELSE ' ' END || threads ELSE '' END
          || CASE WHEN layers IS NOT NULL THEN ', in ' || layers ELSE '' END AS "where",
-       printf('%d pageable cop%s in %d step%s (%s), ', n, CASE WHEN n = 1 THEN 'y' ELSE 'ies' END,
+       printf('%,d pageable cop%s in %,d step%s (%s), ', n, CASE WHEN n = 1 THEN 'y' ELSE 'ies' END,
               steps, plural_s(steps), kinds)
          || CASE WHEN bytes >= 1e9 THEN printf('%.2f GB', bytes / 1e9) WHEN bytes >= 1e6 THEN printf('%.2f MB', bytes / 1e6)
                  WHEN bytes >= 1e3 THEN printf('%.1f kB', bytes / 1e3) ELSE printf('%d bytes', bytes) END

@@ -112,7 +112,7 @@ SELECT 'short_kernels' AS rule,
        printf('Runs of kernels shorter than their launch: GPU idle %s per step (%.1f%%)',
               d[1], 100.0 * idle_ns / wall_ns) AS title,
        printf('%s, GPU %d stream %d, kernels %s', label, device_id, stream_id, names) AS "where",
-       printf('%d run%s of %d or more consecutive kernels each shorter than its launch call, %d kernels in %d step%s '
+       printf('%,d run%s of %d or more consecutive kernels each shorter than its launch call, %,d kernels in %,d step%s '
               || '(median kernel %s, median launch call %s). ', runs, plural_s(runs),
               $min_run, kernels, steps, plural_s(steps), d[2], d[3])
          || printf('Between them the GPU sat idle %s per step (%.1f%% of the step wall time).', d[1],

@@ -102,7 +102,7 @@ per_pid AS (
     FROM win AS w GROUP BY w.pid
 ),
 per_api AS (
-    SELECT pid, string_agg(api || ' ' || n, ', ' ORDER BY n DESC, api) AS apis
+    SELECT pid, string_agg(api || ' ' || printf('%,d', n), ', ' ORDER BY n DESC, api) AS apis
     FROM (SELECT pid, api, COUNT(*) AS n FROM call_idle GROUP BY pid, api) GROUP BY pid
 ),
 layer_call AS (SELECT pid, runtime_id, idle_ns AS weight FROM call_idle),
@@ -128,7 +128,7 @@ SELECT 'sync_in_step' AS rule,
          AS title,
        label || ', thread' || CASE WHEN thread_count > 1 THEN 's ' ELSE ' ' END || threads
          || CASE WHEN layers IS NOT NULL THEN ', in ' || layers ELSE '' END AS "where",
-       printf('%d synchronizing call%s in %d step%s (%s). ', calls, plural_s(calls),
+       printf('%,d synchronizing call%s in %,d step%s (%s). ', calls, plural_s(calls),
               steps, plural_s(steps), apis)
          || CASE WHEN steps = 1 THEN 'They' ELSE 'Per step they' END
          || printf(' blocked the CPU %s and left the GPU idle %s (%.1f%% of the step wall time), from their start '

@@ -7,4 +7,4 @@
 --   per_step_phrase | VARCHAR | text
 CREATE OR REPLACE TEMP MACRO per_step_phrase(last_step, steps) AS
     CASE WHEN last_step = 0 THEN 'Over the GPU activity' WHEN steps = 1 THEN 'In the analysed step'
-         ELSE printf('Per step (mean of %d)', steps) END;
+         ELSE printf('Per step (mean of %,d)', steps) END;
