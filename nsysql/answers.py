@@ -84,6 +84,18 @@ def store(cache_path: Path, query: catalog.Query, params: dict, frame: pl.DataFr
         pass
 
 
+def discard(cache_path: Path) -> None:
+    """Remove every stored answer and kept fact of a cache (it was damaged and is built again); the marks of
+    running processes (dot files: .busy-PID, .ahead-running) stay with their processes."""
+    try:
+        stored = list(directory(cache_path).iterdir())
+    except OSError:
+        return
+    for file in stored:
+        if not file.name.startswith(".") and file.is_file():
+            file.unlink(missing_ok=True)
+
+
 def _write_atomically(file: Path, write: Callable[[str], object]) -> None:
     """`write(name)` into a scratch file beside `file`, then renamed over it: a concurrent reader sees the old
     content or the whole new one (scratch names start `.answer-`: hygiene removes those a killed run left)."""

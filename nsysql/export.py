@@ -6,6 +6,7 @@ import tempfile
 from collections.abc import Callable
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import polars as pl
@@ -41,6 +42,23 @@ SOURCES = {
 
 # an input analysis with at most this many rows is stored as an answer when another query computes it
 INPUT_ANSWER_ROWS = 50_000
+
+# DuckDB's words for a database file it cannot trust (a truncated copy, a disk error, a file overwritten): said of
+# the cache, the only DuckDB file a query opens, it means the cache is to be built again
+DAMAGED_FILE = ("Corrupt database file", "is not a valid DuckDB database file", "Could not read enough bytes")
+
+
+T = TypeVar("T")
+
+
+def _warn(line: str) -> None:
+    import warnings
+    warnings.warn(line, stacklevel=3)
+
+
+def damaged_file(exc: BaseException) -> bool:
+    """Whether `exc` is DuckDB finding its database file damaged."""
+    return isinstance(exc, duckdb.IOException) and any(words in str(exc) for words in DAMAGED_FILE)
 
 
 def report_defaults(q: catalog.Query) -> dict:
@@ -89,13 +107,39 @@ class Export:
         # called before a query is computed (not when its answer is read): the background run that answers ahead
         # waits there while a command works on the same cache (nsysql/ahead.py)
         self.before_compute: Callable[[], None] | None = None
+        # told (one line) when a damaged cache is built again; the CLI prints it as a warning
+        self.on_notice: Callable[[str], None] = _warn
+
+    def _rebuilt_once(self, action: Callable[[], T]) -> T:
+        """`action()`; when it finds the cache file damaged, the cache is built again from the export and
+        `action()` runs once more (a cache is derived data: nothing is lost but time)."""
+        try:
+            return action()
+        except duckdb.Error as exc:
+            if self._tmpdir is not None or not damaged_file(exc):
+                raise
+            self._discard_damaged_cache(error_line(exc))
+        return action()
+
+    def _discard_damaged_cache(self, why: str) -> None:
+        """Remove the damaged cache and its stored answers, and build it again."""
+        self.on_notice(f"the cache of {self.path.name} was damaged ({why}); building it again")
+        if self._con is not None:
+            try:
+                self._con.close()
+            except duckdb.Error:
+                pass
+        self._con, self._raw_tables, self._materialized = None, None, set()
+        self.cache_path.unlink(missing_ok=True)  # another process still reading it keeps its open file
+        answers.discard(self.cache_path)
+        self._build(self.cache_path.parent)
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
         """The cached DuckDB file, read-only, with nsysql's macros (queries/macros/: the shared interval routines
         some queries call)."""
         if self._con is None:
-            self._con = connect(self.cache_path, read_only=True)
+            self._con = self._rebuilt_once(lambda: connect(self.cache_path, read_only=True))
             macros.install(self._con)
         return self._con
 
@@ -161,7 +205,7 @@ class Export:
     def sql(self, sql: str, params: dict | None = None) -> pl.DataFrame:
         """Run SQL against the normalized tables and return a Polars frame."""
         try:
-            return _to_polars(self.con.sql(sql, params=params or {}))
+            return self._rebuilt_once(lambda: _to_polars(self.con.sql(sql, params=params or {})))
         except duckdb.Error as exc:
             raise NsysqlError(error_line(exc)) from None
 
@@ -177,13 +221,20 @@ class Export:
         if self.before_compute is not None:
             self.before_compute()
         with progress.shown("computing"), progress.stage(q.id):
-            self._materialize_inputs(q)
-            df = self.sql(q.sql, bound)
+            try:
+                df = self._rebuilt_once(lambda: self._compute(q, bound))
+            except duckdb.Error as exc:
+                raise NsysqlError(error_line(exc)) from None
         if q.columns and list(df.columns) != [c.name for c in q.columns]:
             raise NsysqlError(f"{q.path}: columns {df.columns} differ from its header")  # a bug, not user error
         if self._tmpdir is None:
             answers.store(self.cache_path, q, bound, df)
         return df
+
+    def _compute(self, q: catalog.Query, bound: dict) -> pl.DataFrame:
+        """The query's rows, its input analyses made first; DuckDB's errors come out as they are."""
+        self._materialize_inputs(q)
+        return _to_polars(self.con.sql(q.sql, params=bound))
 
     def _materialize_inputs(self, q: catalog.Query) -> None:
         """Analyses that read another analysis (`requires: analysis.steps`) find it as a TEMP table named after
@@ -208,6 +259,8 @@ class Export:
                     self.con.execute(f"CREATE OR REPLACE TEMP TABLE {quote_ident(name)} AS "
                                      "SELECT * FROM read_parquet($file)", {"file": str(stored)})
             except duckdb.Error as exc:
+                if damaged_file(exc):
+                    raise  # the caller builds the cache again (_rebuilt_once)
                 raise NsysqlError(f"{inner.id}: {str(exc).splitlines()[0]}") from None
             self._materialized.add(name)
 

@@ -83,6 +83,7 @@ def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool, *, answ
     from .. import open as open_nsysql
     from ..busy import mark_busy
     ex = open_nsysql(export, cache_dir=cache_dir, use_cache=not no_cache)
+    ex.on_notice = lambda line: typer.echo(inputs.printable(f"warning: {line}"), err=True)
     if not no_cache:
         mark_busy(ex.cache_path)  # a background run answering ahead on this cache waits for this command
     for line in ex.sanity():
