@@ -166,3 +166,16 @@ def test_kernels_table_is_capped_but_csv_is_not(export_files, cache_dir):
     total = len(csv_rows(["kernels", path], cache_dir))
     assert total > TABLE_ROWS
     assert f"{total - TABLE_ROWS:,} more rows; -f csv, or -f parquet -o FILE, for all" in text
+
+
+def test_layer_paths_kept_whole_at_80_columns(export_files, cache_dir):
+    """A ResNet's layer paths (up to 37 characters) read whole at 80 columns: the backward/forward ratio gives way
+    first, and the footer says so; the csv rows are the paths the table shows."""
+    path = export_files["bwdtruth-resnet18"]
+    layers = [r["layer"] for r in csv_rows(["layers", path], cache_dir)]
+    assert 30 < max(map(len, layers)) <= 40  # the case: longer than the 30 characters the column used to get
+    text = run(["layers", path], cache_dir)
+    check_table(text, len(layers))
+    rows, footer = rows_of(text)
+    assert [row[:len(layer)] for row, layer in zip(rows, layers)] == layers
+    assert "1 column hidden to fit 80 columns (bprop_ratio); --wide shows them" in footer

@@ -14,6 +14,9 @@ from .common import OUTPUT, SOURCE, DepthOpt, ExportsArg, MergeRepeatsOpt, Outpu
 OPTIONAL_KERNELS = ("seq", "device", "pid", "tid", "stream", "block", "grid", "params", "start_ns", "op")
 OPTIONAL_PYPROF: tuple[str, ...] = ("Params", "Op")
 OPTIONAL_LAYERS = ("bprop_ratio", "kernels", "optim_ns")
+# a layer path is what a row is about: up to this many characters it is kept whole, before the optional columns
+# (a narrow terminal hides the ratio first); longer ones are shortened (nsysql/render.py: shorten_path)
+LAYER_WHOLE = 40
 LAYER_UNITS = [("fprop_ns", "bprop_ns", "optim_ns", "total_ns")]  # one time unit: they add up
 
 
@@ -79,8 +82,9 @@ def layers(
             return df
 
         df = src.gather(exports, per_export)
+        longest = max((len(p) for p in df["layer"].drop_nulls()), default=0) if "layer" in df.columns else 0
         out.emit(df, columns=catalog.get("analysis.layers").columns, title="GPU kernel time per layer",
-                 optional=OPTIONAL_LAYERS, unit_groups=LAYER_UNITS, text_min={"layer": 30})
+                 optional=OPTIONAL_LAYERS, unit_groups=LAYER_UNITS, text_min={"layer": min(longest, LAYER_WHOLE)})
         line = coverage_line(combined(covs))
         if out.fmt is Format.table and not out.wide:  # wrapped, never between a number and its unit
             kept = line.replace(" ms", "\u00a0ms")
