@@ -31,6 +31,7 @@ sql = open(sys.argv[3]).read().rstrip().rstrip(';')
 params = {}
 if sys.argv[4]:
     q = catalog.get(sys.argv[4])
+    ex.con  # every table built first: one built on first use later would close the connection, and its TEMP tables
     ex._materialize_inputs(q)  # the analyses it reads, as a command makes them (not timed)
     params = q.bound_params(views.stated_defaults(q))
 if sys.argv[5]:

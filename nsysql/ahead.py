@@ -5,7 +5,8 @@ The heavier outputs (`gaps`, `overhead --by range`, the full kernel table, any c
 computed on first use and kept the same way.
 
 By default they are computed after the command that built the cache has printed its answer, by a process of
-their own at the lowest CPU priority (`python -m nsysql.commands.answer_ahead`): the first command answers
+their own at the lowest CPU priority, nice 19 for the process and for its session's autogroup
+(`python -m nsysql.commands.answer_ahead`): the first command answers
 sooner, and the next one finds them stored, or computes what it needs itself if it comes before they are. NSYSQL_AHEAD=foreground
 computes them in the command, before its own answer (as tests and bench/bench_stages.py want: everything done
 when the command returns); NSYSQL_AHEAD=off not at all. While the process runs, `running_marker()` names a file

@@ -54,7 +54,7 @@ class Query:
     @property
     def param_names(self) -> list[str]:
         """The $parameters the SQL uses (comments ignored), sorted."""
-        return sorted(set(_PARAM.findall(_strip_comments(self.sql))))
+        return sorted(set(_PARAM.findall(strip_comments(self.sql))))
 
     @property
     def args(self) -> dict[str, dict[str, object]]:
@@ -160,12 +160,14 @@ def check_report_params(query: Query, params: dict, defaults: dict) -> None:
                               f"not {value!r}")
 
 
-def _strip_comments(sql: str) -> str:
+def strip_comments(sql: str) -> str:
+    """The SQL without its `--` comments (the header included)."""
     return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
 
 
-HEADER_KEYS = ("purpose", "requires", "params", "notes", "columns", "args", "provides", "storage-of", "rows")
+HEADER_KEYS = ("purpose", "requires", "params", "notes", "columns", "args", "provides", "storage-of", "rows", "built")
 """Every key a header may have (docs/query-headers.md says what each means); any other is an error."""
+BUILT_ON_FIRST_USE = "on first use"  # the one value of `built:` (a normalized table a cache's first open leaves out)
 REQUIRED_KEYS = ("purpose", "requires", "params", "columns")
 _KEY_LINE = re.compile(r"^-- (?P<key>[a-z][a-z-]*):(?P<value>.*)$")
 _MORE_LINE = re.compile(r"^--  +(?P<text>\S.*)$")
@@ -202,6 +204,9 @@ def parse(text: str, path: str) -> Query:
             if key == "columns" and first and not (first == "none" or first.startswith("(")):
                 raise HeaderError(f"{where}: 'columns:' stands alone with one column per indented line below it, "
                                   "or says `none` or `(why)` for a file that returns no rows (DDL)")
+            if key == "built" and not first.startswith(BUILT_ON_FIRST_USE):
+                raise HeaderError(f"{where}: 'built:' says `{BUILT_ON_FIRST_USE} (why)`; a table built on a "
+                                  "cache's first open has no such line")
             values[key] = [first] if first else []
         elif more and key == "columns":
             columns.append(_column(more["text"], where))

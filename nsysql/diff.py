@@ -45,6 +45,7 @@ def diff(a: "Export", b: "Export", *, by: str = "range", match: str = "exact") -
     try:
         for alias, export in (("a", a), ("b", b)):
             export.require(side.requires, side.id)
+            export.build_tables_for(side)  # the file read below holds what the side query reads
             # the cache path is nsysql's own file name, never user text (quote_literal's contract)
             con.execute(f"ATTACH {quote_literal(str(export.cache_path))} AS export_{alias} (READ_ONLY)")
             con.execute(f"USE export_{alias}")

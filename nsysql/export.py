@@ -1,9 +1,14 @@
 """An opened export: normalized tables in a cached DuckDB file, queries returning Polars."""
 from __future__ import annotations
 
+import functools
 import os
+import re
+import shutil
 import tempfile
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TypeVar
@@ -72,7 +77,9 @@ class Export:
     subclass `nsysql.Export` (nsysql/api.py) from `nsysql.open(path)`, which adds the features as methods."""
 
     def __init__(self, path: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
-                 use_cache: bool = True):
+                 use_cache: bool = True, build_all: bool = False):
+        """`build_all`: a first open builds every normalized table at once, those otherwise built on first use
+        too (summarize reads them all: one build on every core beats two)."""
         self.path = Path(path)
         self._tmpdir = None
         inputs.regular_file(self.path)  # before any cache directory is made: a FIFO or a typo fails at once
@@ -94,7 +101,7 @@ class Export:
                            else directory / "export.duckdb")
         self.cache_hit = self.cache_path.exists()
         if not self.cache_hit:
-            self._build(directory)
+            self._build(directory, everything=build_all)
         if use_cache:
             for used in {self.cache_path, self.source} - {self.path}:
                 hygiene.touch(used)
@@ -102,8 +109,11 @@ class Export:
                 hygiene.prune(directory, hygiene.cap(), keep={self.cache_path, self.source})
         # opened on first use: a command whose answers are all stored never opens DuckDB (0.1 s of its floor)
         self._con: duckdb.DuckDBPyConnection | None = None
+        _OPEN.add(self)
         self._raw_tables: set[str] | None = None
         self._materialized: set[str] = set()
+        self._relations: set[str] | None = None  # the cache's normalized tables and views, once looked up (_present)
+        self._private: _PrivateCopy | None = None  # the cache with tables built on first use, where it is read-only
         # called before a query is computed (not when its answer is read): the background run that answers ahead
         # waits there while a command works on the same cache (nsysql/ahead.py)
         self.before_compute: Callable[[], None] | None = None
@@ -129,7 +139,7 @@ class Export:
                 self._con.close()
             except duckdb.Error:
                 pass
-        self._con, self._raw_tables, self._materialized = None, None, set()
+        self._con, self._raw_tables, self._materialized, self._relations = None, None, set(), None
         self.cache_path.unlink(missing_ok=True)  # another process still reading it keeps its open file
         answers.discard(self.cache_path)
         self._build(self.cache_path.parent)
@@ -137,15 +147,70 @@ class Export:
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
         """The cached DuckDB file, read-only, with nsysql's macros (queries/macros/: the shared interval routines
-        some queries call)."""
-        if self._con is None:
-            self._con = self._rebuilt_once(lambda: connect(self.cache_path, read_only=True))
-            macros.install(self._con)
-        return self._con
+        some queries call) and every normalized table (those built on first use are built first)."""
+        self._rebuilt_once(lambda: self._ensure_built(None))
+        return self._connection()
 
     @con.setter
     def con(self, con: duckdb.DuckDBPyConnection) -> None:  # tests put a recording connection in its place
         self._con = con
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        """The cached DuckDB file as it is (tables built on first use may be missing: _ensure_built adds them)."""
+        if self._con is None:
+            database = self._private.name if self._private is not None else self.cache_path
+            self._con = self._rebuilt_once(lambda: connect(database, read_only=True))
+            macros.install(self._con)
+        return self._con
+
+    def _close_connection(self) -> None:
+        if self._con is not None:
+            self._con.close()
+        self._con, self._materialized, self._relations = None, set(), None  # TEMP tables end with their connection
+
+    def _present(self) -> set[str]:
+        """The normalized tables and views of the cache file this connection reads."""
+        if self._relations is None:
+            self._relations = {r[0] for r in self._connection().execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary "
+                "UNION ALL SELECT view_name FROM duckdb_views() "
+                "WHERE database_name = current_database() AND NOT temporary AND NOT internal").fetchall()}
+        return self._relations
+
+    def _ensure_built(self, wanted: set[str] | None) -> None:
+        """Build the normalized tables `wanted` (None: all of them) that a first open left out (tables `built: on
+        first use`), with those they read. One process builds at a time (a lock beside the answers); the others
+        wait and then find them built."""
+        view_set = "nsys3"  # the only set (importer.VIEW_SETS); a cache of another would name it in nsysql_meta
+        if wanted is None:
+            wanted = {q.name for q in catalog.group(f"normalize.{view_set}")}
+        missing = importer.statements_to_add(self._present(), wanted, view_set)
+        if not missing:
+            return
+        if self._private is not None:  # this process's own copy (below): no other reader, no lock
+            self._close_connection()
+            importer.extend(self._private.name, missing, scratch=self._private.name.parent)
+            return
+        import fcntl
+        try:
+            lock = answers.directory(self.cache_path) / ".building.lock"
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            with lock.open("a") as held:
+                fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes, or its process ends
+                _release(self.cache_path)  # another process may have replaced the file while this one waited
+                missing = importer.statements_to_add(self._present(), wanted, view_set)
+                if missing:
+                    _release(self.cache_path)
+                    importer.extend(self.cache_path, missing, scratch=self.cache_path.parent)
+                    _release(self.cache_path)
+        except OSError:
+            # a cache directory this process cannot write (a shared, read-only cache): the tables are built in a
+            # private copy that this handle reads until it closes, which costs only the time, as for answers
+            self._close_connection()
+            directory = Path(tempfile.mkdtemp(prefix=f"nsysql-nocache-{hygiene.owner_tag()}-"))
+            self._private = _PrivateCopy(directory, directory / self.cache_path.name)
+            shutil.copyfile(self.cache_path, self._private.name)
+            self._ensure_built(wanted)
 
     @property
     def _tables(self) -> set[str]:
@@ -153,19 +218,19 @@ class Export:
         if self._raw_tables is None:
             kept = answers.load_facts(self.cache_path, "raw_tables") if self._tmpdir is None else None
             if kept is None:
-                kept = [r[0] for r in self.con.execute("SELECT raw_table FROM nsysql_tables").fetchall()]
+                kept = [r[0] for r in self._connection().execute("SELECT raw_table FROM nsysql_tables").fetchall()]
                 if self._tmpdir is None:
                     answers.store_facts(self.cache_path, "raw_tables", kept)
             self._raw_tables = set(kept)
         return self._raw_tables
 
-    def _build(self, directory: Path) -> None:
+    def _build(self, directory: Path, *, everything: bool = False) -> None:
         fd, tmp_name = tempfile.mkstemp(prefix=f".building-{hygiene.owner_tag()}-", suffix=".duckdb", dir=directory)
         os.close(fd)
         os.unlink(tmp_name)  # DuckDB must create the file itself
         tmp = Path(tmp_name)
         try:
-            importer.normalize(self.source, tmp, shown_as=self.path)  # messages name the .xz, not its copy
+            importer.normalize(self.source, tmp, shown_as=self.path, everything=everything)  # messages name the .xz
             os.replace(tmp, self.cache_path)  # atomic: readers never see a half-built cache
         finally:
             for leftover in (tmp, Path(str(tmp) + ".wal")):
@@ -174,8 +239,11 @@ class Export:
 
     # -- plumbing ---------------------------------------------------------------------------
     def close(self) -> None:
-        if self._con is not None:
-            self._con.close()
+        self._close_connection()
+        _OPEN.discard(self)
+        if self._private is not None:
+            shutil.rmtree(self._private.directory, ignore_errors=True)
+            self._private = None
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
 
@@ -205,7 +273,8 @@ class Export:
     def sql(self, sql: str, params: dict | None = None) -> pl.DataFrame:
         """Run SQL against the normalized tables and return a Polars frame."""
         try:
-            return self._rebuilt_once(lambda: _to_polars(self.con.sql(sql, params=params or {})))
+            return self._rebuilt_once(lambda: self._built_for(_words(sql), lambda: _to_polars(
+                self._connection().sql(sql, params=params or {}))))
         except duckdb.Error as exc:
             raise NsysqlError(error_line(exc)) from None
 
@@ -233,8 +302,30 @@ class Export:
 
     def _compute(self, q: catalog.Query, bound: dict) -> pl.DataFrame:
         """The query's rows, its input analyses made first; DuckDB's errors come out as they are."""
-        self._materialize_inputs(q)
-        return _to_polars(self.con.sql(q.sql, params=bound))
+        def compute() -> pl.DataFrame:
+            self._materialize_inputs(q)
+            return _to_polars(self._connection().sql(q.sql, params=bound))
+        return self._built_for(tables_read(q), compute)
+
+    def build_tables_for(self, q: catalog.Query) -> None:
+        """Build the normalized tables `q` reads that the cache file lacks (tables built on first use), for a
+        reader of the file itself (nsysql.diff attaches two caches to one connection)."""
+        self._rebuilt_once(lambda: self._ensure_built(tables_read(q)))
+
+    def _built_for(self, wanted: set[str], action: Callable[[], T]) -> T:
+        """`action()` once the normalized tables in `wanted` are built (the others first opens build are there);
+        a table built on first use that a query reads without naming it (its header's `requires`) is built when
+        DuckDB misses it, and `action()` runs again."""
+        self._ensure_built(wanted)
+        for _ in range(len(_on_first_use()) + 1):
+            try:
+                return action()
+            except duckdb.CatalogException as exc:
+                missing = _missing_relation(exc)
+                if missing not in _on_first_use() or missing in self._present():
+                    raise
+                self._ensure_built({missing})
+        return action()
 
     def _materialize_inputs(self, q: catalog.Query) -> None:
         """Analyses that read another analysis (`requires: analysis.steps`) find it as a TEMP table named after
@@ -253,10 +344,10 @@ class Export:
                 self._materialize_inputs(inner)
             try:
                 if stored is None:
-                    self.con.execute(f"CREATE TEMP TABLE {quote_ident(name)} AS {inner.sql.rstrip().rstrip(';')}")
+                    self._connection().execute(f"CREATE TEMP TABLE {quote_ident(name)} AS {inner.sql.rstrip().rstrip(';')}")
                     stored = self._keep_input_answer(inner, name)
                 if stored is not None:  # a small input is read as its own command reads it (the same types)
-                    self.con.execute(f"CREATE OR REPLACE TEMP TABLE {quote_ident(name)} AS "
+                    self._connection().execute(f"CREATE OR REPLACE TEMP TABLE {quote_ident(name)} AS "
                                      "SELECT * FROM read_parquet($file)", {"file": str(stored)})
             except duckdb.Error as exc:
                 if damaged_file(exc):
@@ -269,14 +360,14 @@ class Export:
         that shows it (`nsysql steps`) reads it back; big intermediate tables (a row per GPU op) are not kept."""
         if self._tmpdir is not None or inner.param_names:
             return None
-        rows = self.con.execute(f"SELECT COUNT(*) FROM {quote_ident(name)}").fetchone()
+        rows = self._connection().execute(f"SELECT COUNT(*) FROM {quote_ident(name)}").fetchone()
         if rows is None or rows[0] > INPUT_ANSWER_ROWS:
             return None
-        answers.store(self.cache_path, inner, {}, _to_polars(self.con.table(quote_ident(name))))
+        answers.store(self.cache_path, inner, {}, _to_polars(self._connection().table(quote_ident(name))))
         return answers.stored_file(self.cache_path, inner, {})
 
     def info(self) -> dict[str, str]:
-        rows = self.con.execute("SELECT key, value FROM export_info UNION ALL SELECT key, value FROM nsysql_meta").fetchall()
+        rows = self._connection().execute("SELECT key, value FROM export_info UNION ALL SELECT key, value FROM nsysql_meta").fetchall()
         return dict(rows)
 
     # -- reports and building blocks -----------------------------------------------------------
@@ -399,6 +490,62 @@ class Export:
         """A declared analysis by name (nsysql/analyses.py), also one declared outside nsysql: its method above
         when it has one, else its query with `params` as $params; `by` picks its grouping (its first by default)."""
         return analyses.run(self, analyses.get(name), by, **params)
+
+
+@dataclass(frozen=True)
+class _PrivateCopy:
+    """A copy of a cache that this process could not add tables to in place, in a directory of its own."""
+    directory: Path
+    name: Path
+
+
+# Every handle of this process: DuckDB gives a new connection to a file that a connection of the process still
+# holds open the database as that connection read it, so when tables built on first use replace a cache file,
+# every handle's connection to it is closed (_release) and the next query reads the file now on disk.
+_OPEN: weakref.WeakSet[Export] = weakref.WeakSet()
+
+
+def _release(cache_path: Path) -> None:
+    """Close every connection of this process to the cache file `cache_path` (each handle reopens it on use).
+    A handle that gave its connection out (`Export.con`) holds a whole cache, which nothing replaces."""
+    for handle in list(_OPEN):
+        if handle.cache_path == cache_path:
+            handle._close_connection()
+
+
+@functools.lru_cache(maxsize=1)
+def _on_first_use() -> frozenset[str]:
+    """The normalized tables a first open leaves out (importer.built_on_first_use)."""
+    return frozenset(q.name for q in catalog.group("normalize.nsys3") if importer.built_on_first_use(q))
+
+_MISSING = re.compile(r'(?:Table|View) with name "?(\w+)"? does not exist')
+
+
+def _missing_relation(exc: duckdb.CatalogException) -> str | None:
+    """The table or view a DuckDB catalog error says does not exist."""
+    m = _MISSING.search(str(exc))
+    return m.group(1) if m else None
+
+
+def tables_read(q: catalog.Query) -> set[str]:
+    """The words of `q`'s SQL and of the analyses and macros it requires at any depth: a superset of the relations
+    it reads (a header's `requires` names what the query needs the export to hold, not every table it joins)."""
+    words: set[str] = set()
+    seen: set[str] = set()
+    pending = [q]
+    while pending:
+        query = pending.pop()
+        if query.id in seen:
+            continue
+        seen.add(query.id)
+        words.update(_words(catalog.strip_comments(query.sql)))
+        pending += [catalog.get(r) for r in query.requires
+                    if r.startswith(("analysis.", "findings.", "macros.")) and r in catalog.all_queries()]
+    return words
+
+
+def _words(sql: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", sql))
 
 
 def unpack_xz(path: Path, directory: Path) -> Path:

@@ -6,12 +6,15 @@ the user's path never appears in SQL text and nothing is written beside the expo
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import duckdb
 
-from . import catalog, inputs, macros, progress, readonly, sqlite_check
+from . import catalog, hygiene, inputs, macros, progress, readonly, sqlite_check
 from .build_graph import build_graph, build_workers
 from .engine import connect, error_line, quote_ident, quote_literal
 from .errors import NsysqlError
@@ -114,9 +117,30 @@ def _ordered(view_set: str) -> list[catalog.Query]:
     return [queries[n] for n in done]
 
 
-def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> dict:
-    """Build `target` (a DuckDB file) from `export`. Returns facts about the export. Messages name `shown_as`
-    when given: the `.xz` the user named, when `export` is the copy it was unpacked to."""
+def built_on_first_use(q: catalog.Query) -> bool:
+    """Whether a cache's first open leaves the normalize statement `q` out (its header's `built: on first use`):
+    the first query that reads its table adds it (extend)."""
+    return q.meta.get("built", "").startswith(catalog.BUILT_ON_FIRST_USE)
+
+
+def statements_to_add(present: set[str], wanted: set[str], view_set: str = "nsys3") -> list[catalog.Query]:
+    """The normalize statements that make the tables and views `wanted` (normalized names; other names are
+    ignored) and those they read, less the ones `present` already holds, each after the ones it reads."""
+    by_name = {q.name: q for q in _ordered(view_set)}
+    needed: set[str] = set()
+    pending = [n for n in wanted if n in by_name]
+    while pending:
+        name = pending.pop()
+        if name not in needed and name not in present:
+            needed.add(name)
+            pending += [r for r in by_name[name].requires if r in by_name]
+    return [q for q in by_name.values() if q.name in needed]
+
+
+def normalize(export: Path, target: Path, *, shown_as: Path | None = None, everything: bool = False) -> dict:
+    """Build `target` (a DuckDB file) from `export`: every normalized table, or (`everything=False`) all but
+    those built on first use (built_on_first_use; `extend` adds them). Returns facts about the export. Messages
+    name `shown_as` when given: the `.xz` the user named, when `export` is the copy it was unpacked to."""
     shown = shown_as or export
     check_sqlite_file(export)
     with readonly.sqlite_path(export, scratch=target.parent) as link:
@@ -165,7 +189,7 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> di
                 return NsysqlError(damage(shown, exc, check.result()) or f"{shown}: could not normalize {q.name} "
                                    f"({str(exc).splitlines()[0]}); export schema {schema} may be unsupported")
 
-            statements = _ordered(view_set)
+            statements = [q for q in _ordered(view_set) if everything or not built_on_first_use(q)]
             # the statements that keep the check's findings wait for the check; the others do not
             keeps_check = [q for q in statements if CHECK_TABLE in q.requires]
             with progress.shown("building the cache", total=len(statements)):
@@ -201,6 +225,41 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None) -> di
             check.cancel()  # still running only when the build failed or was interrupted
             con.close()
     return {"schema": schema, "view_set": view_set, "tables": tables}
+
+
+def extend(cache: Path, statements: list[catalog.Query], *, scratch: Path) -> None:
+    """Add `statements` (built on first use: they read only normalized tables) to the finished cache file `cache`:
+    built in a copy in `scratch`'s directory (a `.building-` file, as a first open's), then put in its place at
+    once, so a reader never sees a half-built cache and one still reading the old file keeps it whole."""
+    reads_export = [q.name for q in statements if any(r.startswith("raw.") for r in q.requires)]
+    if reads_export:  # a header bug: such a table is built on the first open, where the export is attached
+        raise ValueError(f"{', '.join(reads_export)} read the export and cannot be built on first use")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".building-{hygiene.owner_tag()}-", suffix=".duckdb", dir=scratch)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        shutil.copyfile(cache, tmp)
+        shutil.copymode(cache, tmp)  # mkstemp's file is private; the cache keeps the mode DuckDB gave it
+        workers = build_workers()
+        con = connect(tmp, share=workers)
+
+        def failed(q: catalog.Query, exc: duckdb.Error) -> Exception:
+            if isinstance(exc, duckdb.OutOfMemoryException):
+                return NsysqlError(f"could not build {q.name}: {error_line(exc)}")
+            if isinstance(exc, duckdb.IOException):
+                return exc  # a damaged cache file: the caller builds the cache again (Export._rebuilt_once)
+            return NsysqlError(damage(cache, exc) or f"could not build {q.name} ({str(exc).splitlines()[0]})")
+
+        try:
+            with progress.shown("building on first use", total=len(statements)):
+                build_graph(con, statements, workers=workers, failed=failed)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        os.replace(tmp, cache)
+    finally:
+        for leftover in (tmp, Path(str(tmp) + ".wal")):
+            leftover.unlink(missing_ok=True)
 
 
 def damage(export: Path, exc: Exception, checked: list | None = None) -> str | None:

@@ -124,3 +124,15 @@ def test_the_background_run_waits_for_a_live_command_and_not_for_a_dead_one(tmp_
     assert command.wait() == 0 and ended  # it returned only once the command had ended
     busy.wait_for_commands(cache)  # and its mark, stale now, no longer holds it
     assert not list(directory.glob(".busy-*"))
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/autogroup").exists(), reason="a kernel without autogroup scheduling")
+def test_the_background_run_gives_way_in_its_own_session_too():
+    # autogroups share the CPU fairly between sessions whatever the processes' nice: a run in a session of its
+    # own (as ahead.start_pending starts it) must lower its group's nice, or it takes half the cores from commands
+    probe = ("from pathlib import Path; from nsysql.commands.answer_ahead import lowest_priority; "
+             "before = Path('/proc/self/autogroup').read_text(); lowest_priority(); "
+             "print(before.split()[-1], Path('/proc/self/autogroup').read_text().split()[-1], __import__('os').nice(0))")
+    out = subprocess.run([sys.executable, "-c", probe], start_new_session=True, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["0", "19", "19"], out

@@ -19,11 +19,9 @@ from ..importer import views_version
 
 def main(export_path: str, cache_dir: str, cache_path: str, source: str, summary: str) -> None:
     """Answer ahead for a cache another process built, at the lowest CPU priority, silently; nothing at all when
-    the cache is gone or no longer the export's (it never builds one)."""
-    try:
-        os.nice(19)
-    except OSError:
-        pass
+    the cache is gone or no longer the export's (it never builds one; it adds the tables built on first use that
+    the answers read, as any command would)."""
+    lowest_priority()
     cache = Path(cache_path)
     marker = running_marker(cache)  # written by the command that started this run, removed here whatever happens
     try:
@@ -41,6 +39,21 @@ def main(export_path: str, cache_dir: str, cache_path: str, source: str, summary
                 marker.unlink()
         except OSError:
             pass
+
+
+def lowest_priority() -> None:
+    """Nice 19, for this process and for its session's group: with Linux's autogroup scheduling (on by default
+    in most distributions) the CPU is shared fairly between sessions whatever their processes' nice values, and
+    this run has a session of its own (nsysql/ahead.py starts it so), so nice alone left it an equal share with
+    the commands it should give way to."""
+    try:
+        os.nice(19)
+    except OSError:
+        pass
+    try:
+        Path("/proc/self/autogroup").write_text("19")  # the group's nice; only where the kernel has autogroups
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

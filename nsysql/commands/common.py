@@ -80,9 +80,10 @@ def user_errors(debug: bool):
 def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool, *, answer_summary: bool = True):
     """Open an export for a command; rows no profiler writes are named on stderr, one `warning:` line each.
     `answer_summary=False`: the command is `summarize`, which computes its own answers right away."""
-    from .. import open as open_nsysql
+    from ..api import Export
     from ..busy import mark_busy
-    ex = open_nsysql(export, cache_dir=cache_dir, use_cache=not no_cache)
+    # summarize reads every normalized table: its first open builds them all at once, on every core
+    ex = Export(export, cache_dir=cache_dir, use_cache=not no_cache, build_all=not answer_summary)
     ex.on_notice = lambda line: typer.echo(inputs.printable(f"warning: {line}"), err=True)
     if not no_cache:
         mark_busy(ex.cache_path)  # a background run answering ahead on this cache waits for this command

@@ -2,6 +2,7 @@
 -- purpose: Rules 1-6 of gpu_op_attribution for every GPU op (what its own thread's ranges and PyTorch's markers say, and the range it borrows), with what rule 7 orders and compares them by; gpu_op_attribution adds rule 7 and is what readers read.
 -- requires: gpu_op_int, runtime_nvtx, nvtx_range, nvtx_context, user_range, thread
 -- params: none
+-- built: on first use (attribution's rules 1-6: the costliest part of a first open, which the NVIDIA reports never read)
 -- storage-of: gpu_op_attribution (a copy of the Parquet dataset leaves this table out: that holds its rows)
 -- notes: A statement of its own so that its working memory (every op's launch context, the rules' joins) is
 --   freed before rule 7 numbers the ops: as one statement the two peaked at 1.56 GB on the 1.7M-kernel export,

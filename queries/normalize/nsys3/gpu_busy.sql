@@ -2,6 +2,7 @@
 -- purpose: Busy intervals of each GPU: the union of all its kernels, memcpys and memsets (overlapping ops merged), the basis of busy time, idle share and gaps.
 -- requires: gpu_op, macros.union_islands
 -- params: none
+-- built: on first use (derived from gpu_op; read by gaps, utilization and the busy figures of summarize)
 -- columns:
 --   device_id | BIGINT | id
 --   start_ns | BIGINT | ns

@@ -2,6 +2,7 @@
 -- purpose: Every GPU op (kernel, memcpy, memset, graph-level CUDA graph) charged to a direction (fprop, bprop, optim, other), a layer (user NVTX path), the PyTorch op or autograd node that launched it, its recorded input shapes and autograd sequence number.
 -- requires: _gpu_op_rules, gpu_op_int, kernel_int, user_range
 -- params: none
+-- built: on first use (attribution: read by layers, steps, summarize and the kernel tables, never by the NVIDIA reports)
 -- notes: Resolution, per launching CUDA API call (found by correlationId AND process, see gpu_op):
 --   1. The call's innermost NVTX range on its own thread (runtime_nvtx) gives, through nvtx_context,
 --      its user range, innermost op marker and any enclosing autograd evaluation / optimizer / backward range.

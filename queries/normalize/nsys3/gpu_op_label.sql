@@ -2,6 +2,7 @@
 -- purpose: gpu_op_attribution in words: per GPU op its direction, layer path, PyTorch op or autograd node, and recorded input shapes, resolved from the ids the table stores; a view, so the texts are read only by queries that print them.
 -- requires: gpu_op_attribution, user_range, nvtx_range
 -- params: none
+-- built: on first use (a view over gpu_op_attribution)
 -- notes: op = the autograd node named by the evaluate_function marker for backward kernels
 --   (`autograd::engine::evaluate_function: AddmmBackward0` -> AddmmBackward0), else the first field of the
 --   innermost op marker (`aten::addmm, seq = 3, ...` -> aten::addmm). params = the `sizes = ...` field of

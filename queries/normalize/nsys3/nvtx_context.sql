@@ -2,6 +2,7 @@
 -- purpose: For every NVTX range, what encloses it on its thread (itself included): the innermost user range, the innermost PyTorch op marker, the innermost autograd backward evaluation, the innermost `... [backward]` range of nsysql.annotate, and whether an optimizer or backward range is open. Kernel attribution reads it through the launching call's innermost range.
 -- requires: nvtx_node, nvtx_name
 -- params: none
+-- built: on first use (derived from nvtx_node and nvtx_name; read by attribution, steps and findings)
 -- notes: Propagated top-down over the nesting tree, one recursive step per depth level. Each step joins
 --   on depth as well as parent, so DuckDB filters nvtx_range to that level while scanning (a dynamic join
 --   filter) instead of hashing every range at every level: the cost is linear in ranges, never a self-join.

@@ -2,6 +2,7 @@
 -- purpose: The user's own NVTX ranges (not PyTorch op markers nor library ranges, see nvtx_context) as a tree of their own, with the layer path kernel attribution reports: texts from the top down, joined by '/', with a top-level step range (profiled_step, step_3, ProfilerStep#3, iteration 2, ...) left out so that every step's `forward_pass/layer_3/...` is the same layer.
 -- requires: nvtx_range, nvtx_context
 -- params: none
+-- built: on first use (derived from nvtx_range and nvtx_context; read by attribution, steps and findings)
 -- notes: A step range is a top-level user range whose whole text matches (case-insensitive)
 --   `profiled_step`, `(train_|training_|eval_|inference_)?(step|iteration|iter)` optionally followed by a
 --   number (separated by nothing, ' ', '_', '#' or '-'), or PyTorch profiler's `ProfilerStep#N`.
