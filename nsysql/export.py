@@ -289,6 +289,11 @@ class Export:
             return stored
         if self.before_compute is not None:
             self.before_compute()
+        with progress.shown("building tables on first use"):  # its own line, unless a command's line is up
+            try:
+                self._rebuilt_once(lambda: self._ensure_built(tables_read(q)))
+            except duckdb.Error as exc:
+                raise NsysqlError(error_line(exc)) from None
         with progress.shown("computing"), progress.stage(q.id):
             try:
                 df = self._rebuilt_once(lambda: self._compute(q, bound))

@@ -251,7 +251,7 @@ def extend(cache: Path, statements: list[catalog.Query], *, scratch: Path) -> No
             return NsysqlError(damage(cache, exc) or f"could not build {q.name} ({str(exc).splitlines()[0]})")
 
         try:
-            with progress.shown("building on first use", total=len(statements)):
+            with progress.shown("building tables on first use", total=len(statements)):
                 build_graph(con, statements, workers=workers, failed=failed)
             con.execute("CHECKPOINT")
         finally:
