@@ -203,6 +203,8 @@ class Export:
                     _release(self.cache_path)
                     importer.extend(self.cache_path, missing, scratch=self.cache_path.parent)
                     _release(self.cache_path)
+                    if self._tmpdir is None:  # the cache grew: keep the directory under its cap, as a build does
+                        hygiene.prune(self.cache_path.parent, hygiene.cap(), keep={self.cache_path, self.source})
         except OSError:
             # a cache directory this process cannot write (a shared, read-only cache): the tables are built in a
             # private copy that this handle reads until it closes, which costs only the time, as for answers
@@ -514,7 +516,7 @@ def _release(cache_path: Path) -> None:
     """Close every connection of this process to the cache file `cache_path` (each handle reopens it on use).
     A handle that gave its connection out (`Export.con`) holds a whole cache, which nothing replaces."""
     for handle in list(_OPEN):
-        if handle.cache_path == cache_path:
+        if handle.cache_path == cache_path and handle._private is None:  # a private copy is the handle's own
             handle._close_connection()
 
 
@@ -522,6 +524,7 @@ def _release(cache_path: Path) -> None:
 def _on_first_use() -> frozenset[str]:
     """The normalized tables a first open leaves out (importer.built_on_first_use)."""
     return frozenset(q.name for q in catalog.group("normalize.nsys3") if importer.built_on_first_use(q))
+
 
 _MISSING = re.compile(r'(?:Table|View) with name "?(\w+)"? does not exist')
 

@@ -6,6 +6,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -13,7 +14,7 @@ import polars as pl
 import pytest
 
 import nsysql
-from nsysql import catalog, export, importer
+from nsysql import answers, catalog, export, hygiene, importer
 from nsysql.api import Export
 
 from conftest import FIXTURES
@@ -186,3 +187,19 @@ def test_a_cache_directory_it_cannot_write_costs_only_the_time(tmp_path, monkeyp
         assert private.is_dir()
     assert os.stat(cache).st_ino == before and not relations(cache) & ON_FIRST_USE, "the shared cache untouched"
     assert not private.exists(), "the private copy goes with its handle"
+
+
+def test_a_cache_that_grows_keeps_the_directory_under_its_cap(tmp_path, monkeypatch):
+    other = FIXTURES / "gpt-tiny-forward" / "export.sqlite.xz"
+    nsysql.open(other, cache_dir=tmp_path).close()
+    nsysql.open(EXPORT, cache_dir=tmp_path).close()
+    used = time.time() - 7200
+    for p in tmp_path.iterdir():  # every entry used 2 h ago
+        os.utime(p, (used, used))
+    monkeypatch.setenv(hygiene.SIZE_ENV, str(sum(e.size for e in hygiene.entries(tmp_path))))
+    with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:  # within the cap, and now the most recently used
+        ours = {ex.cache_path, ex.source, answers.directory(ex.cache_path)}
+        assert any(not set(e.paths) <= ours for e in hygiene.entries(tmp_path)), "the other export is cached"
+        ex.layers()  # its cache grows past the cap: the least recently used export goes
+        assert all(set(e.paths) <= ours for e in hygiene.entries(tmp_path))
+        assert ex.cache_path.exists() and ex.source.exists()
