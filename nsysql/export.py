@@ -227,17 +227,9 @@ class Export:
         return self._raw_tables
 
     def _build(self, directory: Path, *, everything: bool = False) -> None:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".building-{hygiene.owner_tag()}-", suffix=".duckdb", dir=directory)
-        os.close(fd)
-        os.unlink(tmp_name)  # DuckDB must create the file itself
-        tmp = Path(tmp_name)
-        try:
+        with importer.scratch_cache(directory) as tmp:
             importer.normalize(self.source, tmp, shown_as=self.path, everything=everything)  # messages name the .xz
             os.replace(tmp, self.cache_path)  # atomic: readers never see a half-built cache
-        finally:
-            for leftover in (tmp, Path(str(tmp) + ".wal")):
-                if leftover.exists():
-                    leftover.unlink()
 
     # -- plumbing ---------------------------------------------------------------------------
     def close(self) -> None:

@@ -5,11 +5,13 @@ the user's path never appears in SQL text and nothing is written beside the expo
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shutil
-import tempfile
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -227,6 +229,19 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None, every
     return {"schema": schema, "view_set": view_set, "tables": tables}
 
 
+@contextlib.contextmanager
+def scratch_cache(directory: Path) -> Iterator[Path]:
+    """A name for a cache file being built in `directory`, `.building-<owner>-…` (nsysql/hygiene.py removes what a
+    killed run left), that no file has yet: DuckDB must create its database file itself. The file and its `.wal`
+    are removed on the way out unless the caller has renamed the file into its place by then."""
+    tmp = directory / f".building-{hygiene.owner_tag()}-{uuid.uuid4().hex}.duckdb"
+    try:
+        yield tmp
+    finally:
+        for leftover in (tmp, Path(f"{tmp}.wal")):
+            leftover.unlink(missing_ok=True)
+
+
 def extend(cache: Path, statements: list[catalog.Query], *, scratch: Path) -> None:
     """Add `statements` (built on first use: they read only normalized tables) to the finished cache file `cache`:
     built in a copy in `scratch`'s directory (a `.building-` file, as a first open's), then put in its place at
@@ -234,18 +249,18 @@ def extend(cache: Path, statements: list[catalog.Query], *, scratch: Path) -> No
     reads_export = [q.name for q in statements if any(r.startswith("raw.") for r in q.requires)]
     if reads_export:  # a header bug: such a table is built on the first open, where the export is attached
         raise ValueError(f"{', '.join(reads_export)} read the export and cannot be built on first use")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".building-{hygiene.owner_tag()}-", suffix=".duckdb", dir=scratch)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        shutil.copyfile(cache, tmp)
-        shutil.copymode(cache, tmp)  # mkstemp's file is private; the cache keeps the mode DuckDB gave it
+    with scratch_cache(scratch) as tmp:
+        with cache.open("rb") as source, tmp.open("xb") as copy:  # x: never through a file or link put there
+            shutil.copyfileobj(source, copy, 1 << 20)
+        shutil.copymode(cache, tmp)  # the cache keeps the mode DuckDB gave it
         workers = build_workers()
         con = connect(tmp, share=workers)
 
         def failed(q: catalog.Query, exc: duckdb.Error) -> Exception:
             if isinstance(exc, duckdb.OutOfMemoryException):
                 return NsysqlError(f"could not build {q.name}: {error_line(exc)}")
+            if (full := disk_full(exc)) is not None:
+                return NsysqlError(full)
             if isinstance(exc, duckdb.IOException):
                 return exc  # a damaged cache file: the caller builds the cache again (Export._rebuilt_once)
             return NsysqlError(damage(cache, exc) or f"could not build {q.name} ({str(exc).splitlines()[0]})")
@@ -253,21 +268,31 @@ def extend(cache: Path, statements: list[catalog.Query], *, scratch: Path) -> No
         try:
             with progress.shown("building tables on first use", total=len(statements)):
                 build_graph(con, statements, workers=workers, failed=failed)
-            con.execute("CHECKPOINT")
+            try:
+                con.execute("CHECKPOINT")
+            except duckdb.IOException as exc:
+                if (full := disk_full(exc)) is None:
+                    raise
+                raise NsysqlError(full) from None
         finally:
             con.close()
         os.replace(tmp, cache)
-    finally:
-        for leftover in (tmp, Path(str(tmp) + ".wal")):
-            leftover.unlink(missing_ok=True)
+
+
+def disk_full(exc: Exception) -> str | None:
+    """The one line for a cache that cannot be written because its disk is full; None for any other error."""
+    text = (str(exc).splitlines() or [""])[0]
+    if "No space left" in text or "Disk full" in text or "disk is full" in text:
+        return f"cannot write the cache: {text}; free some space, or choose another `cache_dir=` or NSYSQL_CACHE_DIR"
+    return None
 
 
 def damage(export: Path, exc: Exception, checked: list | None = None) -> str | None:
     """The one line for errors that are not about the export's schema: a full disk, a damaged SQLite file (naming
     the tables SQLite's own check found damaged, `checked`: nsysql.sqlite_check.run)."""
+    if (full := disk_full(exc)) is not None:
+        return full
     text = str(exc).splitlines()[0]
-    if "No space left" in text or "Disk full" in text or "disk is full" in text:
-        return f"cannot write the cache: {text}; free some space, or choose another `cache_dir=` or NSYSQL_CACHE_DIR"
     hurt = sqlite_check.failure(export, checked or [])
     if hurt:
         return hurt

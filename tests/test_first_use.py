@@ -74,6 +74,24 @@ def test_a_statement_that_reads_the_export_cannot_be_built_on_first_use(tmp_path
         importer.extend(tmp_path / "none.duckdb", [STATEMENTS["kernel_int"]], scratch=tmp_path)
 
 
+def test_a_full_disk_while_they_are_built_is_one_line_with_what_to_do(tmp_path, monkeypatch):
+    nsysql.open(EXPORT, cache_dir=tmp_path).close()
+    cache = next(tmp_path.glob("*.duckdb"))
+    before = cache.read_bytes()
+
+    def full(con, queries, *, workers, failed):
+        raise failed(queries[0], duckdb.IOException('IO Error: Could not write file "x": No space left on device'))
+
+    monkeypatch.setattr(importer, "build_graph", full)
+    with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
+        with pytest.raises(nsysql.NsysqlError) as raised:
+            ex.layers()
+    line = str(raised.value)
+    assert "\n" not in line and "No space left on device" in line and "free some space" in line
+    assert cache.read_bytes() == before, "the cache as it was"
+    assert not list(tmp_path.glob(".building-*")), "no scratch file left"
+
+
 def test_the_nine_reports_read_none_of_them_and_attribution_does():
     for name in NINE:
         assert not export.tables_read(catalog.get(f"reports.{name}")) & ON_FIRST_USE, name
@@ -170,14 +188,14 @@ def test_diff_builds_what_it_reads_in_both_caches(tmp_path):
 def test_a_cache_directory_it_cannot_write_costs_only_the_time(tmp_path, monkeypatch):
     nsysql.open(EXPORT, cache_dir=tmp_path / "shared").close()
     cache = next((tmp_path / "shared").glob("*.duckdb"))
-    real = importer.tempfile.mkstemp
+    real = importer.scratch_cache
 
-    def refused(*args, dir=None, **kwargs):  # as in a read-only directory (root ignores the modes)
-        if dir is not None and Path(dir) == cache.parent:
-            raise PermissionError(13, "Permission denied", str(dir))
-        return real(*args, dir=dir, **kwargs)
+    def refused(directory):  # as in a read-only directory (root ignores the modes)
+        if Path(directory) == cache.parent:
+            raise PermissionError(13, "Permission denied", str(directory))
+        return real(directory)
 
-    monkeypatch.setattr(importer.tempfile, "mkstemp", refused)
+    monkeypatch.setattr(importer, "scratch_cache", refused)
     before = os.stat(cache).st_ino
     with nsysql.open(EXPORT, cache_dir=tmp_path / "shared") as ex, \
             Export(EXPORT, cache_dir=tmp_path / "whole", build_all=True) as whole:
