@@ -91,6 +91,9 @@ def main() -> None:
     cache = work / "cache-commands"
     out = work / "out.parquet"
     env = dict(os.environ, NSYSQL_CACHE_DIR=str(cache), COLUMNS="100")
+    # bytecode: without it every process compiles each module it imports again (0.1-0.2 s a process where the
+    # environment sets PYTHONDONTWRITEBYTECODE, as this project's machine does, and a tree is fresh or edited)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     export = str(a.export)
 
     def command(args: list[str]) -> list[str]:

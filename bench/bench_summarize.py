@@ -66,6 +66,9 @@ def main() -> None:
             shutil.copyfileobj(src, dst)
         base = plain
     env = dict(os.environ, NSYSQL_AHEAD="foreground")  # all of a first open timed in it, as when these rows were recorded
+    # bytecode: without it every process compiles each module it imports again (0.1-0.2 s a process where the
+    # environment sets PYTHONDONTWRITEBYTECODE, as this project's machine does, and a tree is fresh or edited)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print("| copies | kernels | runtime calls | NVTX events | OS runtime calls | cold s | cold peak RSS MiB | warm s "
           "| warm peak RSS MiB | answered s | answered peak RSS MiB |")
