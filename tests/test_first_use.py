@@ -74,15 +74,36 @@ def test_a_statement_that_reads_the_export_cannot_be_built_on_first_use(tmp_path
         importer.extend(tmp_path / "none.duckdb", [STATEMENTS["kernel_int"]], scratch=tmp_path)
 
 
-def test_a_full_disk_while_they_are_built_is_one_line_with_what_to_do(tmp_path, monkeypatch):
+FULL = duckdb.IOException('IO Error: Could not write file "x": No space left on device')
+
+
+class _FullAtCheckpoint:
+    """A connection whose CHECKPOINT finds the disk full (DuckDB writes most of a new table then)."""
+
+    def __init__(self, con):
+        self._con = con
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+    def execute(self, sql, *args):
+        if sql.strip().upper() == "CHECKPOINT":
+            raise FULL
+        return self._con.execute(sql, *args)
+
+
+@pytest.mark.parametrize("where", ["building", "checkpoint"])
+def test_a_full_disk_while_they_are_built_is_one_line_with_what_to_do(tmp_path, monkeypatch, where):
     nsysql.open(EXPORT, cache_dir=tmp_path).close()
     cache = next(tmp_path.glob("*.duckdb"))
     before = cache.read_bytes()
-
-    def full(con, queries, *, workers, failed):
-        raise failed(queries[0], duckdb.IOException('IO Error: Could not write file "x": No space left on device'))
-
-    monkeypatch.setattr(importer, "build_graph", full)
+    if where == "building":
+        def full(con, queries, *, workers, failed):
+            raise failed(queries[0], FULL)
+        monkeypatch.setattr(importer, "build_graph", full)
+    else:
+        real = importer.connect
+        monkeypatch.setattr(importer, "connect", lambda *a, **k: _FullAtCheckpoint(real(*a, **k)))
     with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
         with pytest.raises(nsysql.NsysqlError) as raised:
             ex.layers()
