@@ -86,8 +86,9 @@ def write_duckdb(ex: Export, out: Path, *, force: bool = False) -> DuckdbWritten
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        # The cache is a finished, checkpointed DuckDB file that never names the raw export; every table in it
-        ex.con  # noqa: B018 - builds the tables built on first use
+        # The cache is a finished, checkpointed DuckDB file that never names the raw export; reading ex.con first
+        # builds the tables a first open leaves for first use, so the copy holds every table
+        ex.con  # noqa: B018
         shutil.copyfile(ex.cache_path, tmp)
         con = connect(tmp)
         try:

@@ -113,6 +113,24 @@ def test_a_full_disk_while_they_are_built_is_one_line_with_what_to_do(tmp_path, 
     assert not list(tmp_path.glob(".building-*")), "no scratch file left"
 
 
+def test_the_command_says_it_in_one_line_and_exits_1(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from nsysql.cli import app
+    nsysql.open(EXPORT, cache_dir=tmp_path).close()
+
+    def full(con, queries, *, workers, failed):
+        raise failed(queries[0], FULL)
+
+    monkeypatch.setattr(importer, "build_graph", full)
+    monkeypatch.setenv("NSYSQL_AHEAD", "off")
+    res = CliRunner().invoke(app, ["layers", str(EXPORT), "--cache-dir", str(tmp_path)])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "No space left on device" in lines[0], res.output
+    assert "free some space, or choose another --cache-dir or NSYSQL_CACHE_DIR" in lines[0]
+
+
 def test_the_nine_reports_read_none_of_them_and_attribution_does():
     for name in NINE:
         assert not export.tables_read(catalog.get(f"reports.{name}")) & ON_FIRST_USE, name
