@@ -71,12 +71,21 @@ def run(ex: Export, sql: str, params: dict | None = None) -> pl.DataFrame:
 
 def add_catalog_views(ex: Export, sql: str | None = None) -> list[views.CatalogView]:
     """The report and analysis views as TEMP views on the export's (read-only) connection: those `sql` names and
-    the views they read (all of them without `sql`). Creating all ~75 took seconds, on any export."""
+    the views they read (all of them without `sql`). Creating all ~75 took seconds, on any export.
+
+    An analysis other views read (`steady_steps`, `_step_busy`, ...) is a TEMP table instead, made as nsysql's own
+    commands make it (Export.make_inputs: from its stored answer where one is kept): as a view it would be computed
+    again inside every view that reads it, at every depth (`SELECT * FROM top_ops` took 25 s on a 1.7M-kernel
+    export, against 1.5 s for the query itself)."""
     taken = {r[0] for r in ex.con.execute(
         "SELECT table_name FROM information_schema.tables "
         "WHERE table_schema = 'main' AND table_catalog = current_database()").fetchall()}
     wanted = views.catalog_views(taken)
     if sql is not None:
         wanted = views.named_in(wanted, sql)
-    present = {r[0] for r in ex.con.execute("SELECT view_name FROM duckdb_views() WHERE temporary").fetchall()}
+    for v in wanted:
+        if v.sql is not None and any(r.startswith("analysis.") for r in v.query.requires):
+            ex.make_inputs(v.query)
+    present = {r[0] for r in ex.con.execute("SELECT view_name FROM duckdb_views() WHERE temporary UNION ALL "
+                                            "SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
     return views.create_views(ex.con, [v for v in wanted if v.view_name not in present], temporary=True)

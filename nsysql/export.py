@@ -306,6 +306,14 @@ class Export:
             return _to_polars(self._connection().sql(q.sql, params=bound))
         return self._built_for(tables_read(q), compute)
 
+    def make_inputs(self, q: catalog.Query) -> None:
+        """`q`'s input analyses as TEMP tables named after them (a stored answer read where one is kept), as run()
+        makes them, for SQL that reads `q`'s view (nsysql sql)."""
+        try:
+            self._rebuilt_once(lambda: self._built_for(tables_read(q), lambda: self._materialize_inputs(q)))
+        except duckdb.Error as exc:
+            raise NsysqlError(error_line(exc)) from None
+
     def build_tables_for(self, q: catalog.Query) -> None:
         """Build the normalized tables `q` reads that the cache file lacks (tables built on first use), for a
         reader of the file itself (nsysql.diff attaches two caches to one connection)."""

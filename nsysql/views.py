@@ -14,6 +14,11 @@ name whose parameters are named and default to the header's (`SELECT * FROM laye
 
 Private queries (file name starting with `_`, docs/query-headers.md) are views only as the inputs of
 public ones: never documented in `nsysql_views`, no note when they cannot be views, no macro.
+
+A view that other views read (`steps`, `steady_steps`, `_step_busy`, ...) would be computed again inside each of
+them, for every reader at every depth: on a 1.7M-kernel export `SELECT * FROM overview_gpus` took 25 s that way.
+In a database file (`store_inputs=True`, `nsysql db`) such a view reads a table of its rows, computed once when
+the file is written (`nsysql_input_<view>`); its readers then cost what `nsysql` itself spends on them.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from . import catalog
 from .engine import quote_ident, quote_literal
 
 VIEW_GROUPS = ("reports", "analysis", "findings")
+STORED_INPUT = "nsysql_input_"  # + a view's name: the table of its rows that a database file keeps (store_inputs)
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 _VALUE = r"(?P<v>'[^']*'|\"[^\"]*\"|[^\s,;)]+)"
 
@@ -97,16 +103,32 @@ def named_in(views: list[CatalogView], sql: str) -> list[CatalogView]:
     return [v for v in views if v.query.id in chosen]
 
 
+def readers(views: list[CatalogView]) -> dict[str, int]:
+    """Query id of each view that other views in `views` read (their header's `requires`) -> how many read it."""
+    made = {v.query.id for v in views if v.sql is not None}
+    count: dict[str, int] = {}
+    for v in views:
+        for qid in v.query.requires:
+            if qid in made:
+                count[qid] = count.get(qid, 0) + 1
+    return count
+
+
 def create_views(con: duckdb.DuckDBPyConnection, views: list[CatalogView], *, temporary: bool = False,
-                 document: bool = False) -> list[CatalogView]:
-    """CREATE each view on `con`; returns the views with notes for those that failed or differ from their header."""
+                 document: bool = False, store_inputs: bool = False) -> list[CatalogView]:
+    """CREATE each view on `con`; returns the views with notes for those that failed or differ from their header.
+    `store_inputs`: a view that others read reads a table of its rows instead (module docstring)."""
     kind = "TEMP VIEW" if temporary else "VIEW"
+    read_by = readers(views) if store_inputs else {}
     done = []
     for v in views:
         note = v.note
         if v.sql is not None:
             try:
-                con.execute(f"CREATE {kind} {quote_ident(v.view_name)} AS {_body(v.sql)}")
+                if v.query.id in read_by:
+                    note = _join(note, _store_input(con, v, _body(v.sql), read_by[v.query.id], document=document))
+                else:
+                    con.execute(f"CREATE {kind} {quote_ident(v.view_name)} AS {_body(v.sql)}")
             except duckdb.Error as exc:
                 if v.private:
                     continue  # e.g. analysis._diff, which reads tables nsysql makes while it runs
@@ -122,6 +144,19 @@ def create_views(con: duckdb.DuckDBPyConnection, views: list[CatalogView], *, te
                 v = CatalogView(v.query, v.view_name, v.sql, note)
         done.append(v)
     return done
+
+
+def _store_input(con: duckdb.DuckDBPyConnection, v: CatalogView, body: str, readers: int, *, document: bool) -> str:
+    """The view `v` over a table of its rows (`body` run once; STORED_INPUT + its name); returns the note saying so."""
+    table = f"{STORED_INPUT}{v.view_name}"
+    con.execute(f"CREATE TABLE {quote_ident(table)} AS {body}")
+    con.execute(f"CREATE VIEW {quote_ident(v.view_name)} AS SELECT * FROM {quote_ident(table)}")
+    others = f"{readers} other view{'s' if readers != 1 else ''}"
+    if document:
+        con.execute(f"COMMENT ON TABLE {quote_ident(table)} IS " + quote_literal(
+            f"The rows of view {v.view_name} ({v.query.id} v{v.query.version}) when this database was written, "
+            f"which {others} read instead of computing it again"))
+    return f"reads table {table}: its rows, computed when the database was written ({others} read it)"
 
 
 def create_macros(con: duckdb.DuckDBPyConnection, views: list[CatalogView]) -> list[CatalogView]:

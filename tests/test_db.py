@@ -104,6 +104,29 @@ def test_private_queries_are_only_inputs(built):
     assert not made & {"_diff", "_plot_window", "_plot_timeline_ops"}  # nsysql's own helpers: no view
 
 
+def test_a_view_other_views_read_reads_its_stored_rows(built, opened, golden):
+    """A view that other views read is not computed again inside each of them: it reads a table of its rows made
+    when the file was written, which holds what the query gives (Export.run) and says so in its comment."""
+    every = [q for g in views.VIEW_GROUPS for q in catalog.group(g)]
+    read = {r.split(".", 1)[1] for q in every for r in q.requires if r.startswith("analysis.")}
+    ex = opened[golden[0]]
+    with _con(built) as con:
+        made = dict(con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
+        stored = dict(con.execute("SELECT table_name, comment FROM duckdb_tables() "
+                                  "WHERE starts_with(table_name, 'nsysql_input_')").fetchall())
+        notes = dict(con.execute("SELECT view_name, note FROM nsysql_views").fetchall())
+        inputs = read & set(made)
+        assert {"steps", "steady_steps", "_step_busy", "_process_busy"} <= inputs
+        assert set(stored) == {f"nsysql_input_{name}" for name in inputs}
+        for name in inputs:
+            assert f"nsysql_input_{name}" in made[name] and f"view {name} (" in stored[f"nsysql_input_{name}"]
+            if not name.startswith("_"):
+                assert f"reads table nsysql_input_{name}" in notes[name]
+                _rows_match(con.execute(f"SELECT * FROM nsysql_input_{name}").fetchall(),
+                            ex.run(f"analysis.{name}").rows())
+        assert not any(f"nsysql_input_{name}" in made[name] for name in set(made) - inputs)
+
+
 def test_parameterized_queries_are_table_macros(built, opened, golden):
     """The stock duckdb shell runs `SELECT * FROM layers(depth := 2)`: a plain connection to the file, the macro
     with its defaults giving the view's rows and with other values what Export gives."""
