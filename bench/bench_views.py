@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_commands import measured  # bench/ is on sys.path when a script of it runs
+
 VIEW_TIMES = r"""
 import json, sys, time, duckdb
 con = duckdb.connect(sys.argv[1], read_only=True)
@@ -39,21 +41,6 @@ for v in views:
     con.close()
 print(json.dumps(out))
 """
-
-
-def timed(cmd: list[str], env: dict) -> tuple[float, float, int, str]:
-    """Wall s, CPU s and peak RSS MiB of one command run in a wrapper process, and its stdout."""
-    script = ("import json, resource, subprocess, sys, time\n"
-              "t = time.perf_counter()\n"
-              "r = subprocess.run(json.loads(sys.argv[1]), capture_output=True, text=True)\n"
-              "if r.returncode: sys.exit(r.stderr)\n"
-              "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-              "print(json.dumps([time.perf_counter() - t, u.ru_utime + u.ru_stime, u.ru_maxrss, r.stdout]))\n")
-    done = subprocess.run([sys.executable, "-c", script, json.dumps(cmd)], env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed: {done.stderr.strip()}")
-    wall, cpu, rss_kb, stdout = json.loads(done.stdout)
-    return wall, cpu, rss_kb // 1024, stdout
 
 
 def main() -> None:
@@ -76,7 +63,7 @@ def main() -> None:
           f"{platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M')}; export {a.export.name}\n")
     out = work / "views.duckdb"
     out.unlink(missing_ok=True)
-    wall, cpu, rss, _ = timed([a.nsysql, "db", export, "-o", str(out)], env)
+    wall, cpu, rss = measured([[a.nsysql, "db", export, "-o", str(out)]], env)
     print(f"`nsysql db` (cache built): {wall:.2f} s wall, {cpu:.1f} CPU s, peak RSS {rss:,} MiB; "
           f"file {out.stat().st_size / 1e6:,.0f} MB\n")
     started = time.perf_counter()
@@ -89,7 +76,7 @@ def main() -> None:
         print(f"| {name} | {seconds:.2f} | {rows:,} |")
     print("\n| `nsysql sql` | wall s | CPU s |\n|---|---:|---:|")
     for view in a.sql_view or ["top_ops", "overview_gpus", "step_breakdown"]:
-        wall, cpu, _, _ = timed([a.nsysql, "sql", export, f"SELECT count(*) FROM {view}", "-f", "csv"], env)
+        wall, cpu, _ = measured([[a.nsysql, "sql", export, f"SELECT count(*) FROM {view}", "-f", "csv"]], env)
         print(f"| `SELECT count(*) FROM {view}` | {wall:.2f} | {cpu:.1f} |", flush=True)
 
 
