@@ -201,10 +201,16 @@ class PlainAttribution:
             if r["domain"] == "" and any(x is not r and x["domain"] == "" and NVFUSER_ENTRY.match(x["text"])
                                          for x in self.stack(r["gtid"], r["start"], r["end"])):
                 r["user"], r["library"] = False, True
+        # whether a thread has any range named `... [backward]`, asked once per thread, not once per range
+        has_backward = {gtid: any(x["text"].endswith(BACKWARD) for x in rs) for gtid, rs in self.by_thread.items()}
         for r in self.ranges:  # an annotated backward range, or a range inside one
             r["annotated"] = any(x["user"] and x["text"].endswith(BACKWARD)
                                  for x in self.stack(r["gtid"], r["start"], r["end"])) \
-                if any(x["text"].endswith(BACKWARD) for x in self.by_thread[r["gtid"]]) else False
+                if has_backward[r["gtid"]] else False
+        self.seq_by_id = {r["id"]: seq_of(r["text"]) for r in self.ranges}  # each text read once, not per lookup
+        # threads with a user range of their own (not annotated backward): they borrow no other thread's ranges
+        self.has_own_user = {gtid for gtid, rs in self.by_thread.items()
+                             if any(r["user"] and not r["annotated"] for r in rs)}
 
     def stack(self, gtid, start, end):
         """Ranges of thread `gtid` enclosing [start, end], outermost first."""
@@ -228,7 +234,7 @@ class PlainAttribution:
     def forward_op(self, pid, seq, before):
         best = None
         for r in self.ranges:
-            if r["pid"] != pid or not r["marker"] or seq_of(r["text"]) != seq or r["start"] > before:
+            if r["pid"] != pid or not r["marker"] or self.seq_by_id[r["id"]] != seq or r["start"] > before:
                 continue
             if any(x["text"].startswith(EVAL) for x in self.stack(r["gtid"], r["start"], r["end"])):
                 continue
@@ -247,7 +253,7 @@ class PlainAttribution:
         return max(found, key=lambda r: r["start"]) if found else None
 
     def borrowed(self, pid, gtid, start, end):
-        if any(r["user"] and not r["annotated"] for r in self.by_thread.get(gtid, [])):
+        if gtid in self.has_own_user:
             return None
         found = []
         for other in self.by_thread:
