@@ -16,7 +16,8 @@ Private queries (file name starting with `_`, docs/query-headers.md) are views o
 public ones: never documented in `nsysql_views`, no note when they cannot be views, no macro.
 
 A view that other views read (`steps`, `steady_steps`, `_step_busy`, ...) would be computed again inside each of
-them, for every reader at every depth: on a 1.7M-kernel export `SELECT * FROM overview_gpus` took 25 s that way.
+them, for every reader at every depth: on a 1.7M-kernel export `SELECT * FROM gpu_idle_in_step` took 105 s that way
+(docs/performance.md).
 In a database file (`store_inputs=True`, `nsysql db`) such a view reads a table of its rows, computed once when
 the file is written (`nsysql_input_<view>`); its readers then cost what `nsysql` itself spends on them.
 """
@@ -146,17 +147,19 @@ def create_views(con: duckdb.DuckDBPyConnection, views: list[CatalogView], *, te
     return done
 
 
-def _store_input(con: duckdb.DuckDBPyConnection, v: CatalogView, body: str, readers: int, *, document: bool) -> str:
+def _store_input(con: duckdb.DuckDBPyConnection, v: CatalogView, body: str, reader_count: int, *,
+                 document: bool) -> str:
     """The view `v` over a table of its rows (`body` run once; STORED_INPUT + its name); returns the note saying so."""
     table = f"{STORED_INPUT}{v.view_name}"
     con.execute(f"CREATE TABLE {quote_ident(table)} AS {body}")
     con.execute(f"CREATE VIEW {quote_ident(v.view_name)} AS SELECT * FROM {quote_ident(table)}")
-    others = f"{readers} other view{'s' if readers != 1 else ''}"
+    others = f"{reader_count} other view{'s' if reader_count != 1 else ''}"
     if document:
+        _comment(con, "TABLE", table, v.query)  # its columns' type and unit, as every table of the file has them
         con.execute(f"COMMENT ON TABLE {quote_ident(table)} IS " + quote_literal(
             f"The rows of view {v.view_name} ({v.query.id} v{v.query.version}) when this database was written, "
             f"which {others} read instead of computing it again"))
-    return f"reads table {table}: its rows, computed when the database was written ({others} read it)"
+    return f"reads table {table}: its rows, computed when the database was written (read by {others})"
 
 
 def create_macros(con: duckdb.DuckDBPyConnection, views: list[CatalogView]) -> list[CatalogView]:

@@ -120,6 +120,10 @@ def test_a_view_other_views_read_reads_its_stored_rows(built, opened, golden):
         assert set(stored) == {f"nsysql_input_{name}" for name in inputs}
         for name in inputs:
             assert f"nsysql_input_{name}" in made[name] and f"view {name} (" in stored[f"nsysql_input_{name}"]
+            q = catalog.get(f"analysis.{name}")
+            units = dict(con.execute("SELECT column_name, comment FROM duckdb_columns() WHERE table_name = $t",
+                                     {"t": f"nsysql_input_{name}"}).fetchall())
+            assert units == {c.name: f"{c.type} | {c.unit}" for c in q.columns}  # as every table's columns
             if not name.startswith("_"):
                 assert f"reads table nsysql_input_{name}" in notes[name]
                 _rows_match(con.execute(f"SELECT * FROM nsysql_input_{name}").fetchall(),
