@@ -43,11 +43,11 @@ class Export(export.Export):
         return run_findings(self, top=top, **params)
 
     def comm(self) -> pl.DataFrame:
-        """Communication against compute per rank (pid, device_id) and step: compute_ns, comm_ns, overlap_ns,
-        exposed_comm_ns (each a union of intervals; overlap + exposed = comm), memory_ns, and per step the
-        straggler (`slowest`, `behind_median_ns`: compute time against the median rank). nsysql/comm.py."""
-        from .comm import with_stragglers
-        return with_stragglers(self.run("analysis.comm"))
+        """Communication against compute per rank (rank, pid, device_id) and step: compute_ns, comm_ns, overlap_ns,
+        exposed_comm_ns (each a union of intervals; overlap + exposed = comm), memory_ns, communication split into
+        wait_ns (spinning until the collective's last rank arrives) and transfer_ns, their exposed parts, late_ns
+        and per step the `straggler`: the rank the others wait for (analysis.comm)."""
+        return self.run("analysis.comm")
 
     # -- standalone copies (logic in nsysql/dataset.py) ------------------------------------------
     def to_duckdb(self, path: str | os.PathLike, *, force: bool = False):

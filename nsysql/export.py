@@ -119,6 +119,25 @@ class Export:
         self.before_compute: Callable[[], None] | None = None
         # told (one line) when a damaged cache is built again; the CLI prints it as a warning
         self.on_notice: Callable[[str], None] = _warn
+        # input analyses given from outside (an export of a multi-export job reads the job's analysis.comm_waits,
+        # nsysql/job.py): read in place of its own, and no answer is stored or read while any is given
+        self._injected: dict[str, Path] = {}
+        self._inject_dir: tempfile.TemporaryDirectory | None = None
+
+    def inject(self, name: str, frame: pl.DataFrame) -> None:
+        """Read `frame` wherever a query reads the input analysis `name` (analysis.<name>), instead of computing it
+        from this export alone; stored answers are neither read nor written from then on."""
+        if self._inject_dir is None:
+            self._inject_dir = tempfile.TemporaryDirectory(prefix="nsysql-inject-")
+        path = Path(self._inject_dir.name) / f"{name}.parquet"
+        frame.write_parquet(path)
+        self._injected[name] = path
+        self._materialized.discard(name)
+
+    @property
+    def _answers_kept(self) -> bool:
+        """Whether answers are stored and read: with a cache, and nothing injected."""
+        return self._tmpdir is None and not self._injected
 
     def _rebuilt_once(self, action: Callable[[], T]) -> T:
         """`action()`; when it finds the cache file damaged, the cache is built again from the export and
@@ -274,11 +293,13 @@ class Export:
 
     def run(self, query_id: str, **params) -> pl.DataFrame:
         q = catalog.get(query_id)
+        if q.id.startswith("analysis.") and q.name in self._injected:  # the job's rows (nsysql/job.py)
+            return pl.read_parquet(self._injected[q.name])
         # first, even with an answer stored: an input analysis is stored as an answer without this check
         # (_keep_input_answer), and has() reads the raw tables kept beside the cache, not DuckDB
         self.require(q.requires, q.id)
         bound = q.bound_params({**views.stated_defaults(q), **params})  # a parameter left out takes its header default
-        stored = answers.load(self.cache_path, q, bound) if self._tmpdir is None else None
+        stored = answers.load(self.cache_path, q, bound) if self._answers_kept else None
         if stored is not None:  # computed by an earlier command on this export (nsysql/answers.py)
             return stored
         if self.before_compute is not None:
@@ -295,7 +316,7 @@ class Export:
                 raise NsysqlError(error_line(exc)) from None
         if q.columns and list(df.columns) != [c.name for c in q.columns]:
             raise NsysqlError(f"{q.path}: columns {df.columns} differ from its header")  # a bug, not user error
-        if self._tmpdir is None:
+        if self._answers_kept:
             answers.store(self.cache_path, q, bound, df)
         return df
 
@@ -344,9 +365,14 @@ class Export:
             if name in self._materialized:
                 continue
             inner = catalog.get(requirement)
+            if name in self._injected:  # the job's rows (nsysql/job.py)
+                self._connection().execute(f"CREATE OR REPLACE TEMP TABLE {quote_ident(name)} AS "
+                                           "SELECT * FROM read_parquet($file)", {"file": str(self._injected[name])})
+                self._materialized.add(name)
+                continue
             # no require() here: without its raw data an input analysis is empty (the stub tables are), and
             # the reader decides what that means, e.g. steady_steps falls back to the span of GPU activity
-            stored = answers.stored_file(self.cache_path, inner, {}) if self._tmpdir is None else None
+            stored = answers.stored_file(self.cache_path, inner, {}) if self._answers_kept else None
             if stored is None:
                 self._materialize_inputs(inner)
             try:
@@ -365,7 +391,7 @@ class Export:
     def _keep_input_answer(self, inner: catalog.Query, name: str) -> Path | None:
         """Store a small input analysis (`analysis.steps` under summarize) as its own answer, so the command
         that shows it (`nsysql steps`) reads it back; big intermediate tables (a row per GPU op) are not kept."""
-        if self._tmpdir is not None or inner.param_names:
+        if not self._answers_kept or inner.param_names:
             return None
         rows = self._connection().execute(f"SELECT COUNT(*) FROM {quote_ident(name)}").fetchone()
         if rows is None or rows[0] > INPUT_ANSWER_ROWS:

@@ -9,13 +9,15 @@ their recoverable times are separate ceilings, not parts of a total.
 """
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from . import catalog
 from .errors import MissingDataError
 
 RULES = ("pageable_copy", "sync_in_step", "gpu_idle_in_step", "launch_bound", "fp32_gemm", "dataloader_wait",
-         "short_kernels", "outlier_step", "exposed_comm")
+         "short_kernels", "outlier_step", "exposed_comm", "straggler")
 
 FINDING_COLUMNS = {
     "rule": pl.Utf8,
@@ -60,8 +62,65 @@ def run_findings(export, top: int | None = None, **params) -> pl.DataFrame:
             continue
         frames.append(df.cast(FINDING_COLUMNS) if df.height else empty())
     out = pl.concat(frames) if frames else empty()
-    out = out.sort(["recoverable_ns", "rule"], descending=[True, False], nulls_last=True)
+    out = per_job(out, _ranks(export))
     return out.head(top) if top is not None else out
+
+
+def _ranks(export) -> dict:
+    """{'pid': {pid: rank}, 'device': {device: rank}} of a job of several ranks (analysis.comm_instances), else {}."""
+    from .overview import ranks_of
+    try:
+        pids = ranks_of(export)
+    except MissingDataError:
+        return {}
+    if not pids:
+        return {}
+    devices = dict(export.run("analysis.comm_instances").select("device_id", "rank").unique().iter_rows())
+    return {"pid": pids, "device": devices}
+
+
+_PID = re.compile(r"\((\d+)\)|\bpid (\d+)")
+_DEVICE = re.compile(r"\bGPU (\d+)")
+
+
+def _rank_of_where(where: str, ranks: dict) -> int | None:
+    """The rank a finding's `where` names: by the pid of its thread (`thread python3 (1071)`), else by its GPU."""
+    for m in _PID.finditer(where or ""):
+        pid = int(m.group(1) or m.group(2))
+        if pid in ranks["pid"]:
+            return ranks["pid"][pid]
+    m = _DEVICE.search(where or "")
+    return ranks["device"].get(int(m.group(1))) if m else None
+
+
+def per_job(findings: pl.DataFrame, ranks: dict) -> pl.DataFrame:
+    """The findings of a job, largest first. With several ranks (`ranks`: see _ranks), a rule that fired on several
+    ranks is one finding: the largest one's text, `where` naming the ranks, the others' titles in its evidence, and
+    the largest recoverable time (the ranks run in lockstep: fixing it everywhere saves the most one rank saves, not
+    the sum); the straggler finding comes first, since every rank's step waits for the late one, and findings on
+    the late rank say so."""
+    ordered = findings.sort(["recoverable_ns", "rule"], descending=[True, False], nulls_last=True)
+    if not ranks or not findings.height:
+        return ordered
+    late = None
+    for row in ordered.filter(pl.col("rule") == "straggler").iter_rows(named=True):
+        late = _rank_of_where(row["where"], ranks)
+    rows: list[dict] = []
+    for rule in dict.fromkeys(ordered["rule"].to_list()):
+        same = ordered.filter(pl.col("rule") == rule).to_dicts()
+        first = dict(same[0])
+        found = [_rank_of_where(r["where"], ranks) for r in same]
+        if len(same) > 1 and rule != "straggler":
+            named = sorted({r for r in found if r is not None})
+            first["where"] = f"ranks {', '.join(map(str, named))}: {first['where']}" if named else first["where"]
+            first["evidence"] = (first["evidence"] or "") + " Also: " + "; ".join(
+                (f"rank {r}: " if r is not None else "") + (o["title"] or "") for r, o in zip(found[1:], same[1:])) + "."
+        elif found[0] is not None and rule != "straggler":
+            first["where"] = f"rank {found[0]}" + (", the late rank" if found[0] == late else "") + f": {first['where']}"
+        rows.append(first)
+    out = pl.DataFrame(rows, schema=FINDING_COLUMNS)
+    return out.sort([pl.col("rule") != "straggler", "recoverable_ns", "rule"], descending=[False, True, False],
+                    nulls_last=True)
 
 
 def to_records(findings: pl.DataFrame) -> list[dict]:

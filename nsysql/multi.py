@@ -78,13 +78,14 @@ def gather(paths: list[Path], analysis: Callable, opener: Callable,
         with opener(paths[0]) as ex:
             return analysis(ex)
     frames, failures = [], []
+    opened = []
     for path, name in zip(paths, labels(paths)):
         try:
-            ex = opener(path)
+            opened.append((path, name, opener(path)))
         except NsysqlError as exc:  # not an export nsysql can open (damaged, truncated, too old, ...)
-            reason = str(exc).removeprefix(f"{name}: ")
-            failures.append((name, reason))
-            continue
+            failures.append((name, str(exc).removeprefix(f"{name}: ")))
+    aligned = _link_job([ex for _, _, ex in opened], [name for _, name, _ in opened])
+    for path, name, ex in opened:
         try:
             with ex:
                 df = analysis(ex)
@@ -92,8 +93,7 @@ def gather(paths: list[Path], analysis: Callable, opener: Callable,
             reason = str(exc).removeprefix(f"{name}: ")
             failures.append((name, reason))
             continue
-        frames.append(df.select(pl.lit(name).alias("export"), pl.lit(rank_of(path), dtype=pl.Int64).alias("rank"),
-                                pl.all()))
+        frames.append(_labelled(df, name, rank_of(path) if _rank_of_export(ex) is None else _rank_of_export(ex)))
     if frames:  # named once the answer stands; when none succeeds the one error line below names them all
         for name, reason in failures:
             (on_skip or note_skipped)(name, reason)
@@ -102,7 +102,39 @@ def gather(paths: list[Path], analysis: Callable, opener: Callable,
         if len(reasons) == 1:
             raise NsysqlError(f"every export failed: {reasons.pop()}")
         raise NsysqlError("every export failed: " + "; ".join(f"{name}: {reason}" for name, reason in failures))
-    return pl.concat(frames, how="diagonal_relaxed")
+    out = pl.concat(frames, how="diagonal_relaxed")
+    if aligned:
+        from .job import restraggle
+        out = restraggle(out)
+    return out
+
+
+def _labelled(df: pl.DataFrame, name: str, rank: int | None) -> pl.DataFrame:
+    """`df` with `export` first, and `rank` (the export's, unless its rows number their ranks themselves)."""
+    if "rank" in df.columns:
+        return df.select(pl.lit(name).alias("export"), pl.all())
+    return df.select(pl.lit(name).alias("export"), pl.lit(rank, dtype=pl.Int64).alias("rank"), pl.all())
+
+
+def _rank_of_export(ex) -> int | None:
+    """The RANK the export's process was launched as (one nsys per rank), else None."""
+    try:
+        return ex.sql("SELECT rank FROM session").item()
+    except (NsysqlError, ValueError):
+        return None
+
+
+def _link_job(exports: list, names: list[str]) -> bool:
+    """Match the collectives of exports that are the ranks of one job (nsysql/job.py), saying so on stderr."""
+    from .job import link
+    try:
+        alignment = link(exports)
+    except MissingDataError:
+        return False
+    if alignment is None:
+        return False
+    print(alignment.line(names), file=sys.stderr)
+    return True
 
 
 def note_skipped(name: str, reason: str) -> None:

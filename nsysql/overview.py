@@ -16,6 +16,8 @@ from .export import Export
 # labels TensorBoard's users know).
 BREAKDOWN = (
     ("kernel_ns", "Kernel"),
+    ("comm_transfer_ns", "Comm transfer"),
+    ("comm_wait_ns", "Comm wait"),
     ("memcpy_ns", "Memcpy"),
     ("memset_ns", "Memset"),
     ("runtime_ns", "CUDA Runtime"),
@@ -37,6 +39,8 @@ class Overview:
     top_kernels: pl.DataFrame
     top_api: pl.DataFrame
     notes: tuple[str, ...] = ()  # what could not be computed from this export, and why
+    idle_gpus: int = 0  # GPUs of the capture with no op in the analysed steps (not listed in gpus)
+    ranks: dict | None = None  # pid -> rank, for a job of several ranks (analysis.comm_instances)
 
     @property
     def has_steps(self) -> bool:
@@ -64,6 +68,7 @@ class Overview:
             "steps": steps,
             "mean_breakdown": {key: mean[key] for key in BREAKDOWN_KEYS},
             "gpus": _rows(self.gpus),
+            "idle_gpus": self.idle_gpus,
             "top_ops": _rows(self.top_ops.head(top)),
             "top_kernels": _rows(self.top_kernels.head(top)),
             "top_api": _rows(self.top_api.head(top)),
@@ -89,7 +94,16 @@ def build(export: Export) -> Overview:
                else _empty("analysis.top_ops"))
     top_kernels = export.run("analysis.top_kernels") if export.has("kernel") else _empty("analysis.top_kernels")
     top_api = export.run("analysis.top_api") if export.has("runtime") else _empty("analysis.top_api")
-    return Overview(windows, stats, breakdown, gpus, top_ops, top_kernels, top_api, tuple(notes))
+    idle = export.sql("SELECT COUNT(*) FROM gpu").item() - gpus.height if has_gpu else 0
+    return Overview(windows, stats, breakdown, gpus, top_ops, top_kernels, top_api, tuple(notes), idle, ranks_of(export))
+
+
+def ranks_of(export: Export) -> dict | None:
+    """pid -> rank of the processes that ran communication kernels, when there are several; else None."""
+    if not (export.has("kernel") and export.has("runtime")) or not export.run("analysis._comm_present")["present"][0]:
+        return None
+    rows = export.run("analysis.comm_instances").select("pid", "rank").unique()
+    return dict(rows.iter_rows()) if rows.height > 1 else None
 
 
 def graph_trace_note(export: Export) -> str:

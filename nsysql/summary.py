@@ -74,23 +74,33 @@ def _build_summary(export: Export, *, top: int, full: bool) -> Summary:
 
 
 def communication_section(export: Export) -> Section | None:
-    """Per rank, the mean per analysed step of compute, communication, overlap and exposed communication, and in
-    how many steps it was the straggler (analysis.comm, nsysql/comm.py); None without communication kernels."""
+    """Per rank, the mean per analysed step of compute, communication (transfer and wait), exposed communication and
+    lateness, and in how many steps it was the straggler (analysis.comm); None without communication kernels. With
+    several ranks it leads the summary, with the straggler in its note."""
     if not (export.has("kernel") and export.has("runtime")) or not export.run("analysis._comm_present")["present"][0]:
         return None
-    from .comm import with_stragglers
-    rows = with_stragglers(export.run("analysis.comm"))
+    rows = export.run("analysis.comm")
     analysed = rows.filter(pl.col("analysed")) if rows["analysed"].any() else rows
     mean = [pl.col(c).mean().round(0).cast(pl.Int64).alias(c)
-            for c in ("wall_ns", "compute_ns", "comm_ns", "overlap_ns", "exposed_comm_ns")]
-    frame = (analysed.group_by("pid", "device_id", maintain_order=True)
-             .agg(pl.len().alias("steps"), *mean, pl.col("slowest").sum().cast(pl.Int64).alias("straggler_steps"))
-             .with_columns((100.0 * pl.col("exposed_comm_ns") / pl.col("comm_ns")).alias("exposed_pct"))
-             .sort("pid", "device_id"))
-    return Section("Communication per rank (mean per analysed step)", frame,
-                   "exposed = communication while the rank runs no compute; straggler = the rank with the most "
-                   "compute in a step of several ranks; `nsysql comm` for every step", key="communication",
-                   query="analysis.comm", optional=("wall_ns", "straggler_steps"))
+            for c in ("wall_ns", "compute_ns", "comm_ns", "transfer_ns", "wait_ns", "exposed_comm_ns", "late_ns")]
+    frame = (analysed.group_by("rank", "pid", "device_id", maintain_order=True)
+             .agg(pl.len().alias("steps"), *mean, pl.col("straggler").sum().cast(pl.Int64).alias("straggler_steps"))
+             .sort("rank", "pid", "device_id"))
+    several = frame.height > 1
+    note = ("per rank, the mean per analysed step: transfer = communication moving data, wait = spinning until the "
+            "collective's last rank arrives, late = how long after the first rank it arrived (summed over the "
+            "step's collectives); `nsysql comm` for every step")
+    if several:
+        worst = frame.sort(["straggler_steps", "late_ns"], descending=True).row(0, named=True)
+        if worst["straggler_steps"]:
+            note = (f"straggler: rank {worst['rank']} (pid {worst['pid']}, GPU {worst['device_id']}) arrives last in "
+                    f"{worst['straggler_steps']} of {worst['steps']} analysed steps, {human_ns(worst['late_ns'])} "
+                    "late per step; " + note)
+        else:
+            note = "no straggler: no rank arrives late at the collectives; " + note
+    return Section("Ranks (mean per analysed step)" if several else "Communication (mean per analysed step)",
+                   frame, note, key="communication", query="analysis.comm",
+                   optional=("wall_ns", "comm_ns", "exposed_comm_ns", "steps"))
 
 
 def detail_sections(export: Export, top: int = 10) -> list[Section]:
@@ -338,7 +348,9 @@ def _breakdown_frame(ov: Overview, top: int) -> tuple[pl.DataFrame, int]:
     reads `3 (pid 100)`, as each process numbers its own steps."""
     rows = ov.breakdown.head(top)
     several = ov.breakdown["pid"].n_unique() > 1
-    labels = [f"{s} (pid {p})" if several else str(s) for s, p in zip(rows["step"].to_list(), rows["pid"].to_list())]
+    ranks = ov.ranks or {}
+    labels = [(f"{s} r{ranks[p]}" if p in ranks else f"{s} (pid {p})") if several else str(s)
+              for s, p in zip(rows["step"].to_list(), rows["pid"].to_list())]
     frame = pl.DataFrame({"step": labels,
                           **{k: rows[k].cast(pl.Float64).to_list() for k in ("wall_ns",) + BREAKDOWN_KEYS}},
                          schema={"step": pl.Utf8, **{k: pl.Float64 for k in ("wall_ns",) + BREAKDOWN_KEYS}})
@@ -350,7 +362,8 @@ def _breakdown_frame(ov: Overview, top: int) -> tuple[pl.DataFrame, int]:
 
 
 BREAKDOWN_META = {k: catalog.Column(k, "BIGINT", "ns", 2) for k in ("wall_ns",) + BREAKDOWN_KEYS}
-_SHORT = {"wall_ns": "wall", "kernel_ns": "kernel", "memcpy_ns": "memcpy", "memset_ns": "memset",
+_SHORT = {"wall_ns": "wall", "kernel_ns": "kernel", "comm_transfer_ns": "transfer", "comm_wait_ns": "wait",
+          "memcpy_ns": "memcpy", "memset_ns": "memset",
           "runtime_ns": "runtime", "dataloader_ns": "data", "cpu_exec_ns": "cpu_exec", "other_ns": "other"}
 
 
@@ -358,16 +371,23 @@ def _breakdown_lines(ov: Overview, width: int, top: int, color: bool) -> list[st
     if not ov.breakdown.height:
         return []
     frame, more = _breakdown_frame(ov, top)
-    frame = frame.rename(_SHORT)
-    meta = {_SHORT[k]: catalog.Column(_SHORT[k], "BIGINT", "ns", 2) for k in BREAKDOWN_META}
+    unused = _unused_comm(ov)  # a job without communication reads as before: no empty comm columns
+    frame = frame.drop(unused).rename(_SHORT)
+    meta = {_SHORT[k]: catalog.Column(_SHORT[k], "BIGINT", "ns", 2) for k in BREAKDOWN_META if k not in unused}
     notes = ([f"{_plural(more, 'more step')}; the mean is over all of them; `nsysql overview -f csv` lists every step"]
              if more else [])
     table = to_table(frame, title="Step time breakdown (each instant in one category, priority left to right)",
-                     columns=meta, width=width, color=color, notes=notes).rstrip("\n").split("\n")
+                     columns=meta, width=width, color=color, notes=notes,
+                     optional=("other", "memset") if not unused else ()).rstrip("\n").split("\n")
     mean = ov.mean_breakdown()
     shares = [f"{label} {100.0 * mean[key] / mean['wall_ns']:.1f}%" for key, label in BREAKDOWN
-              if mean["wall_ns"]]
+              if mean["wall_ns"] and key not in unused]
     return table + _wrap("Share of step time: " + ", ".join(shares), width)
+
+
+def _unused_comm(ov: Overview) -> list[str]:
+    """The communication categories no analysed step has (every export without NCCL)."""
+    return [k for k in ("comm_transfer_ns", "comm_wait_ns") if not ov.breakdown[k].sum()]
 
 
 def _gpu_lines(ov: Overview, width: int) -> list[str]:
@@ -375,10 +395,13 @@ def _gpu_lines(ov: Overview, width: int) -> list[str]:
     for g in ov.gpus.iter_rows(named=True):
         def pct(v):
             return "n/a" if v is None else f"{v:.1f}%"
-        lines += _wrap(f"GPU {g['device_id']} in the analysed steps: utilization {pct(g['utilization_pct'])}, "
+        wait = (f", waiting for other ranks {pct(g['comm_wait_pct'])}" if (g.get("comm_wait_pct") or 0) >= 0.05 else "")
+        lines += _wrap(f"GPU {g['device_id']} in the analysed steps: utilization {pct(g['utilization_pct'])}{wait}, "
                        f"est. SM efficiency {pct(g['sm_efficiency_pct'])}, est. achieved occupancy "
                        f"{pct(g['achieved_occupancy_pct'])}, tensor cores {pct(g['tensor_core_pct'])} of kernel time",
                        width)
+    if ov.idle_gpus:
+        lines += _wrap(f"{_plural(ov.idle_gpus, 'other GPU')} of the capture ran nothing in the analysed steps.", width)
     return lines
 
 
@@ -428,14 +451,24 @@ def _findings_lines(findings: pl.DataFrame | None, width: int, top: int) -> list
 def render_text(summary: Summary, *, width: int, color: bool = False, top: int = 5, wide: bool = False) -> str:
     ov = summary.overview
     notes = [line for note in ov.notes for line in _wrap(note, width)]
-    blocks = [_header_lines(summary, width) + [""] + _scope_lines(ov, width) + _step_time_line(ov, width) + notes,
-              _breakdown_lines(ov, width, max(top, 3), color), _gpu_lines(ov, width), _top_tables(ov, width, top, color, wide)]
-    for s in ([summary.comm] if summary.comm else []) + summary.details:
+    blocks = [_header_lines(summary, width) + [""] + _scope_lines(ov, width) + _step_time_line(ov, width) + notes]
+    leads = summary.comm is not None and summary.comm.frame.height > 1  # a job of several ranks: who waits for whom
+    if leads:
+        blocks.append(_section_lines(summary.comm, summary, width, color, wide))  # type: ignore[arg-type]
+    blocks += [_breakdown_lines(ov, width, max(top, 3), color), _gpu_lines(ov, width),
+               _top_tables(ov, width, top, color, wide)]
+    for s in ([summary.comm] if summary.comm and not leads else []) + summary.details:
         table = to_table(s.frame, s.decimals, s.title, color=color, width=width, columns=s.query,
                          optional=s.optional, wide=wide, origin=summary.origin).rstrip("\n").split("\n")
         blocks.append(table + (_wrap(s.note, width, "  ") if s.note else []))
     blocks.append(_findings_lines(summary.findings, width, SUMMARY_TOP_FINDINGS))
     return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"
+
+
+def _section_lines(s: Section, summary: Summary, width: int, color: bool, wide: bool) -> list[str]:
+    table = to_table(s.frame, s.decimals, s.title, color=color, width=width, columns=s.query,
+                     optional=s.optional, wide=wide, origin=summary.origin).rstrip("\n").split("\n")
+    return table + (_wrap(s.note, width, "  ") if s.note else [])
 
 
 def render_markdown(summary: Summary, top: int = 5) -> str:

@@ -1,11 +1,10 @@
--- nsysql: analysis.comm v2
--- purpose: Communication against compute per rank (process and GPU) and step: the step's compute time, communication time, the part of the communication that compute hides (overlap) and the part it does not (exposed), each a union of intervals, never a sum of durations.
--- requires: analysis.steady_steps, gpu_op, runtime, runtime_nvtx, nvtx_ancestor, kernel|nvtx_range, macros.comm_kernels, macros.union_ns
+-- nsysql: analysis.comm v3
+-- purpose: Communication against compute per rank (process and GPU) and step: compute, communication split into waiting for the last rank and transfer, the parts compute hides and those it does not, how late the rank arrived at the step's collectives, and the step's straggler (the rank the others wait for); each time a union of intervals, never a sum of durations.
+-- requires: analysis.steady_steps, analysis.comm_waits, gpu_op, runtime, session, kernel|nvtx_range, macros.union_ns
 -- params: none
--- notes: Classes of GPU ops: communication = a kernel whose demangled name contains `nccl` (any case:
---   ncclDevKernel_*, ncclKernel_*), or whose launching CUDA call lies inside an NVTX range of NCCL's domain
---   (ncclAllReduce, ncclGroupEnd, ...), or NCCL's one-rank reduction kernel `<unnamed>::oneRankReduce<...>`:
---   macros.comm_kernels, so an export without NVTX still has its communication;
+-- notes: Classes of GPU ops: communication = the kernels of analysis.comm_instances (macros.comm_kernels: a kernel
+--   named like NCCL's - ncclDevKernel_*, ncclKernel_*, `<unnamed>::oneRankReduce<...>` - or launched inside an
+--   NVTX range of NCCL's domain, so an export without NVTX still has its communication);
 --   memory = copies and memsets; compute = every other GPU op (kernels, CUDA graph executions). An op belongs to
 --   the step whose span holds its launching call (start to end) on any thread of the step's process, as in
 --   analysis.steps; a rank is (pid, device_id).
@@ -16,6 +15,7 @@
 --   steps (1 = its first), so ranks of one export compare step by step. Rows only for ranks and steps with GPU
 --   work; an export without steps has one window, step 0: the whole GPU activity (analysis.steady_steps).
 -- columns:
+--   rank | BIGINT | index (RANK of the process's environment, else the device id: analysis.comm_instances)
 --   pid | BIGINT | id
 --   device_id | BIGINT | id
 --   step | BIGINT | index (the process's own step, as in `nsysql steps`: 1 = its first; 0 = no steps)
@@ -29,17 +29,19 @@
 --   memory_ns | BIGINT | ns (union of its copies and memsets)
 --   comm_kernels | BIGINT | count
 --   exposed_pct | DOUBLE | pct of comm_ns | 1
+--   wait_ns | BIGINT | ns (union of its wait intervals: spinning until the collective's last rank arrives)
+--   transfer_ns | BIGINT | ns (comm_ns - wait_ns)
+--   exposed_wait_ns | BIGINT | ns (waiting with none of the rank's compute running)
+--   exposed_transfer_ns | BIGINT | ns (exposed_comm_ns - exposed_wait_ns)
+--   late_ns | BIGINT | ns (summed over the step's matched collectives: own arrival - first arrival)
+--   collectives | BIGINT | count (the step's communication kernels matched across ranks)
+--   straggler | BOOLEAN | flag (the rank the others wait for in this step)
 WITH
-kernel_op AS (
-    SELECT op_id AS kernel_id, op_name AS kernel_name, pid, correlation_id FROM gpu_op WHERE op_kind = 'kernel'
-),
-comm_kernel AS (  -- queries/macros/comm_kernels.sql
-    SELECT kernel_id FROM comm_kernels(kernel_op, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range)
-),
+waits AS (SELECT * FROM comm_waits),
 op AS (
     SELECT o.op_kind, o.pid, o.device_id, o.start_ns, o.end_ns, rt.start_ns AS call_start_ns, rt.end_ns AS call_end_ns,
            CASE WHEN o.op_kind IN ('memcpy', 'memset') THEN 'memory'
-                WHEN o.op_kind = 'kernel' AND o.op_id IN (SELECT kernel_id FROM comm_kernel) THEN 'comm'
+                WHEN o.op_kind = 'kernel' AND o.op_id IN (SELECT kernel_id FROM waits) THEN 'comm'
                 ELSE 'compute' END AS class
     FROM gpu_op AS o
     JOIN runtime AS rt ON rt.runtime_id = o.runtime_id
@@ -52,6 +54,8 @@ in_step AS (
     FROM op AS o
     ASOF JOIN step AS s ON s.pid = o.pid AND s.start_ns <= o.call_start_ns
     WHERE o.call_end_ns <= s.end_ns
+    UNION ALL  -- the wait intervals of the step's communication kernels (analysis.comm_waits assigns them alike)
+    SELECT pid, device_id, step, 'wait', start_ns, wait_end_ns FROM waits WHERE step IS NOT NULL AND wait_ns > 0
 ),
 rank_step AS (  -- one number per (pid, device, step): union_ns groups on it
     SELECT pid, device_id, step, COUNT(*) FILTER (WHERE class = 'comm') AS comm_kernels,
@@ -67,26 +71,51 @@ compute_iv AS (SELECT grp, s, e FROM keyed WHERE class = 'compute'),
 comm_iv AS (SELECT grp, s, e FROM keyed WHERE class = 'comm'),
 memory_iv AS (SELECT grp, s, e FROM keyed WHERE class = 'memory'),
 both_iv AS (SELECT grp, s, e FROM keyed WHERE class IN ('compute', 'comm')),
+wait_iv AS (SELECT grp, s, e FROM keyed WHERE class = 'wait'),
+wait_compute_iv AS (SELECT grp, s, e FROM keyed WHERE class IN ('compute', 'wait')),
 compute_u AS (SELECT * FROM union_ns(compute_iv)),
 comm_u AS (SELECT * FROM union_ns(comm_iv)),
 memory_u AS (SELECT * FROM union_ns(memory_iv)),
 both_u AS (SELECT * FROM union_ns(both_iv)),
+wait_u AS (SELECT * FROM union_ns(wait_iv)),
+wait_compute_u AS (SELECT * FROM union_ns(wait_compute_iv)),
+late AS (
+    SELECT pid, device_id, step, SUM(late_ns) AS late_ns, COUNT(*) FILTER (WHERE matched) AS collectives,
+           MIN(rank) AS rank
+    FROM waits WHERE step IS NOT NULL GROUP BY pid, device_id, step
+),
 figures AS (
     SELECT k.pid, k.device_id, k.step, k.comm_kernels,
            CAST(COALESCE(cu.busy_ns, 0) AS BIGINT) AS compute_ns,
            CAST(COALESCE(mu.busy_ns, 0) AS BIGINT) AS comm_ns,
            CAST(COALESCE(cu.busy_ns, 0) + COALESCE(mu.busy_ns, 0) - COALESCE(bu.busy_ns, 0) AS BIGINT) AS overlap_ns,
-           CAST(COALESCE(me.busy_ns, 0) AS BIGINT) AS memory_ns
+           CAST(COALESCE(me.busy_ns, 0) AS BIGINT) AS memory_ns,
+           CAST(COALESCE(wu.busy_ns, 0) AS BIGINT) AS wait_ns,
+           CAST(COALESCE(wcu.busy_ns, 0) - COALESCE(cu.busy_ns, 0) AS BIGINT) AS exposed_wait_ns
     FROM rank_step AS k
     LEFT JOIN compute_u AS cu ON cu.grp = k.grp
     LEFT JOIN comm_u AS mu ON mu.grp = k.grp
     LEFT JOIN both_u AS bu ON bu.grp = k.grp
     LEFT JOIN memory_u AS me ON me.grp = k.grp
+    LEFT JOIN wait_u AS wu ON wu.grp = k.grp
+    LEFT JOIN wait_compute_u AS wcu ON wcu.grp = k.grp
+),
+ranked AS (
+    SELECT f.*, s.analysed, s.start_ns, s.wall_ns,
+           COALESCE(l.rank, (SELECT rank FROM session), f.device_id) AS rank,
+           CAST(COALESCE(l.late_ns, 0) AS BIGINT) AS late_ns, COALESCE(l.collectives, 0) AS collectives
+    FROM figures AS f
+    JOIN step AS s ON s.pid = f.pid AND s.step = f.step
+    LEFT JOIN late AS l ON l.pid = f.pid AND l.device_id = f.device_id AND l.step = f.step
 )
-SELECT f.pid, f.device_id, f.step, s.analysed, s.start_ns, s.wall_ns,
-       f.compute_ns, f.comm_ns, f.overlap_ns, f.comm_ns - f.overlap_ns AS exposed_comm_ns, f.memory_ns,
-       f.comm_kernels,
-       100.0 * (f.comm_ns - f.overlap_ns) / NULLIF(f.comm_ns, 0) AS exposed_pct
-FROM figures AS f
-JOIN step AS s ON s.pid = f.pid AND s.step = f.step
-ORDER BY f.step, f.pid, f.device_id;
+SELECT CAST(rank AS BIGINT) AS rank, pid, device_id, step, analysed, start_ns, wall_ns,
+       compute_ns, comm_ns, overlap_ns, comm_ns - overlap_ns AS exposed_comm_ns, memory_ns,
+       comm_kernels,
+       100.0 * (comm_ns - overlap_ns) / NULLIF(comm_ns, 0) AS exposed_pct,
+       wait_ns, comm_ns - wait_ns AS transfer_ns, exposed_wait_ns,
+       comm_ns - overlap_ns - exposed_wait_ns AS exposed_transfer_ns,
+       late_ns, CAST(collectives AS BIGINT) AS collectives,
+       COUNT(*) OVER (PARTITION BY step) > 1 AND late_ns > 0
+           AND late_ns = MAX(late_ns) OVER (PARTITION BY step) AS straggler
+FROM ranked
+ORDER BY step, rank, pid, device_id;

@@ -1,12 +1,18 @@
--- nsysql: analysis.overview_gpus v3
+-- nsysql: analysis.overview_gpus v4
 -- purpose: Per GPU, within the analysed steps: utilization, estimated SM efficiency, estimated achieved occupancy and the share of kernel time on tensor cores (TensorBoard's GPU summary).
--- requires: analysis.steady_steps, analysis._steady_windows, kernel|memcpy|memset, gpu_op, macros.union_ns, macros.clip_to_steps
+-- requires: analysis.steady_steps, analysis._steady_windows, analysis.comm_waits, kernel|memcpy|memset, gpu_op, macros.union_ns, macros.clip_to_steps
 -- params: none
 -- notes: Windows are the analysed steps (steady_steps.analysed); a GPU op counts for a window when it belongs to
 --   the window's process, clipped to the window. window_ns = total wall time of the analysed windows of the
---   processes that used the GPU. Every GPU of the capture (TARGET_INFO_GPU) is listed: one with no op in the windows
---   has window_ns = all analysed windows, busy 0 and utilization 0 %.
---   utilization_pct = 100 * |union of the GPU's ops (kernels, copies, sets, CUDA graphs traced at graph level) clipped to the windows| / window_ns.
+--   processes that used the GPU. Only the GPUs with ops in the windows are listed (nsysql says how many others
+--   the capture saw, idle).
+--   A communication kernel (analysis.comm_waits) spins until the collective's last rank arrives: CUPTI counts it
+--   busy while it does nothing useful. Here only its transfer part (from that arrival on) counts as an op; its
+--   wait part counts in comm_wait_pct alone.
+--   utilization_pct = 100 * |union of the GPU's ops (kernels - communication kernels by their transfer part -,
+--   copies, sets, CUDA graphs traced at graph level) clipped to the windows| / window_ns.
+--   comm_wait_pct = 100 * |the union of the communication kernels' wait parts minus those ops| / window_ns: time the
+--   GPU only waited for another rank.
 --   A graph traced at graph level has no kernel rows: it counts in busy_ns and utilization_pct, not in kernel_ns
 --   nor the kernel estimates below (its kernels' grids are not in the export).
 --   sm_efficiency_pct = 100 * sum over kernels of min(blocks / sm_count, 1) * clipped duration / window_ns
@@ -36,9 +42,18 @@
 --   sm_efficiency_pct | DOUBLE | pct of window_ns | 1
 --   achieved_occupancy_pct | DOUBLE | pct (kernel-time weighted) | 1
 --   tensor_core_pct | DOUBLE | pct of kernel_ns | 1
+--   comm_wait_pct | DOUBLE | pct of window_ns | 1
 WITH
 win AS (SELECT step, pid, start_ns, end_ns FROM steady_steps WHERE analysed),
-op AS (SELECT device_id, pid, op_kind, op_id, start_ns, end_ns FROM gpu_op WHERE end_ns > start_ns),
+waits AS (SELECT pid, device_id, kernel_id, start_ns, wait_end_ns, end_ns FROM comm_waits),
+op AS (  -- communication kernels by their transfer part
+    SELECT device_id, pid, op_kind, op_id, start_ns, end_ns FROM gpu_op
+    WHERE end_ns > start_ns AND NOT (op_kind = 'kernel' AND op_id IN (SELECT kernel_id FROM waits))
+    UNION ALL
+    SELECT device_id, pid, 'kernel', kernel_id, wait_end_ns, end_ns FROM waits WHERE end_ns > wait_end_ns
+),
+wait_op AS (SELECT device_id, pid, start_ns, wait_end_ns AS end_ns FROM waits WHERE wait_end_ns > start_ns),
+waited AS MATERIALIZED (SELECT device_id, pid, step, s, e FROM clip_to_steps(wait_op, _steady_windows)),
 ops AS MATERIALIZED (  -- each op clipped to each analysed step of its process it overlaps
     -- (queries/macros/clip_to_steps.sql)
     SELECT device_id, pid, step, op_kind, op_id, s, e FROM clip_to_steps(op, _steady_windows)
@@ -47,8 +62,22 @@ op_group AS (  -- one number per (device, pid, step): union_ns groups on it
     SELECT device_id, pid, step, ROW_NUMBER() OVER () AS grp FROM (SELECT DISTINCT device_id, pid, step FROM ops)
 ),
 op_interval AS (SELECT g.grp, o.s, o.e FROM ops AS o JOIN op_group AS g USING (device_id, pid, step)),
-busy AS (  -- |union| per device and step (queries/macros/union_ns.sql), summed per device
-    SELECT g.device_id, SUM(u.busy_ns) AS busy_ns FROM union_ns(op_interval) AS u JOIN op_group AS g USING (grp)
+busy_step AS MATERIALIZED (  -- |union| per device and step (queries/macros/union_ns.sql)
+    SELECT g.device_id, g.pid, g.step, u.busy_ns FROM union_ns(op_interval) AS u JOIN op_group AS g USING (grp)
+),
+busy AS (SELECT device_id, SUM(busy_ns) AS busy_ns FROM busy_step GROUP BY device_id),
+wait_group AS (
+    SELECT device_id, pid, step, ROW_NUMBER() OVER () AS grp FROM (SELECT DISTINCT device_id, pid, step FROM waited)
+),
+with_wait_interval AS (  -- the ops and the waits of the steps with waits
+    SELECT g.grp, o.s, o.e FROM ops AS o JOIN wait_group AS g USING (device_id, pid, step)
+    UNION ALL
+    SELECT g.grp, w.s, w.e FROM waited AS w JOIN wait_group AS g USING (device_id, pid, step)
+),
+wait_only AS (  -- per device, |ops and waits| - |ops| over the steps with waits: the time only waits ran
+    SELECT g.device_id, SUM(u.busy_ns - COALESCE(b.busy_ns, 0)) AS wait_ns
+    FROM union_ns(with_wait_interval) AS u JOIN wait_group AS g USING (grp)
+    LEFT JOIN busy_step AS b ON b.device_id = g.device_id AND b.pid = g.pid AND b.step = g.step
     GROUP BY g.device_id
 ),
 windows AS (  -- wall time of the windows of the processes that used each GPU
@@ -86,12 +115,7 @@ per_gpu AS (
            SUM(dur) FILTER (WHERE tensor_core) AS tensor_ns
     FROM occ GROUP BY device_id
 ),
-listed AS (  -- the GPUs that ran ops in the windows, then every other GPU of the capture (idle: 0 %)
-    SELECT device_id, window_ns FROM windows
-    UNION ALL
-    SELECT device_id, (SELECT SUM(end_ns - start_ns) FROM win) FROM gpu
-    WHERE device_id NOT IN (SELECT device_id FROM windows) AND EXISTS (SELECT 1 FROM win)
-)
+listed AS (SELECT device_id, window_ns FROM windows)  -- the GPUs that ran ops in the windows
 SELECT w.device_id, g.gpu_name, g.sm_count, g.memory_bytes, CAST(w.window_ns AS BIGINT) AS window_ns,
        CAST(COALESCE(b.busy_ns, 0) AS BIGINT) AS busy_ns, CAST(COALESCE(p.kernel_ns, 0) AS BIGINT) AS kernel_ns,
        100.0 * COALESCE(b.busy_ns, 0) / NULLIF(w.window_ns, 0) AS utilization_pct,
@@ -100,9 +124,11 @@ SELECT w.device_id, g.gpu_name, g.sm_count, g.memory_bytes, CAST(w.window_ns AS 
             ELSE LEAST(100.0 * p.sm_weighted / NULLIF(w.window_ns, 0),
                        100.0 * COALESCE(b.busy_ns, 0) / NULLIF(w.window_ns, 0)) END AS sm_efficiency_pct,
        100.0 * p.occ_weighted / NULLIF(p.occ_ns, 0) AS achieved_occupancy_pct,
-       100.0 * COALESCE(p.tensor_ns, 0) / NULLIF(p.kernel_ns, 0) AS tensor_core_pct
+       100.0 * COALESCE(p.tensor_ns, 0) / NULLIF(p.kernel_ns, 0) AS tensor_core_pct,
+       100.0 * COALESCE(wo.wait_ns, 0) / NULLIF(w.window_ns, 0) AS comm_wait_pct
 FROM listed AS w
 LEFT JOIN gpu AS g USING (device_id)
 LEFT JOIN busy AS b USING (device_id)
 LEFT JOIN per_gpu AS p USING (device_id)
+LEFT JOIN wait_only AS wo USING (device_id)
 ORDER BY w.device_id;

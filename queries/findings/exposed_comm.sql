@@ -1,6 +1,6 @@
--- nsysql: findings.exposed_comm v2
--- purpose: Finding: communication (NCCL kernels) inside the analysed steps that no compute kernel overlaps on its GPU: time the step waits for the collective.
--- requires: analysis.steady_steps, analysis._step_label, kernel, runtime, runtime_nvtx, nvtx_ancestor, macros.comm_kernels, macros.human_ns_each, macros.plural_s, macros.union_islands, macros.device_busy_in
+-- nsysql: findings.exposed_comm v3
+-- purpose: Finding: communication transfer (NCCL kernels moving data, after the collective's last rank arrived) inside the analysed steps that no compute kernel overlaps on its GPU: time the step waits for the transfer itself.
+-- requires: analysis.steady_steps, analysis._step_label, analysis.comm_waits, kernel, macros.human_ns_each, macros.plural_s, macros.union_islands, macros.device_busy_in
 -- params: $min_exposed_pct DOUBLE default 30 (fires when at least this share of the communication time is exposed, %), $min_ns_per_step BIGINT default 10000 (and the exposed time is at least this much per analysed step, on average, ns)
 -- notes: Communication kernel: a kernel whose demangled name contains `nccl` (any case: ncclDevKernel_*,
 --   ncclKernel_*), or whose launching CUDA call (correlationId AND process) lies inside an NVTX range of the NCCL
@@ -15,7 +15,10 @@
 --   durations.
 --   Fires when recoverable_ns >= $min_exposed_pct % of |C| summed over the steps (the rule is about overlap: a
 --   collective that compute hides is fine at any size) and >= $min_ns_per_step x the analysed steps (a noise floor,
---   the same as pageable_copy's). Ranking by recoverable_ns puts a small one last. where: steps, device, the NCCL
+--   the same as pageable_copy's). Ranking by recoverable_ns puts a small one last.
+--   Only the transfer part of each communication kernel counts (analysis.comm_waits: from the collective's last
+--   rank's arrival to its end; all of it when unmatched): the time it spins waiting for a late rank is the
+--   straggler finding's (findings.straggler), which better overlap would not recover. where: steps, device, the NCCL
 --   streams and the three communication kernels (short names) with the most time. Numbers per step are means.
 -- columns:
 --   rule | VARCHAR | text (exposed_comm)
@@ -29,12 +32,11 @@ WITH
 win AS (  -- the analysed steady-state step windows
     SELECT step, pid, tid, start_ns, end_ns, end_ns - start_ns AS wall_ns FROM steady_steps WHERE analysed
 ),
-comm_kernel AS (  -- queries/macros/comm_kernels.sql
-    SELECT kernel_id FROM comm_kernels(kernel, runtime, runtime_nvtx, nvtx_ancestor, nvtx_range)
-),
-comm_row AS MATERIALIZED (  -- the communication kernels themselves (few), before they meet the windows
-    SELECT k.kernel_id, k.pid, k.device_id, k.stream_id, k.short_name, k.start_ns, k.end_ns
-    FROM kernel AS k JOIN comm_kernel AS c USING (kernel_id)
+comm_kernel AS (SELECT kernel_id FROM comm_waits),
+comm_row AS MATERIALIZED (  -- the transfer part of the communication kernels (few), before they meet the windows
+    SELECT k.kernel_id, k.pid, k.device_id, k.stream_id, k.short_name, w.wait_end_ns AS start_ns, k.end_ns
+    FROM kernel AS k JOIN comm_waits AS w USING (kernel_id)
+    WHERE k.end_ns > w.wait_end_ns
 ),
 comm AS MATERIALIZED (  -- communication kernels of the processes with analysed steps, clipped to the step they overlap
     SELECT k.kernel_id, k.pid, k.device_id, k.stream_id, k.short_name, k.end_ns - k.start_ns AS dur_ns, w.step,
@@ -96,12 +98,13 @@ shown AS (  -- the per-step numbers in human units: d[1], d[2], ...
     FROM fired
 )
 SELECT 'exposed_comm' AS rule,
-       printf('Communication not overlapped by compute: %s per step (%.1f%%)', d[1], 100.0 * exposed_ns / wall_ns)
+       printf('Communication transfer not overlapped by compute: %s per step (%.1f%%)', d[1], 100.0 * exposed_ns / wall_ns)
          AS title,
        printf('%s, GPU %d stream%s %s, kernels %s', label, device_id, CASE WHEN contains(streams, ',') THEN 's' ELSE '' END,
               streams, names) AS "where",
-       printf('%,d NCCL kernel%s in %,d step%s ran %s per step (their union); for %s of it (%.0f%%) no compute kernel ran on '
-              || 'GPU %d, so the step waited for the collective: %.1f%% of the step wall time.', n,
+       printf('%,d NCCL kernel%s in %,d step%s moved data for %s per step (their union, after the last rank arrived); '
+              || 'for %s of it (%.0f%%) no compute kernel ran on '
+              || 'GPU %d, so the step waited for the transfer: %.1f%% of the step wall time.', n,
               plural_s(n), steps, plural_s(steps), d[2], d[1],
               100.0 * exposed_ns / comm_ns, device_id, 100.0 * exposed_ns / wall_ns) AS evidence,
        'Overlap communication with compute: let DDP/FSDP launch bucketed all-reduces during backward (bucket_cap_mb, '

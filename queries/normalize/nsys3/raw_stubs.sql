@@ -1,10 +1,12 @@
--- nsysql: normalize.nsys3.raw_stubs v4
+-- nsysql: normalize.nsys3.raw_stubs v5
 -- purpose: Empty stand-ins for raw nsys tables an export lacks (nsys exports only tables that have data), so every normalized table exists, empty, instead of failing.
 -- requires: none
 -- params: none
 -- columns: (DDL only: one CREATE TABLE raw.<nsys table> per statement, with rowid and only the columns the normalized views read)
 CREATE TABLE raw.StringIds (rowid BIGINT, id BIGINT, value VARCHAR, copies BIGINT, names BIGINT);
 CREATE TABLE raw.META_DATA_EXPORT (rowid BIGINT, name VARCHAR, value VARCHAR);
+CREATE TABLE raw.META_DATA_CAPTURE (rowid BIGINT, name VARCHAR, value VARCHAR);
+CREATE TABLE raw.TARGET_INFO_SESSION_START_TIME (rowid BIGINT, utcEpochNs BIGINT);
 CREATE TABLE raw.ThreadNames (rowid BIGINT, nameId BIGINT, priority BIGINT, globalTid BIGINT);
 CREATE TABLE raw.PROCESSES (rowid BIGINT, globalPid BIGINT, pid BIGINT, name VARCHAR);
 CREATE TABLE raw.TARGET_INFO_GPU (rowid BIGINT, id BIGINT, name VARCHAR, busLocation VARCHAR, totalMemory BIGINT, smCount BIGINT, chipName VARCHAR, memoryBandwidth BIGINT, clockRate BIGINT, computeMajor BIGINT, computeMinor BIGINT, maxWarpsPerSm BIGINT, maxBlocksPerSm BIGINT, maxRegistersPerSm BIGINT, maxShmemPerSm BIGINT, threadsPerWarp BIGINT);

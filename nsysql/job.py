@@ -1,0 +1,136 @@
+"""Several exports of one multi-GPU job (one nsys per rank): put them on one clock and match their collectives.
+
+Each export counts time from its own session start. The exports are shifted onto the first one's clock by the UTC
+session starts (TARGET_INFO_SESSION_START_TIME), then the shift is refined with the ends of matched collectives,
+which finish together on every rank (the last arrival releases them all). The collectives are matched by the same
+SQL that matches the ranks of one export (analysis.comm_waits) run over every export's instances, and each export
+then reads its own rows of that answer, in its own clock, wherever its queries read analysis.comm_waits: the wait
+and transfer of `comm`, the step breakdown, the overview and the findings come out as for one export of the job.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from . import catalog
+from .engine import connect
+from .errors import NsysqlError
+
+WAITS = "comm_waits"
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """How the exports of a job were put on one clock: per export (in the order given) the shift added to its
+    timestamps, and how well the matched collective ends then agree."""
+    shifts_ns: tuple[int, ...]
+    residual_ns: int  # the largest median |end difference| of an export's matched collectives after the shift
+    collectives: int  # matched collectives
+    unmatched: int  # instances left unmatched (a rank lacks them, or the operations differ)
+    mismatched: int  # collectives whose ranks name different operations
+
+    def line(self, names: list[str]) -> str:
+        """One line for stderr: the shifts and the residual."""
+        from .summary import human_ns
+        shifts = ", ".join(f"{n} {'+' if s >= 0 else '-'}{human_ns(abs(s))}"
+                           for n, s in zip(names[1:], self.shifts_ns[1:]))
+        text = (f"note: {len(names)} exports of one job, put on {names[0]}'s clock ({shifts}; matched collectives "
+                f"then end {human_ns(self.residual_ns)} apart, median); {self.collectives:,} collectives matched")
+        if self.unmatched:
+            text += f", {self.unmatched:,} instances unmatched"
+        if self.mismatched:
+            text += f", {self.mismatched:,} with different operations on different ranks"
+        return text
+
+
+def _utc_start(ex) -> int | None:
+    try:
+        return ex.sql("SELECT utc_start_ns FROM session").item()
+    except NsysqlError:
+        return None
+
+
+def _frame_table(con, name: str, df: pl.DataFrame, folder: Path) -> None:
+    """`df` as the table `name` of `con` (through Parquet: DuckDB reads Polars frames only with pyarrow)."""
+    path = folder / f"{name}.parquet"
+    df.write_parquet(path)
+    con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM read_parquet($p)", {"p": str(path)})
+
+
+def _match(instances: pl.DataFrame, folder: Path) -> pl.DataFrame:
+    """analysis.comm_waits over `instances` (every export's, on one clock)."""
+    con = connect()
+    try:
+        _frame_table(con, "comm_instances", instances, folder)
+        return pl.DataFrame(con.sql(catalog.get("analysis.comm_waits").sql))
+    finally:
+        con.close()
+
+
+def _end_gaps(waits: pl.DataFrame, n: int) -> list[pl.Series]:
+    """Per export, (the first export's end - its end) of each matched collective they share."""
+    matched = waits.filter(pl.col("matched"))
+    ref = matched.filter(pl.col("source") == 0).group_by("stream_order", "seq").agg(pl.col("end_ns").max().alias("ref"))
+    out = [pl.Series([0], dtype=pl.Int64)]
+    for i in range(1, n):
+        mine = (matched.filter(pl.col("source") == i).group_by("stream_order", "seq").agg(pl.col("end_ns").max())
+                .join(ref, on=["stream_order", "seq"]))
+        out.append(mine["ref"] - mine["end_ns"])
+    return out
+
+
+def _refine(waits: pl.DataFrame, n: int) -> list[int]:
+    """Per export, the median gap of its matched collective ends to the first export's (0 where none is shared)."""
+    return [int(g.median()) if len(g) else 0 for g in _end_gaps(waits, n)]  # type: ignore[arg-type]
+
+
+def link(exports: list) -> Alignment | None:
+    """When `exports` (opened, two or more) are the ranks of one job - each has communication kernels and their
+    capture sessions overlap in time - match their collectives and give each export its rows of the job's
+    analysis.comm_waits; else None (separate runs, compared side by side)."""
+    if len(exports) < 2:
+        return None
+    starts = [_utc_start(ex) for ex in exports]
+    if any(s is None for s in starts):
+        return None
+    spans = [ex.sql("SELECT COALESCE(MAX(end_ns), 0) AS e FROM gpu_op").item() for ex in exports]
+    ends = [s + e for s, e in zip(starts, spans)]  # type: ignore[operator]
+    if max(starts) >= min(ends):  # type: ignore[type-var]
+        return None  # the sessions do not overlap: not one job
+    frames = [ex.run("analysis.comm_instances") for ex in exports]
+    if any(f.height == 0 for f in frames):
+        return None
+    coarse = [s - starts[0] for s in starts]  # type: ignore[operator]
+
+    def shifted(shifts: list[int]) -> pl.DataFrame:
+        return pl.concat([f.with_columns(pl.lit(i, pl.Int64).alias("source"),
+                                         pl.col("start_ns") + sh, pl.col("end_ns") + sh)
+                          for i, (f, sh) in enumerate(zip(frames, shifts))])
+
+    with tempfile.TemporaryDirectory(prefix="nsysql-job-") as tmp:
+        waits = _match(shifted(coarse), Path(tmp))
+        shifts = [c + r for c, r in zip(coarse, _refine(waits, len(frames)))]
+        waits = _match(shifted(shifts), Path(tmp))
+    # what is left after the shift: per export the median |gap| of its collective ends to the first export's
+    residual = max(int(g.abs().median()) if len(g) else 0 for g in _end_gaps(waits, len(frames)))  # type: ignore[arg-type]
+    time_cols = ["start_ns", "end_ns", "first_arrival_ns", "last_arrival_ns", "wait_end_ns"]
+    for i, ex in enumerate(exports):
+        own = (waits.filter(pl.col("source") == i)
+               .with_columns([pl.col(c) - shifts[i] for c in time_cols]))
+        ex.inject(WAITS, own)
+    keys = waits.filter(pl.col("matched")).select("stream_order", "seq").unique()
+    mismatched = (waits.group_by("stream_order", "seq").agg(pl.col("operation").n_unique().alias("ops"))
+                  .filter(pl.col("ops") > 1).height)
+    return Alignment(tuple(shifts), residual, keys.height, waits.filter(~pl.col("matched")).height, mismatched)
+
+
+def restraggle(df: pl.DataFrame) -> pl.DataFrame:
+    """analysis.comm's `straggler` over the rows of every export of the job (each export's SQL saw its own ranks
+    only): the same rule, true for the rank with the largest late_ns of the step when that is more than 0."""
+    if "straggler" not in df.columns or "late_ns" not in df.columns:
+        return df
+    return df.with_columns(((pl.len().over("step") > 1) & (pl.col("late_ns") > 0)
+                            & (pl.col("late_ns") == pl.col("late_ns").max().over("step"))).alias("straggler"))
