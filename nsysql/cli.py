@@ -259,7 +259,9 @@ def summarize(
     """Where the time went in the steady-state steps (warm-up left out): step time and its breakdown, GPU
     utilization, SM efficiency, occupancy, tensor cores, top operators, kernels and CUDA calls, then the top
     findings with the time each could recover. Times in tables are durations; `--format json` keeps exact ns.
-    With several exports: per-export totals and deviating ones, per-range spread, slowest export per step."""
+    Several exports of one job (one per rank, their capture sessions overlapping): the same summary as one export
+    of the whole job, the ranks first. Several separate runs: per-export totals and deviating ones, per-range
+    spread, slowest export per step."""
     from . import multi, summary
     from .render import table_width, use_color, write_text
     with src.errors():
@@ -271,6 +273,15 @@ def summarize(
             with src.open(paths[0], answer_summary=False) as ex:  # summarize answers them itself
                 result = summary.build_summary(ex, top=top, full=full)
                 text = summary.render_summary(result, fmt, width=width, color=color, top=top, wide=wide)
+        elif (job := multi.open_job(paths, src.open)) is not None:
+            from . import job_views
+            exports, names = job
+            try:
+                result = job_views.summary(exports, f"{len(names)} exports of one job ({', '.join(names)})")
+                text = summary.render_summary(result, fmt, width=width, color=color, top=top, wide=wide)
+            finally:
+                for ex in exports:
+                    ex.close()
         else:
             from . import summary_many
             sections = summary_many.build(paths, src.open, top=top,

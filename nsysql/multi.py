@@ -109,6 +109,25 @@ def gather(paths: list[Path], analysis: Callable, opener: Callable,
     return out
 
 
+def open_job(paths: list[Path], opener: Callable) -> tuple[list, list[str]] | None:
+    """The exports at `paths` opened and linked (nsysql/job.py) when they are the ranks of one job, with their
+    labels; None (nothing left open) when they are not: separate runs. One that cannot be opened fails the job."""
+    opened = []
+    try:
+        for path in paths:
+            opened.append(opener(path))
+    except NsysqlError:
+        for ex in opened:
+            ex.close()
+        raise
+    names = labels(paths)
+    if _link_job(opened, names):
+        return opened, names
+    for ex in opened:
+        ex.close()
+    return None
+
+
 def _labelled(df: pl.DataFrame, name: str, rank: int | None) -> pl.DataFrame:
     """`df` with `export` first, and `rank` (the export's, unless its rows number their ranks themselves)."""
     if "rank" in df.columns:

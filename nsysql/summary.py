@@ -53,6 +53,7 @@ class Summary:
     details: list[Section] = field(default_factory=list)  # --full
     origin: int | None = None  # the capture's first event: where timestamps in the --full tables count from
     comm: Section | None = None  # only when the export has communication kernels
+    title: str | None = None  # what the summary is of, when not one export (the exports of one job)
 
 
 def build_summary(export: Export, *, top: int = 5, full: bool = False) -> Summary:
@@ -79,7 +80,11 @@ def communication_section(export: Export) -> Section | None:
     several ranks it leads the summary, with the straggler in its note."""
     if not (export.has("kernel") and export.has("runtime")) or not export.run("analysis._comm_present")["present"][0]:
         return None
-    rows = export.run("analysis.comm")
+    return ranks_section(export.run("analysis.comm"))
+
+
+def ranks_section(rows: pl.DataFrame) -> Section:
+    """communication_section's table from analysis.comm's rows (of one export, or of every export of a job)."""
     analysed = rows.filter(pl.col("analysed")) if rows["analysed"].any() else rows
     mean = [pl.col(c).mean().round(0).cast(pl.Int64).alias(c)
             for c in ("wall_ns", "compute_ns", "comm_ns", "transfer_ns", "wait_ns", "exposed_comm_ns", "late_ns")]
@@ -282,7 +287,8 @@ def _wrap(text: str, width: int, indent: str = "") -> list[str]:
 
 def _header_lines(summary: Summary, width: int) -> list[str]:
     c, ov = summary.capture, summary.overview
-    lines = [f"nsysql summary: {middle(printable(str(summary.export.path)), max(width - 16, 10))}"]
+    what = summary.title or str(summary.export.path)
+    lines = [f"nsysql summary: {middle(printable(what), max(width - 16, 10))}"]
     gpus = [f"GPU {g['device_id']}: {g['gpu_name']}, {g['sm_count']} SMs, {g['memory_bytes'] / 1e9:.0f} GB"
             for g in ov.gpus.iter_rows(named=True)] or ([f"GPUs: {c['gpus']}"] if c.get("gpus") else ["no GPU activity"])
     lines += _wrap("; ".join(gpus), width)
@@ -473,7 +479,7 @@ def _section_lines(s: Section, summary: Summary, width: int, color: bool, wide: 
 
 def render_markdown(summary: Summary, top: int = 5) -> str:
     ov = summary.overview
-    parts = [f"# nsysql summary: {summary.export.path.name}", "",
+    parts = [f"# nsysql summary: {summary.title or summary.export.path.name}", "",
              " ".join(_scope_lines(ov, 10_000) + _step_time_line(ov, 10_000)), ""]
     if ov.breakdown.height:
         frame, _ = _breakdown_frame(ov, top)
@@ -502,7 +508,7 @@ def render_markdown(summary: Summary, top: int = 5) -> str:
 
 def to_json(summary: Summary, top: int = 5) -> dict:
     """`summarize --format json`: stable snake_case keys; numbers are JSON numbers, durations exact ns."""
-    doc: dict = {"export": str(summary.export.path), "capture": summary.capture,
+    doc: dict = {"export": summary.title or str(summary.export.path), "capture": summary.capture,
                  "overview": summary.overview.to_json(top)}
     for s in ([summary.comm] if summary.comm else []) + summary.details:
         doc[s.key] = {"rows": _json_rows(s), **({"note": s.note} if s.note else {})}

@@ -877,7 +877,7 @@ def two_ranks() -> SyntheticExport:
           rank 1: call [b+1110,b+1120] -> k_compute [b+1150,b+1650];
                   call [b+1500,b+1510] -> ncclDevKernel_AllReduce_Sum_f32_RING_LL [b+1600,b+1900]
                   compute 500, comm 300, overlap 50, exposed 250, busy 750
-        each step: rank 1 is the straggler, 50 ns behind the median rank (450 ns of compute)
+        each step: rank 1 arrives 200 ns after rank 0 at the all-reduce (the straggler); rank 0 waits [b+1400,b+1600]
     """
     b = SyntheticExport()
     for pid, device, shift in ((100, 0, 0), (200, 1, 100)):

@@ -9,8 +9,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from nsysql.comm import with_stragglers
-
 from plainfindings import PlainFindings, intersection, length
 from plainwalk import Plain, merge, pid_of, plain_steps
 
@@ -77,20 +75,10 @@ def test_the_nccl_capture_has_communication_and_the_others_none(opened):
     assert opened["gpt-tiny-train-fp32"].comm()["comm_ns"].sum() == 0
 
 
-def test_stragglers_are_the_ranks_with_the_most_compute_against_the_median():
-    ranks = pl.DataFrame({
-        "pid": [1, 2, 3, 1, 2, 3], "device_id": [0, 1, 2, 0, 1, 2], "step": [1, 1, 1, 2, 2, 2],
-        "compute_ns": [100, 130, 90, 100, 100, 100], "comm_ns": [10] * 6,
-    })
-    out = with_stragglers(ranks).sort("step", "pid")
-    assert out.filter(pl.col("slowest"))[["step", "pid"]].rows() == [(1, 2)]  # step 2: all equal, no straggler
-    assert out["behind_median_ns"].to_list() == [0, 30, -10, 0, 0, 0]
-
-
-def test_one_rank_has_no_straggler():
-    one = pl.DataFrame({"pid": [1, 1], "device_id": [0, 0], "step": [1, 2], "compute_ns": [5, 6]})
-    out = with_stragglers(one)
-    assert out["slowest"].to_list() == [False, False] and out["behind_median_ns"].to_list() == [0, 0]
+def test_one_rank_has_no_wait_and_no_straggler(opened):
+    one = opened["cnn-nccl-1gpu"].comm()
+    assert one["wait_ns"].sum() == 0 and one["late_ns"].sum() == 0 and not one["straggler"].any()
+    assert (one["transfer_ns"] == one["comm_ns"]).all()
 
 
 def test_comm_command_csv_has_the_contract_columns(export_files, tmp_path):
@@ -101,7 +89,7 @@ def test_comm_command_csv_has_the_contract_columns(export_files, tmp_path):
                                       "--cache-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
     frame = pl.read_csv(result.stdout.encode())
-    assert frame.columns[:3] == ["pid", "device_id", "step"]
+    assert frame.columns[:4] == ["rank", "pid", "device_id", "step"]
     assert {"compute_ns", "comm_ns", "overlap_ns", "exposed_comm_ns"} <= set(frame.columns)
     assert (frame["overlap_ns"] + frame["exposed_comm_ns"] == frame["comm_ns"]).all()
 
@@ -115,9 +103,8 @@ def test_comm_command_over_several_exports_puts_export_and_rank_first(export_fil
     assert result.exit_code == 0, result.output
     frame = pl.read_csv(result.stdout.encode())
     assert frame.columns[:3] == ["export", "rank", "pid"]
-    # the straggler of each step is found across the exports: per step at most the ranks of the two exports
-    per_step = frame.group_by("step").agg(pl.col("slowest").sum().alias("n"), pl.len().alias("ranks"))
-    assert (per_step["n"] <= 1).all() and per_step["ranks"].max() == 2
+    # two separate runs (their sessions do not overlap): no job, nothing matched, nobody waits
+    assert frame["wait_ns"].sum() == 0 and not frame["straggler"].any()
 
 
 def test_comm_command_without_steps_is_one_line(export_files, tmp_path):
@@ -146,9 +133,12 @@ def test_two_ranks_of_one_export_compare_step_by_step(tmp_path):
                want[(r["pid"], r["device_id"], r["step"])]
         spelled = (400, 400, 50, 350) if r["pid"] == 100 else (500, 300, 50, 250)
         assert (r["compute_ns"], r["comm_ns"], r["overlap_ns"], r["exposed_comm_ns"]) == spelled
-    out = with_stragglers(got)
-    assert out.filter(pl.col("slowest"))[["pid", "step"]].rows() == [(200, 1), (200, 2), (200, 3)]
-    assert set(out["behind_median_ns"].to_list()) == {-50, 50}
+        # rank 1 arrives 200 ns after rank 0 at each step's all-reduce: rank 0 spins [1400, 1600), 150 ns of it
+        # with no compute ([1050, 1450) runs until 1450); rank 1 waits for nobody
+        waits = (200, 200, 150, 200, 0, False) if r["pid"] == 100 else (0, 300, 0, 250, 200, True)
+        assert (r["wait_ns"], r["transfer_ns"], r["exposed_wait_ns"], r["exposed_transfer_ns"], r["late_ns"],
+                r["straggler"]) == waits
+        assert (r["rank"], r["collectives"]) == (r["device_id"], 1)
 
 
 def test_comm_without_nvtx_finds_nccl_by_its_kernels(export_files, tmp_path):

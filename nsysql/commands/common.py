@@ -172,6 +172,28 @@ class Source:
     def gather(self, exports: list[Path], analysis):
         return gather(exports, analysis, self.cache_dir, self.no_cache)
 
+    @contextmanager
+    def job(self, exports: list[Path]):
+        """One export, or the exports of one multi-rank job (nsysql/job.py), opened: yields (exports, title), the
+        title None for one export. Several exports that are not one job: one line saying so."""
+        from .. import multi
+        from ..errors import NsysqlError
+        paths = multi.expand(exports)
+        if len(paths) == 1:
+            with self.open(paths[0]) as ex:
+                yield [ex], None
+            return
+        job = multi.open_job(paths, self.open)
+        if job is None:
+            raise NsysqlError("these exports are not the ranks of one job (each needs NCCL kernels, and their captures "
+                              "must overlap in time); compare separate runs with `nsysql summarize A B` or `nsysql diff`")
+        opened, names = job
+        try:
+            yield opened, f"{len(names)} exports of one job ({', '.join(names)})"
+        finally:
+            for ex in opened:
+                ex.close()
+
 
 @dataclass(frozen=True)
 class CacheSource:

@@ -4,14 +4,15 @@ from __future__ import annotations
 import json
 from typing import Annotated, Optional
 
+import polars as pl
 import typer
 
 from ..formats import Format
-from .common import SOURCE, ExportArg, OutputOpt, Source, add_commands
+from .common import SOURCE, ExportsArg, OutputOpt, Source, add_commands
 
 
 def findings(
-    export: ExportArg,
+    exports: ExportsArg,
     fmt: Annotated[Format, typer.Option(
         "--format", "-f", help="table (a numbered list that fits the terminal), markdown, json (the list of "
                                "findings, exact ns), csv or parquet (the frame).")] = Format.table,
@@ -24,14 +25,22 @@ def findings(
     inside steps, GPU idle and what the CPU did meanwhile, launch-bound threads, fp32 GEMMs without tensor cores,
     waiting for data, short kernels, outlier steps, exposed communication. Each says where, the evidence, what to
     do, and `up to`: an upper bound of the wall time it could recover, summed over the analysed steps (findings
-    overlap: do not add them up). Thresholds and formulas: the headers of queries/findings/*.sql."""
+    overlap: do not add them up). Thresholds and formulas: the headers of queries/findings/*.sql. Several exports
+    of one job (one per rank): the findings of the whole job, one per rule, the straggler first."""
     from .. import findings as rules
+    from .. import job_views
     from ..errors import NsysqlError
     from ..render import table_width, write_text
     with src.errors():
-        with src.open(export) as ex:
-            df = rules.run_findings(ex, top=top)
-            header = f"Findings on {export}. " + rules.describe_steps(rules.analysed_steps(ex))
+        with src.job(exports) as (opened, title):
+            if title is None:
+                df = rules.run_findings(opened[0], top=top)
+                steps = rules.analysed_steps(opened[0])
+            else:
+                df = job_views.findings(opened)
+                df = df.head(top) if top is not None else df
+                steps = pl.concat([rules.analysed_steps(ex) for ex in opened], how="diagonal_relaxed")
+            header = f"Findings on {title or exports[0]}. " + rules.describe_steps(steps)
         if fmt is Format.table:
             text = rules.render_text(df, table_width(output), header=header + " \"up to\": the most wall time a "
                                      "fix could save over these steps (findings overlap: do not add them up).")

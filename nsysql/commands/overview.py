@@ -7,11 +7,11 @@ import typer
 
 from ..errors import NsysqlError
 from ..formats import Format
-from .common import SOURCE, ExportArg, FormatOpt, OutputOpt, Source, WideOpt, add_commands
+from .common import SOURCE, ExportsArg, FormatOpt, OutputOpt, Source, WideOpt, add_commands
 
 
 def overview(
-    export: ExportArg,
+    exports: ExportsArg,
     fmt: FormatOpt = Format.table,
     top: Annotated[int, typer.Option("--top", min=1, help="Rows in each top-N table.")] = 5,
     output: OutputOpt = None,
@@ -23,13 +23,14 @@ def overview(
     and achieved occupancy, tensor-core share, top operators, kernels and CUDA API calls.
 
     `-f json` gives summarize's `overview` object; `-f csv`/`parquet` one row per analysed step with its
-    breakdown in exact nanoseconds.
+    breakdown in exact nanoseconds. Several exports of one job (one per rank): the overview of the whole job.
     """
-    from .. import catalog, summary
+    from .. import catalog, job_views, summary
     from ..render import emit, table_width, use_color, write_text
     with src.errors():
-        with src.open(export) as ex:
-            ov = ex.overview()
+        with src.job(exports) as (opened, title):
+            ex = opened[0]
+            ov = ex.overview() if title is None else job_views.overview(opened)
             if fmt in (Format.csv, Format.parquet):
                 names = ov.windows.select("step", "pid", "name")  # (pid, step) names a step: numbered per process
                 frame = (names.join(ov.breakdown, on=["step", "pid"], how="inner") if ov.breakdown.height
@@ -40,7 +41,8 @@ def overview(
                 import json
                 text = json.dumps(ov.to_json(top), indent=1, default=str) + "\n"
             else:
-                result = summary.Summary(ex, ex.run("analysis.capture_facts").row(0, named=True), ov, None)
+                facts = ex.run("analysis.capture_facts").row(0, named=True) if title is None else job_views.capture(opened)
+                result = summary.Summary(ex, facts, ov, None, title=title)
                 if fmt is Format.markdown:
                     text = summary.render_markdown(result, top)
                 else:

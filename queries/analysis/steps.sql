@@ -1,4 +1,4 @@
--- nsysql: analysis.steps v2
+-- nsysql: analysis.steps v3
 -- purpose: Training/inference iterations (steps): wall time, GPU busy time of the work launched in each, and how many GPU ops, from step-named NVTX ranges or else from a repeating pattern of top-level ranges.
 -- requires: nvtx_range, user_range, thread, gpu_op_attribution, macros.union_ns
 -- params: none
@@ -15,7 +15,9 @@
 --   time span on ANY thread of the step's process: PyTorch launches backward kernels from its autograd thread,
 --   outside the main thread's ranges. Steps of one process are assumed not to overlap (an op goes to the
 --   latest step that started before its launch). gpu_busy_ns is the length of the union of the step's op
---   intervals on all devices; ops may run past the step's end when nothing synchronizes. An export without CUDA
+--   intervals on all devices; ops may run past the step's end when nothing synchronizes (queued kernels, NCCL
+--   kernels spinning until a late rank arrives): past_end_ns is the part of that union after the step's end, so
+--   gpu_busy_pct above 100 % always comes with past_end_ns > 0. An export without CUDA
 --   activity (--trace=nvtx only) still has steps, with GPU columns 0. fprop/bprop/optim/other
 --   are the busy times of the step's ops of each direction (gpu_op_attribution: bprop includes the autograd
 --   thread's work, optim the optimizer's); each is a union, so they add up to more than gpu_busy_ns only where
@@ -42,6 +44,7 @@
 --   bprop_ns | BIGINT | ns (busy, backward ops)
 --   optim_ns | BIGINT | ns (busy, optimizer ops)
 --   other_ns | BIGINT | ns (busy, ops with no direction, e.g. the input copy)
+--   past_end_ns | BIGINT | ns (busy after the step's end: the ops launched in it that ran past it)
 WITH
 top_level AS (  -- top-level user ranges, with their thread's name
     SELECT u.range_id, u.global_tid, u.pid, r.tid, r.text, u.start_ns, u.end_ns, u.is_step,
@@ -97,7 +100,7 @@ launched AS (
     LEFT JOIN gpu_op_attribution AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id
 ),
 in_step AS (
-    SELECT s.pid, s.step, s.tid AS step_tid, l.op_kind, l.tid, l.direction, l.start_ns, l.end_ns
+    SELECT s.pid, s.step, s.tid AS step_tid, s.end_ns AS step_end_ns, l.op_kind, l.tid, l.direction, l.start_ns, l.end_ns
     FROM launched AS l
     ASOF JOIN steps AS s ON s.pid = l.pid AND s.start_ns <= l.api_start_ns
     WHERE l.api_end_ns <= s.end_ns
@@ -108,6 +111,8 @@ scoped AS (  -- every op once for the step as a whole (scope 0) and once for its
     SELECT (pid << 36) | (step << 3) | CASE direction WHEN 'fprop' THEN 1 WHEN 'bprop' THEN 2 WHEN 'optim' THEN 3 ELSE 4 END,
            start_ns, end_ns
     FROM in_step
+    UNION ALL  -- scope 5: the part after the step's end
+    SELECT (pid << 36) | (step << 3) | 5, GREATEST(start_ns, step_end_ns), end_ns FROM in_step WHERE end_ns > step_end_ns
 ),
 busy AS (  -- the union of each group's intervals (queries/macros/union_ns.sql); pid < 2^24, step < 2^33
     SELECT grp >> 36 AS pid, (grp >> 3) & 8589934591 AS step,
@@ -115,7 +120,8 @@ busy AS (  -- the union of each group's intervals (queries/macros/union_ns.sql);
            CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 1) AS BIGINT) AS fprop_ns,
            CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 2) AS BIGINT) AS bprop_ns,
            CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 3) AS BIGINT) AS optim_ns,
-           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 4) AS BIGINT) AS other_ns
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 4) AS BIGINT) AS other_ns,
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 5) AS BIGINT) AS past_end_ns
     FROM union_ns(scoped)
     GROUP BY ALL
 ),
@@ -130,7 +136,8 @@ SELECT s.step, s.name, s.source, s.pid, s.tid, s.range_id, s.start_ns, s.end_ns,
        COALESCE(b.busy_ns, 0) AS gpu_busy_ns,
        100.0 * COALESCE(b.busy_ns, 0) / NULLIF(s.end_ns - s.start_ns, 0) AS gpu_busy_pct,
        COALESCE(b.fprop_ns, 0) AS fprop_ns, COALESCE(b.bprop_ns, 0) AS bprop_ns,
-       COALESCE(b.optim_ns, 0) AS optim_ns, COALESCE(b.other_ns, 0) AS other_ns
+       COALESCE(b.optim_ns, 0) AS optim_ns, COALESCE(b.other_ns, 0) AS other_ns,
+       COALESCE(b.past_end_ns, 0) AS past_end_ns
 FROM steps AS s
 LEFT JOIN counts AS c ON c.pid = s.pid AND c.step = s.step
 LEFT JOIN busy AS b ON b.pid = s.pid AND b.step = s.step

@@ -1,11 +1,14 @@
--- nsysql: findings.outlier_step v2
--- purpose: Finding: analysed steps much slower than the typical step of their process, and which of the step thread's ranges took the extra time.
+-- nsysql: findings.outlier_step v3
+-- purpose: Finding: analysed steps much slower than the typical step of their process, or than the same step of the other ranks, and which of the step thread's ranges took the extra time.
 -- requires: analysis.steady_steps, analysis._steady_windows, user_range, thread, macros.human_ns_each, macros.plural_s, macros.thread_label, macros.thread_names
 -- params: $factor DOUBLE default 1.5 (a step is an outlier when its wall time exceeds this multiple of the median; 1.5 as analysis.steady_steps's slow leading steps), $min_steps BIGINT default 3 (fewest analysed steps of a process to judge)
 -- notes: Per process with at least $min_steps analysed steps: median = the median wall time of its analysed steps
 --   (quantile_cont 0.5: the mean of the two middle ones for an even count). An analysed step is an outlier when
---   wall > $factor x median.
---   recoverable_ns = floor(sum over the outliers of (wall - median)): the time the process would save if those
+--   wall > $factor x median, or, with several processes that have steps (the ranks of a job in one export), when
+--   wall > $factor x the median wall time of the same step number of the other processes (their `peer` time):
+--   a step every rank found slow is judged against the rank's own steps, a step one rank took longer than the
+--   others against theirs. Its typical time is the median in the first case, else the peer time.
+--   recoverable_ns = floor(sum over the outliers of (wall - typical)): the time the process would save if those
 --   steps took a typical step's time.
 --   Extra time by range: the step thread's user ranges one level below the step (the shallowest user ranges of
 --   that thread inside the step, other than the step range itself, clipped to it), summed per text and step; the
@@ -29,10 +32,22 @@ per_pid AS (
            arg_min(tid, step) AS tid
     FROM win GROUP BY pid HAVING COUNT(*) >= $min_steps
 ),
-outlier AS MATERIALIZED (
-    SELECT w.step, w.pid, w.wall_ns, w.wall_ns - p.median_ns AS excess_ns
+peer AS (  -- the same step of the other processes (ranks)
+    SELECT a.pid, a.step, quantile_cont(b.wall_ns, 0.5) AS peer_ns
+    FROM win AS a JOIN win AS b ON b.step = a.step AND b.pid <> a.pid
+    GROUP BY a.pid, a.step
+),
+judged AS (
+    SELECT w.step, w.pid, w.wall_ns, p.median_ns, pe.peer_ns,
+           w.wall_ns > $factor * p.median_ns AS by_median,
+           pe.peer_ns IS NOT NULL AND w.wall_ns > $factor * pe.peer_ns AS by_peer
     FROM win AS w JOIN per_pid AS p USING (pid)
-    WHERE w.wall_ns > $factor * p.median_ns
+    LEFT JOIN peer AS pe USING (pid, step)
+),
+outlier AS MATERIALIZED (
+    SELECT step, pid, wall_ns, CASE WHEN by_median THEN median_ns ELSE peer_ns END AS typical_ns, by_median,
+           wall_ns - CASE WHEN by_median THEN median_ns ELSE peer_ns END AS excess_ns
+    FROM judged WHERE by_median OR by_peer
 ),
 thread_range AS (  -- the step thread's user ranges inside each analysed step, clipped to it
     SELECT w.step, w.pid, r.text, u.user_depth, u.is_step,
@@ -75,9 +90,13 @@ extra_text AS (
     WHERE rank <= 2 GROUP BY pid
 ),
 list AS (
-    SELECT o.pid, COUNT(*) AS n, SUM(o.excess_ns) AS excess_ns, MAX(o.wall_ns) AS max_ns,
+    SELECT o.pid, COUNT(*) AS n, SUM(o.excess_ns) AS excess_ns, MAX(o.wall_ns / o.typical_ns) AS max_ratio,
+           CASE WHEN bool_and(o.by_median) THEN 'median' ELSE 'typical' END AS typical,
            string_agg(o.step::VARCHAR, ', ' ORDER BY o.step) AS steps_list,
-           string_agg(printf('step %d %.1f ms', o.step, o.wall_ns / 1e6), ', ' ORDER BY o.step) AS walls
+           string_agg(printf('step %d %.1f ms', o.step, o.wall_ns / 1e6)
+                      || CASE WHEN o.by_median THEN '' ELSE printf(' (the other ranks'' step %d: %.1f ms)', o.step,
+                                                                  o.typical_ns / 1e6) END,
+                      ', ' ORDER BY o.step) AS walls
     FROM outlier AS o GROUP BY o.pid
 ),
 step_runs AS (  -- consecutive analysed step numbers as runs, for `steps 3-10`
@@ -90,7 +109,7 @@ step_label AS (
     FROM step_runs GROUP BY pid
 ),
 fired AS (
-    SELECT p.pid, p.steps, p.wall_ns, p.median_ns, l.n, l.excess_ns, l.max_ns, l.steps_list, l.walls, x.texts,
+    SELECT p.pid, p.steps, p.wall_ns, p.median_ns, l.n, l.excess_ns, l.max_ratio, l.typical, l.steps_list, l.walls, x.texts,
            s.label, thread_label(t.thread_name, p.tid) AS thread,
            CAST(FLOOR(l.excess_ns) AS BIGINT) AS recoverable_ns
     FROM per_pid AS p
@@ -101,13 +120,14 @@ fired AS (
     WHERE l.excess_ns > 0
 )
 SELECT 'outlier_step' AS rule,
-       printf('Slow steps: %,d of %,d took up to %.1fx the median step', n, steps, max_ns / median_ns) AS title,
+       printf('Slow steps: %,d of %,d took up to %.1fx the %s step', n, steps, max_ratio, typical) AS title,
        printf('step%s %s of %s, thread %s', plural_s(n), steps_list, label, thread)
          AS "where",
-       printf('Median step %.1f ms; %s (more than %sx the median). ', median_ns / 1e6, walls, $factor::VARCHAR)
+       printf('Median step %.1f ms; %s (more than %sx the median%s). ', median_ns / 1e6, walls, $factor::VARCHAR,
+              CASE WHEN typical = 'median' THEN '' ELSE ', or than the other ranks'' same step' END)
          || CASE WHEN texts IS NOT NULL THEN 'Extra time per slow step, over the typical step: ' || texts || '. '
                  ELSE '' END
-         || printf('Had they taken the median time, %.1f ms would have been saved.', excess_ns / 1e6) AS evidence,
+         || printf('Had they taken the %s time, %.1f ms would have been saved.', typical, excess_ns / 1e6) AS evidence,
        'Find what these steps do that the others do not (checkpointing, evaluation, logging, garbage collection, '
          || 'a data-loader refill, recompilation): make it asynchronous or rarer, or move it out of the step.'
          AS action,

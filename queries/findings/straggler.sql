@@ -30,7 +30,7 @@ strag AS (
 ),
 main AS (SELECT * FROM strag ORDER BY steps DESC, rank, pid LIMIT 1),
 others_late AS (  -- the other ranks that were the straggler of some step
-    SELECT string_agg(printf('rank %d (%d)', rank, steps), ', ' ORDER BY rank) AS text
+    SELECT string_agg(printf('rank %d in %d', rank, steps), ', ' ORDER BY rank) AS text
     FROM strag WHERE (rank, pid) NOT IN (SELECT (rank, pid) FROM main)
 ),
 step_count AS (SELECT COUNT(DISTINCT step) AS n FROM c),
@@ -104,4 +104,5 @@ SELECT 'straggler' AS rule,
               || 'overlapping or tuning communication does not help while the others wait.', rank) AS action,
        CAST(recoverable_ns AS BIGINT) AS recoverable_ns,
        100.0 * recoverable_ns / wall_ns AS recoverable_pct
-FROM shown;
+FROM shown
+ORDER BY recoverable_ns DESC;

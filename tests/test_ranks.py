@@ -1,0 +1,257 @@
+"""Several GPUs: collectives matched across ranks, wait and transfer, lateness and the straggler, on the real 2-GPU
+DDP captures in ../shared/samples/ddp-2gpu/ (one export over torchrun, and one export per rank of another run; in
+profiled step 2 rank 1 sleeps 25 ms inside `dataloader`). Every figure is checked against a plain walk of the raw
+SQLite rows written here: NCCL kernels by name, instances matched by the k-th kernel on each rank's n-th NCCL
+stream, steps from the `profiled_step` ranges, unions in Python. Skipped where ../shared is absent."""
+from __future__ import annotations
+
+import lzma
+import re
+import shutil
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from plainfindings import intersection, length
+from plainwalk import merge
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples" / "ddp-2gpu"
+pytestmark = pytest.mark.skipif(not (SAMPLES / "torchrun" / "export.sqlite.xz").exists(),
+                                reason="../shared/samples/ddp-2gpu is not here")
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    """name -> the decompressed export (torchrun, rank0, rank1)."""
+    out = {}
+    folder = tmp_path_factory.mktemp("ddp")
+    for name in ("torchrun", "rank0", "rank1"):
+        target = folder / f"{name}.sqlite"
+        with lzma.open(SAMPLES / name / "export.sqlite.xz") as src, target.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+        out[name] = target
+    return out
+
+
+def _pid(global_id: int) -> int:
+    return (global_id >> 24) & 0xFFFFFF
+
+
+class Raw:
+    """The rows the plain walk needs, read with sqlite3."""
+
+    def __init__(self, path: Path):
+        db = sqlite3.connect(path)
+        names = dict(db.execute("SELECT id, value FROM StringIds"))
+        calls = {(_pid(g), c): (s, e) for s, e, g, c in db.execute(
+            "SELECT start, end, globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+        self.ops = []  # (kind, pid, device, stream, start, end, name, call)
+        for s, e, dev, st, g, c, n in db.execute("SELECT start, end, deviceId, streamId, globalPid, correlationId, "
+                                                 "demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+            kind = "comm" if "nccl" in names[n].lower() else "compute"
+            self.ops.append((kind, _pid(g), dev, st, s, e, names[n], calls.get((_pid(g), c))))
+        for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+            for s, e, dev, st, g, c in db.execute(f"SELECT start, end, deviceId, streamId, globalPid, correlationId "
+                                                  f"FROM {table}"):
+                self.ops.append(("memory", _pid(g), dev, st, s, e, "", calls.get((_pid(g), c))))
+        steps = defaultdict(list)
+        for s, e, g in db.execute("SELECT start, end, globalTid FROM NVTX_EVENTS WHERE text = 'profiled_step' "
+                                  "AND end IS NOT NULL ORDER BY start"):
+            steps[_pid(g)].append((s, e))
+        self.steps = {pid: {k + 1: se for k, se in enumerate(sorted(v))} for pid, v in steps.items()}
+        env = [v for n, v in db.execute("SELECT name, value FROM META_DATA_CAPTURE")
+               if n == "PROCESS_0:ENVIRONMENT_VARIABLE" and v.startswith("RANK=")]
+        self.rank = int(env[0].split("=")[1].strip('"')) if env else None
+        self.utc = db.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()[0]
+
+    def step_of(self, op) -> int | None:
+        """The step whose span holds the launching call, start to end."""
+        call = op[7]
+        if call is None:
+            return None
+        for k, (s, e) in self.steps.get(op[1], {}).items():
+            if s <= call[0] and call[1] <= e:
+                return k
+        return None
+
+
+def _operation(name: str) -> str:
+    return re.search(r"nccl(?:Dev)?Kernel_([A-Za-z]+?)(?:_|\(|$)", name).group(1)
+
+
+def instances(raw: Raw, shift: int = 0, source: int = 0) -> list[dict]:
+    """Each NCCL kernel with its matching key: (n-th NCCL stream of its rank by first use, k-th kernel on it)."""
+    comm = sorted((o for o in raw.ops if o[0] == "comm"), key=lambda o: o[4])
+    first_use: dict = {}
+    for o in comm:
+        first_use.setdefault((o[1], o[2]), {}).setdefault(o[3], o[4])
+    seq: dict = defaultdict(int)
+    out = []
+    for o in comm:
+        order = sorted(first_use[(o[1], o[2])], key=lambda st: (first_use[(o[1], o[2])][st], st)).index(o[3]) + 1
+        seq[(o[1], o[2], o[3])] += 1
+        out.append(dict(source=source, pid=o[1], device=o[2], key=(order, seq[(o[1], o[2], o[3])]),
+                        op=_operation(o[6]), start=o[4] + shift, end=o[5] + shift, step=raw.step_of(o),
+                        rank=raw.rank if raw.rank is not None else o[2]))
+    return out
+
+
+def waits(inst: list[dict]) -> list[dict]:
+    """Each instance with wait [start, min(end, L)), late = start - first arrival, for matched collectives."""
+    ranks = {(i["source"], i["pid"], i["device"]) for i in inst}
+    by_key = defaultdict(list)
+    for i in inst:
+        by_key[i["key"]].append(i)
+    for group in by_key.values():
+        matched = (len(group) == len(ranks) > 1 and len({(i["source"], i["pid"], i["device"]) for i in group}) == len(group)
+                   and len({i["op"] for i in group}) == 1)
+        last, first = max(i["start"] for i in group), min(i["start"] for i in group)
+        for i in group:
+            i["matched"] = matched
+            i["wait_end"] = max(i["start"], min(i["end"], last)) if matched else i["start"]
+            i["late"] = i["start"] - first if matched else 0
+    return inst
+
+
+def plain_comm(raw: Raw, inst: list[dict], shift: int = 0) -> dict:
+    """{(pid, step): figures} of analysis.comm's new columns, from the raw rows."""
+    pieces = defaultdict(lambda: defaultdict(list))
+    for o in raw.ops:
+        step = raw.step_of(o)
+        if step is not None:
+            pieces[(o[1], step)][o[0]].append((o[4], o[5]))
+    late, collectives = defaultdict(int), defaultdict(int)
+    for i in inst:
+        if i["step"] is not None:
+            key = (i["pid"], i["step"])
+            if i["wait_end"] > i["start"]:
+                pieces[key]["wait"].append((i["start"] - shift, i["wait_end"] - shift))
+            late[key] += i["late"]
+            collectives[key] += i["matched"]
+    out = {}
+    for key, by in pieces.items():
+        comm, wait, compute = merge(by["comm"]), merge(by["wait"]), merge(by["compute"])
+        exposed_comm = length(comm) - intersection(comm, compute)
+        exposed_wait = length(wait) - intersection(wait, compute)
+        out[key] = dict(comm_ns=length(comm), wait_ns=length(wait), transfer_ns=length(comm) - length(wait),
+                        exposed_wait_ns=exposed_wait, exposed_transfer_ns=exposed_comm - exposed_wait,
+                        late_ns=late[key], collectives=collectives[key])
+    return out
+
+
+def _stragglers(rows: list[dict]) -> set[tuple[int, int]]:
+    """(pid, step) of the rank with the largest late_ns in each step of several ranks, when above 0."""
+    by_step = defaultdict(list)
+    for r in rows:
+        by_step[r["step"]].append(r)
+    out = set()
+    for group in by_step.values():
+        top = max(r["late_ns"] for r in group)
+        out |= {(r["pid"], r["step"]) for r in group if len(group) > 1 and top > 0 and r["late_ns"] == top}
+    return out
+
+
+COLUMNS = ("comm_ns", "wait_ns", "transfer_ns", "exposed_wait_ns", "exposed_transfer_ns", "late_ns", "collectives")
+
+
+def test_one_torchrun_export_matches_collectives_and_splits_wait_from_transfer(sample, tmp_path):
+    import nsysql
+    raw = Raw(sample["torchrun"])
+    inst = waits(instances(raw))
+    want = plain_comm(raw, inst)
+    with nsysql.open(sample["torchrun"], cache_dir=tmp_path) as ex:
+        got = ex.comm()
+        matched = ex.run("analysis.comm_waits")
+    assert matched["matched"].sum() == sum(i["matched"] for i in inst) == 156  # 78 collectives on each of 2 ranks
+    assert {(r["pid"], r["step"]) for r in got.iter_rows(named=True)} == set(want)
+    for r in got.iter_rows(named=True):
+        assert {k: r[k] for k in COLUMNS} == want[(r["pid"], r["step"])], (r["pid"], r["step"])
+        assert r["rank"] == r["device_id"]  # no RANK in one nsys over torchrun: ranks by device
+    assert {(r["pid"], r["step"]) for r in got.filter(pl.col("straggler")).iter_rows(named=True)} == \
+        _stragglers(got.to_dicts())
+    # the planted straggler: rank 1 sleeps 25 ms in step 2; rank 0 waits for it more than in any other step
+    step2 = got.filter(pl.col("step") == 2)
+    assert step2.filter(pl.col("straggler"))["rank"].to_list() == [1]
+    rank0 = got.filter(pl.col("rank") == 0).sort("step")
+    assert rank0["wait_ns"].arg_max() == 1 and rank0["wait_ns"][1] > 40_000_000
+
+
+def test_per_rank_exports_are_aligned_and_give_the_job_view(sample, tmp_path):
+    from typer.testing import CliRunner
+
+    from nsysql.cli import app
+    raws = [Raw(sample["rank0"]), Raw(sample["rank1"])]
+    assert [r.rank for r in raws] == [0, 1]
+    # the plain alignment: the median of (rank 0's end - rank 1's end) over the collectives both have
+    first = [instances(r, source=i) for i, r in enumerate(raws)]
+    ends0 = {i["key"]: i["end"] for i in first[0]}
+    gaps = sorted(ends0[i["key"]] - i["end"] for i in first[1] if i["key"] in ends0)
+    shift = gaps[len(gaps) // 2] if len(gaps) % 2 else (gaps[len(gaps) // 2 - 1] + gaps[len(gaps) // 2]) // 2
+    assert abs(shift - (raws[1].utc - raws[0].utc)) < 100_000  # the session starts agree to 0.1 ms
+    inst = waits(instances(raws[0]) + instances(raws[1], shift=shift, source=1))
+    want = {**plain_comm(raws[0], [i for i in inst if i["source"] == 0]),
+            **plain_comm(raws[1], [i for i in inst if i["source"] == 1], shift=shift)}
+    result = CliRunner().invoke(app, ["comm", str(sample["rank0"]), str(sample["rank1"]), "-f", "csv",
+                                      "--cache-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "put on rank0's clock" in result.stderr and "78 collectives matched" in result.stderr
+    got = pl.read_csv(result.stdout.encode())
+    assert got["rank"].to_list() == [0] * 4 + [1] * 4  # RANK of each process's environment
+    for r in got.iter_rows(named=True):
+        assert {k: r[k] for k in COLUMNS} == want[(r["pid"], r["step"])], (r["pid"], r["step"])
+    assert {(r["pid"], r["step"]) for r in got.filter(pl.col("straggler")).iter_rows(named=True)} == \
+        _stragglers(got.to_dicts())
+    assert got.filter((pl.col("step") == 2) & pl.col("straggler"))["rank"].to_list() == [1]
+
+
+def test_breakdown_adds_up_and_utilization_leaves_waiting_out(sample, tmp_path):
+    import nsysql
+    raw = Raw(sample["torchrun"])
+    inst = waits(instances(raw))
+    with nsysql.open(sample["torchrun"], cache_dir=tmp_path) as ex:
+        bd = ex.run("analysis.step_breakdown")
+        gpus = ex.run("analysis.overview_gpus")
+    cats = [c for c in bd.columns if c.endswith("_ns") and c != "wall_ns"]
+    assert "comm_transfer_ns" in cats and "comm_wait_ns" in cats
+    assert (bd.select(pl.sum_horizontal(cats)).to_series() == bd["wall_ns"]).all()
+    assert bd["comm_wait_ns"].sum() > 0
+    # GPU 0 waits for rank 1: the plain walk's busy (ops with NCCL kernels cut to their transfer part) and
+    # wait-only time over the analysed steps
+    assert gpus["device_id"].to_list() == [0, 1]  # the job's GPUs only: the capture saw 4
+    for g in gpus.iter_rows(named=True):
+        busy = wait_only = window = 0
+        for (pid, step), (s, e) in ((k, v) for pid in raw.steps for k, v in
+                                    (((pid, st), se) for st, se in raw.steps[pid].items())):
+            if not any(o[1] == pid and o[2] == g["device_id"] for o in raw.ops):
+                continue
+            window += e - s
+            ops = [(max(o[4], s), min(o[5], e)) for o in raw.ops
+                   if o[1] == pid and o[2] == g["device_id"] and o[0] != "comm" and o[4] < e and o[5] > s]
+            ops += [(max(i["wait_end"], s), min(i["end"], e)) for i in inst
+                    if i["pid"] == pid and i["device"] == g["device_id"] and i["wait_end"] < e and i["end"] > s
+                    and i["end"] > i["wait_end"]]
+            spins = [(max(i["start"], s), min(i["wait_end"], e)) for i in inst
+                     if i["pid"] == pid and i["device"] == g["device_id"] and i["start"] < e and i["wait_end"] > s
+                     and i["wait_end"] > i["start"]]
+            busy += length(merge(ops))
+            wait_only += length(merge(ops + spins)) - length(merge(ops))
+        assert g["busy_ns"] == busy
+        assert g["utilization_pct"] == pytest.approx(100.0 * busy / window)
+        assert g["comm_wait_pct"] == pytest.approx(100.0 * wait_only / window)
+    assert gpus.filter(pl.col("device_id") == 0)["comm_wait_pct"][0] > 20
+
+
+def test_the_top_finding_of_a_job_with_a_late_rank_is_the_straggler(sample, tmp_path):
+    import nsysql
+    with nsysql.open(sample["torchrun"], cache_dir=tmp_path) as ex:
+        found = ex.findings()
+        comm = ex.comm().filter(pl.col("analysed"))
+    top = found.row(0, named=True)
+    assert top["rule"] == "straggler" and top["title"].startswith("Rank 1 arrives late")
+    # recoverable: the waiting rank's exposed wait over the analysed steps (one waiting rank: its own)
+    assert top["recoverable_ns"] == comm.filter(pl.col("rank") == 0)["exposed_wait_ns"].sum()
+    # no rule repeats per rank: each fires once for the job
+    assert found["rule"].n_unique() == found.height
