@@ -378,7 +378,7 @@ def _breakdown_lines(ov: Overview, width: int, top: int, color: bool) -> list[st
         return []
     frame, more = _breakdown_frame(ov, top)
     unused = _unused_comm(ov)  # a job without communication reads as before: no empty comm columns
-    frame = frame.drop(unused).rename(_SHORT)
+    frame = frame.drop(unused).rename(_SHORT, strict=False)
     meta = {_SHORT[k]: catalog.Column(_SHORT[k], "BIGINT", "ns", 2) for k in BREAKDOWN_META if k not in unused}
     notes = ([f"{_plural(more, 'more step')}; the mean is over all of them; `nsysql overview -f csv` lists every step"]
              if more else [])
@@ -483,8 +483,9 @@ def render_markdown(summary: Summary, top: int = 5) -> str:
              " ".join(_scope_lines(ov, 10_000) + _step_time_line(ov, 10_000)), ""]
     if ov.breakdown.height:
         frame, _ = _breakdown_frame(ov, top)
-        parts += ["## Step time breakdown", "", to_markdown(frame.rename(_SHORT), columns={
-            _SHORT[k]: catalog.Column(_SHORT[k], "BIGINT", "ns", 2) for k in BREAKDOWN_META})]
+        unused = _unused_comm(ov)
+        parts += ["## Step time breakdown", "", to_markdown(frame.drop(unused).rename(_SHORT, strict=False), columns={
+            _SHORT[k]: catalog.Column(_SHORT[k], "BIGINT", "ns", 2) for k in BREAKDOWN_META if k not in unused})]
     if ov.gpus.height:
         parts += ["## GPUs", "", to_markdown(ov.gpus, columns="analysis.overview_gpus")]
     for title, frame, query in (("Top operators", ov.top_ops.head(top), "analysis.top_ops"),

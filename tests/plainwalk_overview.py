@@ -38,7 +38,14 @@ TENSOR_CORE = re.compile(r"hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)
 SYNC_APIS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
              "cuStreamSynchronize", "cuEventSynchronize", "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemset",
              "cudaMemset2D", "cudaMemset3D"}
-CATEGORIES = ("kernel_ns", "memcpy_ns", "memset_ns", "runtime_ns", "dataloader_ns", "cpu_exec_ns", "other_ns")
+CATEGORIES = ("kernel_ns", "comm_transfer_ns", "comm_wait_ns", "memcpy_ns", "memset_ns", "runtime_ns", "dataloader_ns",
+              "cpu_exec_ns", "other_ns")
+
+
+def is_comm(op) -> bool:
+    """An NCCL kernel, by its name (queries/macros/is_nccl_name.sql's rule)."""
+    name = op.get("name") or ""
+    return op["kind"] == "kernel" and ("nccl" in name.lower() or "::oneRankReduce<" in name)
 
 
 def split_tid(gtid):
@@ -200,8 +207,9 @@ def covers(islands, a, b) -> bool:
 
 
 def plain_breakdown(win, ops, calls, ranges, osrt):
-    """One analysed step's seven categories (ns). win: dict pid, tid, start_ns, end_ns; ops: dicts kind, pid, start,
-    end; calls: dicts pid, tid, start, end; ranges: dicts pid, tid, start, end, text, cross; osrt: outermost OS
+    """One analysed step's nine categories (ns). win: dict pid, tid, start_ns, end_ns; ops: dicts kind, pid, start,
+    end (NCCL kernels: name, and wait_end where another rank was waited for: [start, wait_end) waits, the rest is
+    transfer); calls: dicts pid, tid, start, end; ranges: dicts pid, tid, start, end, text, cross; osrt: outermost OS
     runtime calls, dicts pid, tid, start, end. Elementary segments between all boundaries inside the step, each
     given to the first category that holds in it."""
     S, E, pid = win["start_ns"], win["end_ns"], win["pid"]
@@ -212,7 +220,9 @@ def plain_breakdown(win, ops, calls, ranges, osrt):
     mine = [o for o in ops if o["pid"] == pid]
     my_calls = [c for c in calls if c["pid"] == pid]
     spans = {
-        "kernel_ns": clipped(o for o in mine if o["kind"] in ("kernel", "graph")),  # a graph: kernels without rows
+        "kernel_ns": clipped(o for o in mine if o["kind"] in ("kernel", "graph") and not is_comm(o)),  # graph: no kernel rows
+        "comm_transfer_ns": clipped(dict(start=o.get("wait_end", o["start"]), end=o["end"]) for o in mine if is_comm(o)),
+        "comm_wait_ns": clipped(dict(start=o["start"], end=o.get("wait_end", o["start"])) for o in mine if is_comm(o)),
         "memcpy_ns": clipped(o for o in mine if o["kind"] == "memcpy"),
         "memset_ns": clipped(o for o in mine if o["kind"] == "memset"),
         "runtime_ns": clipped(my_calls),

@@ -254,8 +254,9 @@ def test_synthetic_edge_cases_run(case, tmp_path):
 
 
 def test_two_ranks_findings_per_process(tmp_path):
-    """Two processes with their own steps 1-3 at the same time (make_synthetic two_ranks): each rule's bound per
-    process equals the plain walk's, with no step of one rank mixed into the other's (steps are (pid, step))."""
+    """Two processes with their own steps 1-3 at the same time (make_synthetic two_ranks, ranks of one job: NCCL
+    on each): a rule that fires on both ranks is one finding whose bound is the larger of the two processes' plain
+    bounds (no step of one rank mixed into the other's: steps are (pid, step)), naming both ranks."""
     import nsysql
 
     from conftest import make_synthetic
@@ -263,10 +264,18 @@ def test_two_ranks_findings_per_process(tmp_path):
     path = make_synthetic().two_ranks().write(tmp_path / "two_ranks.sqlite")
     with nsysql.open(path, cache_dir=tmp_path / "cache") as ex:
         df = ex.findings()
+        late = ex.run("findings.straggler", min_wait_pct=5, min_ns_per_step=0)  # its noise floor is 100 µs a step
     p = PlainFindings(path)
     assert p.pids == {100, 200}
-    idle = rows(df, "gpu_idle_in_step")
-    assert sorted(r["recoverable_ns"] for r in idle) == plain_bounds(p, "gpu_idle_in_step") == [750, 850]
-    assert sorted(r["where"] for r in idle) == ["steps 1-3, thread python3 (100)", "steps 1-3, thread python3 (200)"]
+    (idle,) = rows(df, "gpu_idle_in_step")
+    assert plain_bounds(p, "gpu_idle_in_step") == [750, 850] and idle["recoverable_ns"] == 850
+    assert idle["where"] == "ranks 0, 1: steps 1-3, thread python3 (200)"
+    assert "Also: rank 0: GPU idle inside steps" in idle["evidence"]
     for rule in ("sync_in_step", "dataloader_wait", "pageable_copy"):
-        assert sorted(r["recoverable_ns"] for r in rows(df, rule)) == plain_bounds(p, rule)
+        bounds = plain_bounds(p, rule)
+        assert [r["recoverable_ns"] for r in rows(df, rule)] == ([max(bounds)] if bounds else [])
+    # rank 1 (pid 200) arrives 200 ns late at each step's all-reduce; rank 0 waits 150 ns of it with no compute
+    assert "straggler" not in set(df["rule"])
+    straggler = late.row(0, named=True)
+    assert straggler["rule"] == "straggler" and straggler["recoverable_ns"] == 3 * 150
+    assert straggler["where"].startswith("rank 1 (pid 200, GPU 1), last in 3 of 3 analysed steps")

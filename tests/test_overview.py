@@ -443,16 +443,22 @@ def breakdown_tables():
     return wins, ops, calls, ranges, osrt
 
 
+# analysis.comm_waits with no communication kernel (the hand-worked tables have none)
+NO_COMM = ("pid BIGINT, device_id BIGINT, kernel_id BIGINT, start_ns BIGINT, wait_end_ns BIGINT, end_ns BIGINT", [])
+
+
 def breakdown_rows(wins, ops, calls, ranges, osrt):
     """analysis.step_breakdown over hand-worked tables (breakdown_tables' shapes)."""
     _, rows = run_query("analysis.step_breakdown", {
         "steady_steps": ("step BIGINT, pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, analysed BOOLEAN, "
                          "wall_ns BIGINT", [w + (w[4] - w[3],) for w in wins]),
-        "gpu_op": ("op_kind VARCHAR, pid BIGINT, start_ns BIGINT, end_ns BIGINT", ops),
+        "gpu_op": ("op_kind VARCHAR, pid BIGINT, start_ns BIGINT, end_ns BIGINT, op_id BIGINT",
+                   [o + (i,) for i, o in enumerate(ops)]),
         "runtime": ("pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT", calls),
         "nvtx_range": ("pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, end_global_tid BIGINT, text VARCHAR",
                        ranges),
         "osrt": ("pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, nesting_level BIGINT", osrt),
+        "comm_waits": NO_COMM,
     })
     return rows
 
@@ -472,10 +478,10 @@ def breakdown_walk(wins, ops, calls, ranges, osrt):
 def test_step_breakdown_hand_worked():
     tables = breakdown_tables()
     rows = breakdown_rows(*tables)
-    expected = [dict(step=1, pid=1, wall_ns=1000, kernel_ns=250, memcpy_ns=50, memset_ns=10, runtime_ns=100,
-                     dataloader_ns=200, cpu_exec_ns=240, other_ns=150),
-                dict(step=3, pid=1, wall_ns=100, kernel_ns=0, memcpy_ns=0, memset_ns=0, runtime_ns=0, dataloader_ns=0,
-                     cpu_exec_ns=0, other_ns=100)]
+    expected = [dict(step=1, pid=1, wall_ns=1000, kernel_ns=250, comm_transfer_ns=0, comm_wait_ns=0, memcpy_ns=50,
+                     memset_ns=10, runtime_ns=100, dataloader_ns=200, cpu_exec_ns=240, other_ns=150),
+                dict(step=3, pid=1, wall_ns=100, kernel_ns=0, comm_transfer_ns=0, comm_wait_ns=0, memcpy_ns=0,
+                     memset_ns=0, runtime_ns=0, dataloader_ns=0, cpu_exec_ns=0, other_ns=100)]
     assert rows == expected
     assert breakdown_walk(*tables) == [{k: r[k] for k in CATEGORIES} for r in expected]
     assert statistics.fmean(r["wall_ns"] for r in rows) == 550
@@ -490,10 +496,10 @@ def test_step_breakdown_of_two_processes_at_once():
     rows = breakdown_rows(wins, ops, calls, ranges, osrt)
     assert [(r["step"], r["pid"]) for r in rows] == [(1, 1), (1, 2), (3, 1)]
     by_step = {(r["pid"], r["step"]): {k: r[k] for k in CATEGORIES} for r in rows}
-    assert by_step[(1, 1)] == dict(kernel_ns=250, memcpy_ns=50, memset_ns=10, runtime_ns=100, dataloader_ns=200,
-                                   cpu_exec_ns=240, other_ns=150)  # as without process 2's step
-    assert by_step[(2, 1)] == dict(kernel_ns=100, memcpy_ns=0, memset_ns=0, runtime_ns=50, dataloader_ns=0,
-                                   cpu_exec_ns=850, other_ns=0)
+    assert by_step[(1, 1)] == dict(kernel_ns=250, comm_transfer_ns=0, comm_wait_ns=0, memcpy_ns=50, memset_ns=10,
+                                   runtime_ns=100, dataloader_ns=200, cpu_exec_ns=240, other_ns=150)  # as without 2's
+    assert by_step[(2, 1)] == dict(kernel_ns=100, comm_transfer_ns=0, comm_wait_ns=0, memcpy_ns=0, memset_ns=0,
+                                   runtime_ns=50, dataloader_ns=0, cpu_exec_ns=850, other_ns=0)
     analysed = [(p, n) for n, p, _, _, _, ok in wins if ok]
     assert breakdown_walk(wins, ops, calls, ranges, osrt) == [by_step[key] for key in analysed]
 
@@ -554,6 +560,7 @@ def test_overview_gpus_hand_worked():
         "gpu": (gpu_cols, [(d, "H100", h["smCount"], 80 << 30, h["maxBlocksPerSm"], h["maxWarpsPerSm"],
                             h["maxRegistersPerSm"], h["maxShmemPerSm"], h["threadsPerWarp"], h["computeMajor"])
                            for d in (0, 1, 2)]),
+        "comm_waits": NO_COMM,
     })
     expected = {
         0: dict(window_ns=2000, busy_ns=600, kernel_ns=450, utilization_pct=30.0,
@@ -592,7 +599,8 @@ def test_overview_of_two_processes_says_whose_step(tmp_path):
     text = " ".join(res.output.split())  # lines wrap at the width
     assert "Analysed: 6 of 6 steps in 2 processes (profiled_step; pid 100: 1-3; pid 200: 1-3)" in text
     assert "max 1.10 µs (step 3 of pid 200)" in text  # rank 1's step 3 is 1100 ns, every other 1000 ns
-    assert "1 (pid 100)" in res.output and "1 (pid 200)" in res.output  # the breakdown's rows
+    # the breakdown's rows: the ranks (NCCL ran on each: numbered by GPU, no RANK in one export)
+    assert "1 r0" in res.output and "1 r1" in res.output
     doc = json.loads(runner.invoke(app, ["overview", *common, "-f", "json"]).stdout)
     assert [(s["pid"], s["step"], s["wall_ns"]) for s in doc["steps"]] == [
         (100, 1, 1000), (200, 1, 1000), (100, 2, 1000), (200, 2, 1000), (100, 3, 1000), (200, 3, 1100)]

@@ -1,6 +1,6 @@
 -- nsysql: findings.straggler v1
 -- purpose: Finding: one rank arrives late at the collectives and the others wait for it, spinning in their NCCL kernels: who is late, how long the others wait, and what the late rank did meanwhile.
--- requires: analysis.comm, analysis.comm_waits, analysis.step_breakdown, macros.human_ns_each, macros.plural_s
+-- requires: analysis.steady_steps, analysis.comm, analysis.comm_waits, analysis.step_breakdown, macros.human_ns_each, macros.plural_s
 -- params: $min_wait_pct DOUBLE default 5 (fires when the waiting ranks' median exposed wait is at least this share of their analysed steps' wall time, %), $min_ns_per_step BIGINT default 100000 (and at least this much per analysed step, ns)
 -- notes: Over the analysed steps of a job of several ranks (analysis.comm: one export of several processes, or
 --   the exports of one job with their collectives matched). The straggler of a step is analysis.comm's (the rank
