@@ -375,8 +375,9 @@ class Shown:
             if self._common is None:
                 self._common = os.path.commonprefix([c for c in self.cells if c])
             common = self._common
-            if len(common) > 3 and len(text) > len(common):
-                text = "…" + text[len(common):]
+            cut = max(common.rfind(ch) for ch in "-_./ ") + 1  # whole words: `rank0`, not `…0`
+            if cut > 3 and len(text) > cut:
+                text = ("…" if width > len(text) - cut else "") + text[cut:]
         if self.kernel:
             text = compact_kernel(text)
             if len(text) > width:

@@ -288,3 +288,14 @@ def test_width_rule(monkeypatch):
     assert use_color(None, _Tty()) and not use_color(None, pipe) and not use_color("out.txt", _Tty())
     monkeypatch.setenv("NO_COLOR", "1")
     assert not use_color(None, _Tty())
+
+
+def test_export_labels_keep_the_word_that_tells_them_apart():
+    """Per-rank exports with long names share all but their last characters: a narrow table keeps the whole word
+    that differs (`…rank0`), not just the differing characters (`…0`)."""
+    from nsysql.render import to_table
+    df = pl.DataFrame({"export": ["ddp-gpt-small-2gpu-job-rank0", "ddp-gpt-small-2gpu-job-rank1"],
+                       "note": ["x" * 60, "y" * 60]})
+    text = to_table(df, width=40, columns={})
+    assert "…rank0" in text and "…rank1" in text, text
+    assert max(len(line) for line in text.splitlines()) <= 40
