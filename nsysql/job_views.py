@@ -111,7 +111,7 @@ def overview(exports: list) -> Overview:
                     ops.sort(["device_self_ns", "name"], descending=[True, False]).select(order["top_ops"]),
                     kernels.sort(["total_ns", "short_name"], descending=[True, False]).select(order["top_kernels"]),
                     api.sort(["total_ns", "api_name"], descending=[True, False]).select(order["top_api"]),
-                    notes, _idle_gpus(exports, parts), joined)
+                    notes, _idle_gpus(exports, parts), joined, sum(p.comm_wait_ns for p in parts))
 
 
 def _idle_gpus(exports: list, parts: list[Overview]) -> int:

@@ -41,6 +41,7 @@ class Overview:
     notes: tuple[str, ...] = ()  # what could not be computed from this export, and why
     idle_gpus: int = 0  # GPUs of the capture with no op in the analysed steps (not listed in gpus)
     ranks: dict | None = None  # pid -> rank, for a job of several ranks (analysis.comm_instances)
+    comm_wait_ns: int = 0  # of the communication kernels' time in the analysed steps, the part spent waiting
 
     @property
     def has_steps(self) -> bool:
@@ -95,7 +96,15 @@ def build(export: Export) -> Overview:
     top_kernels = export.run("analysis.top_kernels") if export.has("kernel") else _empty("analysis.top_kernels")
     top_api = export.run("analysis.top_api") if export.has("runtime") else _empty("analysis.top_api")
     idle = export.sql("SELECT COUNT(*) FROM gpu").item() - gpus.height if has_gpu else 0
-    return Overview(windows, stats, breakdown, gpus, top_ops, top_kernels, top_api, tuple(notes), idle, ranks_of(export))
+    ranks = ranks_of(export)
+    return Overview(windows, stats, breakdown, gpus, top_ops, top_kernels, top_api, tuple(notes), idle, ranks,
+                    comm_wait(export) if ranks else 0)
+
+
+def comm_wait(export: Export) -> int:
+    """The communication kernels' wait (analysis.comm_waits) launched in the analysed steps, summed."""
+    waits = export.run("analysis.comm_waits").filter(pl.col("analysed"))
+    return int(waits["wait_ns"].sum() or 0)
 
 
 def ranks_of(export: Export) -> dict | None:

@@ -428,6 +428,9 @@ def _top_tables(ov: Overview, width: int, top: int, color: bool, wide: bool) -> 
         out += [""] * bool(out) + to_table(kern.select("short_name", "calls", "total_ns", "avg_ns", "pct"),
                                title="Top kernels by GPU time", columns="analysis.top_kernels", width=width,
                                color=color, wide=wide, optional=("avg_ns",)).rstrip("\n").split("\n")
+        if ov.comm_wait_ns:  # NCCL kernels spin while they wait for a late rank: their time is not all work
+            out += _wrap(f"NCCL kernels' time includes {human_ns(ov.comm_wait_ns)} of waiting for other ranks.",
+                         width, "  ")
     api = ov.top_api.head(top)
     if api.height:
         out += [""] * bool(out)
