@@ -1,6 +1,6 @@
 """Communication as its own direction, on the real two-GPU DDP capture (../shared/samples/ddp-2gpu/torchrun, never
 committed: skipped where it is not there): every NCCL kernel, found by its name in the raw SQLite rows, is charged
-`comm` and no other GPU op is; the layers, coverage and step figures follow."""
+`comm` and no other GPU op is; the layers, coverage and step figures and the plots follow."""
 from __future__ import annotations
 
 import sqlite3
@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 import nsysql
+from nsysql import plot
 
 from conftest import REPO, unxz
 from plainwalk import PlainAttribution, ops_in_steps, plain_steps, union_length
@@ -92,3 +93,38 @@ def test_backward_inference_sees_past_the_all_reduces(ddp):
     for n in range(8):
         assert layers[f"forward_pass/layer_{n}"]["bprop_ns"] > layers[f"forward_pass/layer_{n}"]["fprop_ns"]
     assert layers["forward_pass"]["bprop_ns"] < layers["forward_pass/layer_0"]["bprop_ns"] * 2
+
+
+def drawn(monkeypatch):
+    """plot's figures, kept as they are saved."""
+    figures = []
+    real = plot._save
+
+    def keep(fig, output):
+        figures.append(fig)
+        return real(fig, output)
+    monkeypatch.setattr(plot, "_save", keep)
+    return figures
+
+
+def test_timeline_draws_comm_in_its_own_colour(ddp, tmp_path, monkeypatch):
+    from matplotlib.colors import to_hex
+    ex, _ = ddp
+    figures = drawn(monkeypatch)
+    pid = ex.steps()["pid"][0]
+    plot.timeline(ex, tmp_path / "step.png", step=2, pid=pid)
+    ax_gpu = figures[0].axes[1]
+    legend = {t.get_text(): to_hex(h.get_facecolor()) for t, h in
+              zip(ax_gpu.get_legend().get_texts(), ax_gpu.get_legend().legend_handles)}
+    assert legend["communication (NCCL)"] == plot.DIRECTION_COLORS["comm"].lower()
+    assert len(set(plot.DIRECTION_COLORS.values())) == len(plot.DIRECTION_COLORS)  # a colour of its own
+    bars = [to_hex(c.get_facecolor()[0]) for c in ax_gpu.collections]
+    assert plot.DIRECTION_COLORS["comm"].lower() in bars
+
+
+def test_layers_plot_has_a_comm_bar(ddp, tmp_path, monkeypatch):
+    ex, _ = ddp
+    figures = drawn(monkeypatch)
+    plot.layers(ex, tmp_path / "layers.png", depth=2)
+    labels = [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()]
+    assert labels[:4] == ["forward", "backward", "optimizer", "communication (NCCL)"]
