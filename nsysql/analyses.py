@@ -168,7 +168,7 @@ _COPY = ("avg_bytes", "src_kind", "dst_kind", "sync_api_ns", "gb_per_s", "total_
 DECLARED: list[Analysis] = [
     Analysis(
         name="steps", after="layers",
-        help="""Steps (iterations): wall time, GPU busy time, fprop/bprop/optimizer split, kernels.
+        help="""Steps (iterations): wall time, GPU busy time, fprop/bprop/optimizer/communication split, kernels.
 
     Steps are the top-level NVTX ranges named like profiled_step, step_N, ProfilerStep#N or iteration N; without any, each repetition of the first repeating top-level range (forward_pass, backward_pass, ..., forward_pass) starts one.
 
@@ -183,8 +183,8 @@ DECLARED: list[Analysis] = [
                     f"none of the exports has steps: {NO_STEPS_HINT}"),
         title="Steps", timestamps=True,
         optional=("range_id", "source", "pid", "tid", "end_ns", "gpu_ops", "off_thread_ops", "other_ns", "kernels",
-                  "start_ns"),
-        unit_groups=(("wall_ns", "gpu_busy_ns", "fprop_ns", "bprop_ns", "optim_ns", "other_ns", "past_end_ns"),),
+                  "comm_ns", "start_ns"),
+        unit_groups=(("wall_ns", "gpu_busy_ns", "fprop_ns", "bprop_ns", "optim_ns", "comm_ns", "other_ns", "past_end_ns"),),
     ),
     Analysis(
         name="efficiency", after="plot",

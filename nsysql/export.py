@@ -426,11 +426,11 @@ class Export:
         return self.run("analysis.kernels")
 
     def kernel_table(self) -> pl.DataFrame:
-        """Every GPU op charged to direction (fprop/bprop/optim/other), layer, op, input shapes, seq."""
+        """Every GPU op charged to direction (fprop/bprop/optim/comm/other), layer, op, input shapes, seq."""
         return self.run("analysis.kernel_table")
 
     def layers(self, depth: int = 0, merge_repeats: bool = False) -> pl.DataFrame:
-        """Kernel time per layer path split fprop/bprop/optim; `depth` keeps N path components."""
+        """Kernel time per layer path split fprop/bprop/optim/comm; `depth` keeps N path components."""
         if depth < 0:
             raise NsysqlError(f"depth must be 0 (whole path) or more, not {depth}")
         return self.run("analysis.layers", depth=depth, merge_repeats=merge_repeats)

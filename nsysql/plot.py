@@ -17,8 +17,11 @@ if TYPE_CHECKING:
     from .export import Export
 
 FORMATS = (".png", ".svg", ".pdf")
-DIRECTION_COLORS = {"fprop": "#4C72B0", "bprop": "#DD8452", "optim": "#55A868", "other": "#9A9A9A"}
-DIRECTION_LABELS = {"fprop": "forward", "bprop": "backward", "optim": "optimizer", "other": "other / unknown"}
+# comm (NCCL's kernels): purple, apart from the blue, orange and green of the compute directions and the grey
+DIRECTION_COLORS = {"fprop": "#4C72B0", "bprop": "#DD8452", "optim": "#55A868", "comm": "#8172B3",
+                    "other": "#9A9A9A"}
+DIRECTION_LABELS = {"fprop": "forward", "bprop": "backward", "optim": "optimizer", "comm": "communication (NCCL)",
+                    "other": "other / unknown"}
 # Light qualitative colors (ColorBrewer Set3 + Pastel2) for NVTX range names, handed out in order of first
 # appearance in the window, so the first 20 names all differ and one name keeps one color.
 RANGE_PALETTE = ("#8DD3C7", "#FFFFB3", "#BEBADA", "#FB8072", "#80B1D3", "#FDB462", "#B3DE69", "#FCCDE5",
@@ -72,7 +75,8 @@ def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None,
 
 
 def layers(ex: "Export", output: str | Path, *, top: int = 25, depth: int = 0, merge_repeats: bool = False) -> Path:
-    """Horizontal stacked bars of forward / backward / optimizer kernel time per layer, largest first."""
+    """Horizontal stacked bars of forward / backward / optimizer / communication kernel time per layer, largest
+    first."""
     output = check_output(output)
     df = ex.layers(depth=depth, merge_repeats=merge_repeats)
     if df.is_empty():
@@ -216,13 +220,15 @@ def _draw_layers(df, title: str):
     ax = fig.subplots()
     y = list(range(df.height))
     left = [0.0] * df.height
-    for direction in ("fprop", "bprop", "optim"):
+    for direction in ("fprop", "bprop", "optim", "comm"):
+        if direction == "comm" and not any(df["comm_ns"]):  # a legend entry only where there is communication
+            continue
         values = [v / scale for v in df[f"{direction}_ns"].to_list()]
         ax.barh(y, values, left=left, height=0.7, color=DIRECTION_COLORS[direction],
                 label=DIRECTION_LABELS[direction])
         left = [a + b for a, b in zip(left, values)]
-    other = [(t - f - b - o) / scale for t, f, b, o in
-             zip(df["total_ns"], df["fprop_ns"], df["bprop_ns"], df["optim_ns"])]
+    other = [(t - f - b - o - c) / scale for t, f, b, o, c in
+             zip(df["total_ns"], df["fprop_ns"], df["bprop_ns"], df["optim_ns"], df["comm_ns"])]
     if any(v > 0 for v in other):
         ax.barh(y, other, left=left, height=0.7, color=DIRECTION_COLORS["other"], label=DIRECTION_LABELS["other"])
         left = [a + b for a, b in zip(left, other)]

@@ -140,11 +140,12 @@ def detail_sections(export: Export, top: int = 10) -> list[Section]:
     if export.has("nvtx_range"):
         steps = export.steps()
         if steps.height:
-            sections.append(Section("Steps", steps.select(STEP_COLUMNS).head(top),
+            columns = [c for c in STEP_COLUMNS if c != "comm_ns" or (steps["comm_ns"] > 0).any()]  # comm: NCCL's, if any
+            sections.append(Section("Steps", steps.select(columns).head(top),
                                     "GPU work launched by any thread of the process while the step runs (the autograd "
-                                    "thread's backward included); fprop/bprop/optim from kernel attribution; "
+                                    "thread's backward included); fprop/bprop/optim/comm from kernel attribution; "
                                     "`nsysql steps`", key="steps", query="analysis.steps",
-                                    optional=("pid", "kernels", "off_thread_ops", "optim_ns")))
+                                    optional=("pid", "kernels", "off_thread_ops", "optim_ns", "comm_ns")))
     if export.has("kernel") and export.has("nvtx_range"):  # layers and coverage are of NVTX ranges
         sections.append(_layers(export, top))
         cov = export.run("analysis.range_coverage")
@@ -162,7 +163,7 @@ def detail_sections(export: Export, top: int = 10) -> list[Section]:
 
 
 STEP_COLUMNS = ["step", "pid", "name", "wall_ns", "gpu_busy_ns", "gpu_busy_pct", "fprop_ns", "bprop_ns", "optim_ns",
-                "kernels", "off_thread_ops"]
+                "comm_ns", "kernels", "off_thread_ops"]
 LAUNCH_COLUMNS = ["pid", "tid", "thread_name", "launches", "cpu_ns", "gpu_busy_ns", "launch_span_ns", "gpu_idle_ns",
                   "median_api_ns", "p95_api_ns", "median_queue_ns", "p95_queue_ns", "shorter_than_launch", "launch_bound"]
 GAP_COLUMNS = ["device_id", "gap_ns", "before_op", "after_op", "tid", "thread_name", "launch_api", "launch_offset_ns",
@@ -174,10 +175,12 @@ def _layers(export: Export, top: int) -> Section:
     """Kernel time per layer (two path levels, numbered layers merged), largest first, with attribution coverage."""
     from .attribution import coverage_line
     layers = export.layers(depth=2, merge_repeats=True).sort("total_ns", descending=True).head(top)
+    if not (layers["comm_ns"] > 0).any():  # no NCCL kernel among them: the column only where there is communication
+        layers = layers.drop("comm_ns")
     note = (coverage_line(export.attribution_coverage()) +
             ". `nsysql layers --depth N`, `nsysql kernels` for every kernel")
     return Section(f"Top {top} layers by kernel time (forward, backward, optimizer)", layers, note, key="layers", query="analysis.layers",
-                   optional=("kernels", "bprop_ratio", "optim_ns"))
+                   optional=("kernels", "bprop_ratio", "optim_ns", "comm_ns"))
 
 
 def _launch_overhead(export: Export) -> Section:

@@ -1147,6 +1147,57 @@ def annotated_backward() -> SyntheticExport:
     return b
 
 
+OPTIMIZER_NAMES = ("opt", "OPT_STEP", "optStep", "step_optimizer", "Optimizer", "optim_step", "AdamW.step", "sgd",
+                   "opt.zero_grad")  # user ranges an optimizer step is known by (macros.is_optimizer_name)
+NOT_OPTIMIZER_NAMES = ("option_parsing", "adopt_weights", "OPT-125m forward")  # `opt` inside another word or name
+
+
+def direction_names() -> SyntheticExport:
+    """Directions decided by names (pid 100): optimizer ranges by their usual names, and communication kernels.
+
+        tid 100 "python3", one top-level range per name, i = 0, 1, ... over OPTIMIZER_NAMES then
+        NOT_OPTIMIZER_NAMES, b = 1000 * (i + 1):
+          <name> [b, b+900]: corr i+1 launch [b+100, b+150] -> k_<i> [b+200, b+300]
+            => optim for OPTIMIZER_NAMES, fprop for NOT_OPTIMIZER_NAMES; layer <name>
+          in `opt` (i = 0) also: corr 101 launch [1400, 1450]
+            -> ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096UL>) [1500, 1600]
+            => comm (named like NCCL's: communication, not the optimizer's work), layer opt
+        forward_pass [20000, 25000]
+          NCCL:ncclAllReduce [20100, 20900]
+            corr 102 launch [20200, 20250] -> allreduce_custom [20300, 20800]   => comm (inside NCCL's range)
+            corr 103 cudaMemcpyAsync [20400, 20450] -> DtoD 4096 B [20500, 20600] => fprop (a copy is never comm)
+          corr 104 launch [21000, 21050] -> void <unnamed>::oneRankReduce<FuncPreMulSum<float>>(void *)
+            [21100, 21400]                                                    => comm (NCCL's one-rank reduction)
+          corr 105 launch [21500, 21550] -> gemm_fwd [21600, 22000]           => fprop
+        tid 101 "pt_autograd_0":
+          autograd::engine::evaluate_function: MmBackward0 [22000, 23000]
+            corr 106 launch [22100, 22150] -> ncclKernel_Broadcast_RING_LL_Sum_int8_t [22200, 22400]
+              => comm (would be bprop), layer: borrowed forward_pass
+            corr 107 launch [22500, 22550] -> mm_bwd [22600, 22900]           => bprop
+        kernel ncclDevKernel_AllGather_RING_LL [26000, 26100] with correlationId 777 (no API call) => comm, '?'
+    """
+    b, main, autograd = training_process()
+    for i, name in enumerate(OPTIMIZER_NAMES + NOT_OPTIMIZER_NAMES):
+        base = 1000 * (i + 1)
+        main.range(name, base, base + 900)
+        main.launch(base + 100, base + 150, i + 1, f"k_{i}", base + 200, base + 300)
+    main.launch(1400, 1450, 101, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096UL>)",
+                1500, 1600)
+    main.range("forward_pass", 20000, 25000)
+    b.domain("NCCL", 50, pid=P, tid=MAIN)
+    main.range("ncclAllReduce", 20100, 20900, domain="NCCL")
+    main.launch(20200, 20250, 102, "allreduce_custom", 20300, 20800)
+    b.memcpy(20500, 20600, 4096, pid=P, correlation_id=103, copy_kind=DTOD, src_kind=DEVICE, dst_kind=DEVICE,
+             api_start=20400, api_end=20450, tid=MAIN)
+    main.launch(21000, 21050, 104, "void <unnamed>::oneRankReduce<FuncPreMulSum<float>>(void *)", 21100, 21400)
+    main.launch(21500, 21550, 105, "gemm_fwd", 21600, 22000)
+    autograd.range("autograd::engine::evaluate_function: MmBackward0", 22000, 23000)
+    autograd.launch(22100, 22150, 106, "ncclKernel_Broadcast_RING_LL_Sum_int8_t", 22200, 22400)
+    autograd.launch(22500, 22550, 107, "mm_bwd", 22600, 22900)
+    b.kernel_without_runtime("ncclDevKernel_AllGather_RING_LL", 26000, 26100, pid=P, correlation_id=777)
+    return b
+
+
 def launch_overhead_copies_gaps() -> SyntheticExport:
     """Launch overhead, copies and GPU idle gaps with numbers worked out by hand (tests/test_overhead.py,
     test_memcpy.py, test_gaps.py). pid 100; tid 100 python3, 101 pt_autograd_0, 102 loader.

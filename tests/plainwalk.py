@@ -116,6 +116,30 @@ def is_op_marker(text: str) -> bool:
             or text.startswith("Optimizer.step#") or text.startswith("Optimizer.zero_grad#"))
 
 
+def is_optimizer_name(text: str) -> bool:
+    """A user range's text naming an optimizer step, in any case: it contains `optim`, or it is the name `opt`,
+    `sgd` or `adam...` (letters and digits), with `step` before it and `step` or `zero_grad` after it allowed,
+    joined by nothing, `_`, `.`, `-` or a space."""
+    t = text.lower()
+    if "optim" in t:
+        return True
+    joins = ("", "_", ".", "-", " ")
+    heads = [""] + ["step" + j for j in joins]
+    tails = [""] + [j + w for j in joins for w in ("step", "zero_grad")]
+    for head in heads:
+        for tail in tails:
+            if len(t) > len(head) + len(tail) and t.startswith(head) and t.endswith(tail):
+                core = t[len(head):len(t) - len(tail)]
+                if core in ("opt", "sgd") or (core.startswith("adam") and core.isascii() and core.isalnum()):
+                    return True
+    return False
+
+
+def is_nccl_kernel_name(name: str | None) -> bool:
+    """A kernel named like NCCL's: `nccl` in any case, or NCCL's one-rank reduction `<unnamed>::oneRankReduce<...>`."""
+    return name is not None and ("nccl" in name.lower() or "::oneRankReduce<" in name)
+
+
 def is_library(domain: str, text: str) -> bool:
     """A library's own range (never a step): a library's domain, or an nvFuser entry range in the default one."""
     return (domain in LIBRARY_DOMAINS or domain.startswith("com.nvidia.nccl")
@@ -173,6 +197,10 @@ class PlainAttribution:
                 for rowid, s, e, gpid, corr in db.execute(
                         f"SELECT rowid, start, end, globalPid, correlationId FROM {table}"):
                     self.ops.append((kind, rowid, s, e, pid_of(gpid), corr))
+        self.kernel_name = {}  # kernel rowid -> demangled name
+        if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+            for rowid, name_id in db.execute("SELECT rowid, demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+                self.kernel_name[rowid] = strings.get(name_id)
         self.ops.sort(key=lambda o: (o[2], o[0], o[1]))
         if "NVTX_EVENTS" not in tables:  # an export without NVTX: read as no ranges
             db.execute("CREATE TEMP TABLE NVTX_EVENTS (start, end, eventType, globalTid, endGlobalTid, text, textId, "
@@ -275,15 +303,18 @@ class PlainAttribution:
         out = []
         for kind, rowid, _s, _e, pid, corr in self.ops:
             call = self.calls.get((pid, corr))
+            nccl_named = kind == "kernel" and is_nccl_kernel_name(self.kernel_name.get(rowid))
             if call is None:
-                out.append((kind, rowid, "other", "?", None, None, None))
+                out.append((kind, rowid, "comm" if nccl_named else "other", "?", None, None, None))
                 continue
             cs, ce, gtid = call
             st = self.stack(gtid, cs, ce)
+            # communication: a kernel named like NCCL's, or launched inside a range of NCCL's own domain
+            comm = kind == "kernel" and (nccl_named or any(r["domain"] == "NCCL" for r in st))
             users = [r for r in st if r["user"]]
             markers = [r for r in st if r["marker"] and not r["text"].startswith(EVAL)]
             evals = [r for r in st if r["text"].startswith(EVAL)]
-            optim = any((r["user"] and "optim" in r["text"].lower()) or r["text"].startswith("Optimizer.step#")
+            optim = any((r["user"] and is_optimizer_name(r["text"])) or r["text"].startswith("Optimizer.step#")
                         or r["text"].startswith("Optimizer.zero_grad#") for r in st)
             backward = bool(evals) or any(r["user"] and "backward" in r["text"].lower() for r in st)
             lent = self.borrowed(pid, gtid, cs, ce) if not users else None
@@ -309,14 +340,16 @@ class PlainAttribution:
                 layer = self.path(users)
             if layer is None and lent:
                 layer = self.path(lent)
-            if optim:
+            if comm:
+                direction = "comm"
+            elif optim:
                 direction = "optim"
             elif backward or (self.thread_name.get(gtid) or "").startswith("pt_autograd_"):
                 direction = "bprop"
             elif users or markers:  # a library's ranges alone (NCCL, cuBLAS, ...) are no user structure
                 direction = "fprop"
             elif lent:
-                if any("optim" in r["text"].lower() for r in lent):
+                if any(is_optimizer_name(r["text"]) for r in lent):
                     direction = "optim"
                 elif any("backward" in r["text"].lower() for r in lent):
                     direction = "bprop"

@@ -50,6 +50,28 @@ def test_cross_thread_backward(tmp_path):
     assert list(by_layer)[-1] == "?"
 
 
+def test_directions_by_name_optimizer_and_communication(tmp_path):
+    """An optimizer range is known by its usual names, in any case (`opt`, `OPT_STEP`, `AdamW.step`, ...), not by
+    `opt` inside another word; NCCL's kernels are comm wherever they run (by name or inside NCCL's range), copies
+    never (scripts/make_synthetic.py: direction_names)."""
+    rows, layers = table("direction_names", tmp_path)
+    for i, name in enumerate(synthetic.OPTIMIZER_NAMES):
+        assert pick(rows[f"k_{i}"])[:2] == ("optim", name)
+    for i, name in enumerate(synthetic.NOT_OPTIMIZER_NAMES, start=len(synthetic.OPTIMIZER_NAMES)):
+        assert pick(rows[f"k_{i}"])[:2] == ("fprop", name)
+    direction = {kernel: row["direction"] for kernel, row in rows.items()}
+    comm = {k for k, d in direction.items() if d == "comm"}
+    assert comm == {"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096UL>)", "allreduce_custom",
+                    "void <unnamed>::oneRankReduce<FuncPreMulSum<float>>(void *)",
+                    "ncclKernel_Broadcast_RING_LL_Sum_int8_t", "ncclDevKernel_AllGather_RING_LL"}
+    assert direction["[CUDA memcpy Device-to-Device]"] == "fprop" and direction["mm_bwd"] == "bprop"
+    by_layer = {r["layer"]: r for r in layers.iter_rows(named=True)}
+    assert (by_layer["opt"]["optim_ns"], by_layer["opt"]["comm_ns"], by_layer["opt"]["total_ns"]) == (100, 100, 200)
+    fwd = by_layer["forward_pass"]  # allreduce_custom 500 + oneRankReduce 300 + the borrowed broadcast 200
+    assert (fwd["fprop_ns"], fwd["bprop_ns"], fwd["comm_ns"], fwd["total_ns"]) == (400, 300, 1000, 1700)
+    assert (by_layer["?"]["comm_ns"], by_layer["?"]["total_ns"]) == (100, 100)
+
+
 def test_ambiguous_waiting_threads_give_unknown(tmp_path):
     rows, _ = table("ambiguous_waiting_threads", tmp_path)
     assert pick(rows["k_amb"])[:2] == ("other", "?")

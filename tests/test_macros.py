@@ -300,6 +300,26 @@ def test_comm_kernels_by_name_or_by_an_nccl_range_around_the_launch():
     assert flags == [True, True, False, True, False, True]
 
 
+OPTIMIZER_NAMES = ["opt", "OPT", "Opt", "optim", "optimizer", "OPTIMIZER", "optimizer_step", "optimizer.step",
+                   "Optimizer.step#AdamW.step", "optim_step", "opt_step", "OPT_STEP", "opt.step", "opt-step",
+                   "opt step", "optStep", "step_opt", "step_optimizer", "opt.zero_grad", "adam", "AdamW", "adamw_step",
+                   "Adam8bit", "sgd", "SGD.step", "sgd_step", "step_sgd"]
+NOT_OPTIMIZER_NAMES = ["option", "optional_head", "adopt", "layer_opt", "opt_layer_3", "OPT-125m forward",
+                       "OPTDecoderLayer", "sgd_loader_stats", "my_adam_block", "forward_pass", "step", "backward_pass",
+                       ""]
+
+
+def test_is_optimizer_name_against_the_plain_rule():
+    """The optimizer name rule (queries/macros/is_optimizer_name.sql) on its usual names and on names with `opt` in
+    another word, against plainwalk's own reading of the documented rule."""
+    from plainwalk import is_optimizer_name
+    con = connection()
+    got = {n: con.execute("SELECT is_optimizer_name($n)", {"n": n}).fetchone()[0]
+           for n in OPTIMIZER_NAMES + NOT_OPTIMIZER_NAMES}
+    assert got == {n: is_optimizer_name(n) for n in got}
+    assert [n for n in got if got[n]] == OPTIMIZER_NAMES
+
+
 def test_device_busy_in_equals_a_plain_walk():
     """Spans on two devices against their disjoint busy intervals: before the first, across several, inside one,
     after the last, empty, and on a device with none."""

@@ -81,7 +81,7 @@ def test_steps_match_plain_reading(cases):
             assert row["kernels"] == sum(1 for o in mine if o[0] == "kernel"), ident
             assert row["off_thread_ops"] == sum(1 for o in mine if o[4] != step_gtid), ident
             assert row["gpu_busy_ns"] == union_length([(o[2], o[3]) for o in mine]), ident
-            for d in ("fprop", "bprop", "optim", "other"):
+            for d in ("fprop", "bprop", "optim", "comm", "other"):
                 assert row[f"{d}_ns"] == union_length([(o[2], o[3]) for o in mine if direction[(o[0], o[1])] == d]), \
                     (ident, d)
             checked += 1

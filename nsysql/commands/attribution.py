@@ -13,11 +13,11 @@ from .common import OUTPUT, SOURCE, DepthOpt, ExportsArg, MergeRepeatsOpt, Outpu
 # table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
 OPTIONAL_KERNELS = ("seq", "device", "pid", "tid", "stream", "block", "grid", "params", "start_ns", "op")
 OPTIONAL_PYPROF: tuple[str, ...] = ("Params", "Op")
-OPTIONAL_LAYERS = ("bprop_ratio", "kernels", "optim_ns")
+OPTIONAL_LAYERS = ("bprop_ratio", "kernels", "optim_ns", "comm_ns")
 # a layer path is what a row is about: up to this many characters it is kept whole, before the optional columns
 # (a narrow terminal hides the ratio first); longer ones are shortened (nsysql/render.py: shorten_path)
 LAYER_WHOLE = 40
-LAYER_UNITS = [("fprop_ns", "bprop_ns", "optim_ns", "total_ns")]  # one time unit: they add up
+LAYER_UNITS = [("fprop_ns", "bprop_ns", "optim_ns", "comm_ns", "total_ns")]  # one time unit: they add up
 
 
 def kernels(
@@ -33,8 +33,8 @@ def kernels(
         "--pid", help="With --style pyprof: the process whose step, when several processes have steps.")] = None,
     src: Source = SOURCE,
 ) -> None:
-    """One row per kernel, memcpy and memset, in GPU start order: direction (fprop/bprop/optim/other),
-    layer (NVTX path), PyTorch op, input shapes, kernel, timing, launch geometry, thread, autograd seq.
+    """One row per kernel, memcpy and memset, in GPU start order: direction (fprop/bprop/optim/comm/other;
+    comm: NCCL's kernels), layer (NVTX path), PyTorch op, input shapes, kernel, timing, launch geometry, thread, autograd seq.
 
     Table output shows the first 40 rows and says how many more there are: use -f csv, or -f parquet -o FILE, for
     all. Table and markdown show start as ms since the capture's first event (as `nsysql plot`) and durations in µs or ms;
@@ -65,8 +65,8 @@ def layers(
     out: Output = OUTPUT,
     src: Source = SOURCE,
 ) -> None:
-    """Kernel time per layer: forward, backward and optimizer, share of all kernel time, backward/forward
-    ratio; ends with the coverage line (share of kernel time with a known layer).
+    """Kernel time per layer: forward, backward, optimizer and communication (NCCL's kernels), share of all
+    kernel time, backward/forward ratio; ends with the coverage line (share of kernel time with a known layer).
 
     Table and markdown show times in ms or µs; csv, json and parquet keep nanoseconds."""
     import textwrap

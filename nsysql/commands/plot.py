@@ -17,8 +17,9 @@ class Kind(str, Enum):
 
 
 def plot(
-    kind: Annotated[Kind, typer.Argument(help="timeline: NVTX ranges per thread above GPU ops per stream; "
-                                              "layers: forward/backward/optimizer GPU time per layer; "
+    kind: Annotated[Kind, typer.Argument(help="timeline: NVTX ranges per thread above GPU ops per stream, "
+                                              "coloured by direction; layers: forward/backward/optimizer/"
+                                              "communication GPU time per layer; "
                                               "kernels: the kernels with the most GPU time.", show_default=False)],
     exports: ExportsArg,
     output: Annotated[Path, typer.Option(

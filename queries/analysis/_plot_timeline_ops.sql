@@ -1,4 +1,4 @@
--- nsysql: analysis._plot_timeline_ops v1
+-- nsysql: analysis._plot_timeline_ops v2
 -- purpose: GPU ops (kernels, copies, sets) overlapping a time window with their device, stream and attributed direction, for the GPU rows of `nsysql plot timeline`.
 -- requires: gpu_op, gpu_op_attribution
 -- params: from_ns BIGINT, to_ns BIGINT (window, absolute)
@@ -7,7 +7,7 @@
 --   stream_id | BIGINT | id
 --   op_kind | VARCHAR | kernel, memcpy or memset
 --   name | VARCHAR | text (kernel short name, or [CUDA memcpy ...] / [CUDA memset])
---   direction | VARCHAR | fprop, bprop, optim or other
+--   direction | VARCHAR | fprop, bprop, optim, comm or other
 --   start_ns | BIGINT | ns timestamp
 --   end_ns | BIGINT | ns timestamp
 SELECT o.device_id, o.stream_id, o.op_kind, COALESCE(k.short_name, o.op_name) AS name,

@@ -1,4 +1,4 @@
--- nsysql: analysis.attribution_coverage v4
+-- nsysql: analysis.attribution_coverage v5
 -- purpose: How much GPU kernel time kernel attribution could charge: with a known layer, per direction, and per way the layer was found (seq link to the forward op, nsysql.annotate's backward range of the module, inferred from the capture's structure, own thread's range, range borrowed from the thread waiting in backward, none).
 -- requires: kernel, gpu_op, gpu_op_attribution, user_range
 -- params: none
@@ -12,6 +12,7 @@
 --   fprop_ns | BIGINT | ns
 --   bprop_ns | BIGINT | ns
 --   optim_ns | BIGINT | ns
+--   comm_ns | BIGINT | ns (NCCL's kernels: direction comm)
 --   other_ns | BIGINT | ns (outside every range, or no launching call)
 --   by_seq_ns | BIGINT | ns
 --   by_annotated_ns | BIGINT | ns
@@ -35,6 +36,7 @@ SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS kernels,
        CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'fprop'), 0) AS BIGINT) AS fprop_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'bprop'), 0) AS BIGINT) AS bprop_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'optim'), 0) AS BIGINT) AS optim_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'comm'), 0) AS BIGINT) AS comm_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'other'), 0) AS BIGINT) AS other_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE link = 'seq'), 0) AS BIGINT) AS by_seq_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE link = 'annotated'), 0) AS BIGINT) AS by_annotated_ns,

@@ -1,4 +1,4 @@
--- nsysql: analysis.efficiency v1
+-- nsysql: analysis.efficiency v2
 -- purpose: Achieved math and memory throughput per PyTorch op (with its input shapes) or per layer: FLOPs of matmuls and convolutions and bytes of elementwise ops from the shapes emit_nvtx(record_shapes=True) recorded, over the kernel time those ops took, and the share of matmul time spent in tensor-core kernels.
 -- requires: kernel, gpu_op, nvtx_range, nvtx_ancestor, gpu_op_attribution, user_range
 -- params: by VARCHAR default 'op' (op: one row per direction, op and input shapes; layer: one row per direction and layer)
@@ -31,7 +31,7 @@
 --   gb_per_s = bytes / byte_ns; tensor_core_pct is the share of flop_ns (the matmuls' and convolutions' own
 --   kernels, so a wrapper's copy kernel is not matmul time) spent in tensor-core kernels.
 -- columns:
---   direction | VARCHAR | fprop, bprop, optim or other
+--   direction | VARCHAR | fprop, bprop, optim, comm or other
 --   name | VARCHAR | text (by op: the aten op; by layer: the layer path)
 --   params | VARCHAR | text (by op: input shapes as recorded, a list longer than 160 characters cut to 120 + `… (N inputs)`; by layer: NULL)
 --   instances | BIGINT | count (op instances)

@@ -1,10 +1,10 @@
--- nsysql: analysis.kernel_table v2
+-- nsysql: analysis.kernel_table v3
 -- purpose: One row per GPU op (kernel, memcpy, memset) in GPU start order, charged to its direction, layer, PyTorch op and input shapes: the PyProf kernel table from a plain nsys export (how each is found: normalize.nsys3.gpu_op_attribution).
 -- requires: gpu_op, gpu_op_label, kernel, runtime
 -- params: none
 -- columns:
 --   idx | BIGINT | position (1 = first GPU op to start)
---   direction | VARCHAR | fprop, bprop, optim or other
+--   direction | VARCHAR | fprop, bprop, optim, comm or other
 --   layer | VARCHAR | text (user NVTX path without op markers and without the step range; '?' when unknown)
 --   op | VARCHAR | text (aten op, e.g. aten::addmm; for bprop the autograd node, e.g. AddmmBackward0)
 --   params | VARCHAR | text (input shapes as recorded by emit_nvtx(record_shapes=True); for bprop those of the forward op)

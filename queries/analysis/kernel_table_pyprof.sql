@@ -1,4 +1,4 @@
--- nsysql: analysis.kernel_table_pyprof v2
+-- nsysql: analysis.kernel_table_pyprof v3
 -- purpose: The kernels of one step in the seed tables' PyProf layout (Idx, Direction, Layer, Op, Params, Kernel), numbered from 1 within the step.
 -- requires: gpu_op, gpu_op_label, kernel, runtime, user_range
 -- params: step BIGINT default 1 (the process's own step range: 1 = its first in time; 0 = every kernel in the export),
@@ -13,7 +13,7 @@
 --   Kernel: nsys's short kernel name, as in the seed tables.
 -- columns:
 --   Idx | BIGINT | position
---   Direction | VARCHAR | fprop, bprop, optim or other
+--   Direction | VARCHAR | fprop, bprop, optim, comm or other
 --   Layer | VARCHAR | text
 --   Op | VARCHAR | text
 --   Params | VARCHAR | text

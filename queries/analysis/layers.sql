@@ -1,10 +1,11 @@
--- nsysql: analysis.layers v2
--- purpose: GPU kernel time per layer (user NVTX path, see analysis.kernel_table) split into forward, backward and optimizer, in model order, with the backward/forward ratio.
+-- nsysql: analysis.layers v3
+-- purpose: GPU kernel time per layer (user NVTX path, see analysis.kernel_table) split into forward, backward, optimizer and communication (NCCL kernels), in model order, with the backward/forward ratio.
 -- requires: kernel, gpu_op, gpu_op_attribution, user_range
 -- params: depth BIGINT default 0 (keep the first N path components; 0 = whole path), merge_repeats BOOLEAN default false (numbered components such as layer_3, MLP_0, Embedding_12 become layer_*, MLP_*, Embedding_*)
 -- notes: Kernels only (copies and sets are not kernel time); a CUDA graph traced at graph level (gpu_op kind graph)
 --   counts as one kernel lasting the whole graph, charged to the ranges around its cudaGraphLaunch. `total_ns`
---   includes direction `other`.
+--   includes direction `other`. comm_ns: NCCL's kernels (direction comm, gpu_op_attribution: named like NCCL's
+--   or launched inside an NCCL range), never in fprop_ns, bprop_ns or optim_ns.
 --   Rows are in the order their first kernel ran (model order); the unknown layer '?' sorts last.
 --   pct = share of all kernel time in the export. bprop_ratio = bprop_ns / fprop_ns (NULL without fprop).
 -- columns:
@@ -12,6 +13,7 @@
 --   fprop_ns | BIGINT | ns
 --   bprop_ns | BIGINT | ns
 --   optim_ns | BIGINT | ns
+--   comm_ns | BIGINT | ns
 --   total_ns | BIGINT | ns
 --   kernels | BIGINT | count
 --   pct | DOUBLE | pct | 1
@@ -37,6 +39,7 @@ SELECT layer,
        CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'fprop'), 0) AS BIGINT) AS fprop_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'bprop'), 0) AS BIGINT) AS bprop_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'optim'), 0) AS BIGINT) AS optim_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'comm'), 0) AS BIGINT) AS comm_ns,
        CAST(SUM(d) AS BIGINT) AS total_ns,
        CAST(SUM(n) AS BIGINT) AS kernels,
        100.0 * SUM(d) / ANY_VALUE(t.all_ns) AS pct,

@@ -18,9 +18,9 @@
 --   intervals on all devices; ops may run past the step's end when nothing synchronizes (queued kernels, NCCL
 --   kernels spinning until a late rank arrives): past_end_ns is the part of that union after the step's end, so
 --   gpu_busy_pct above 100 % always comes with past_end_ns > 0. An export without CUDA
---   activity (--trace=nvtx only) still has steps, with GPU columns 0. fprop/bprop/optim/other
+--   activity (--trace=nvtx only) still has steps, with GPU columns 0. fprop/bprop/optim/comm/other
 --   are the busy times of the step's ops of each direction (gpu_op_attribution: bprop includes the autograd
---   thread's work, optim the optimizer's); each is a union, so they add up to more than gpu_busy_ns only where
+--   thread's work, optim the optimizer's, comm NCCL's kernels); each is a union, so they add up to more than gpu_busy_ns only where
 --   ops of two directions overlap in time (several streams).
 --   Steps are numbered per process (1, 2, ... in start order within the process), so the ranks of a torchrun
 --   capture compare step by step: (pid, step) names a step, and queries join on both. Rows are in (step, pid)
@@ -43,6 +43,7 @@
 --   fprop_ns | BIGINT | ns (busy, forward ops)
 --   bprop_ns | BIGINT | ns (busy, backward ops)
 --   optim_ns | BIGINT | ns (busy, optimizer ops)
+--   comm_ns | BIGINT | ns (busy, communication: NCCL's kernels)
 --   other_ns | BIGINT | ns (busy, ops with no direction, e.g. the input copy)
 --   past_end_ns | BIGINT | ns (busy after the step's end: the ops launched in it that ran past it)
 WITH
@@ -105,14 +106,15 @@ in_step AS (
     ASOF JOIN steps AS s ON s.pid = l.pid AND s.start_ns <= l.api_start_ns
     WHERE l.api_end_ns <= s.end_ns
 ),
-scoped AS (  -- every op once for the step as a whole (scope 0) and once for its direction (1-4): one integer group
+scoped AS (  -- every op once for the step as a whole (scope 0) and once for its direction (1-5): one integer group
     SELECT (pid << 36) | (step << 3) AS grp, start_ns AS s, end_ns AS e FROM in_step
     UNION ALL
-    SELECT (pid << 36) | (step << 3) | CASE direction WHEN 'fprop' THEN 1 WHEN 'bprop' THEN 2 WHEN 'optim' THEN 3 ELSE 4 END,
+    SELECT (pid << 36) | (step << 3) | CASE direction WHEN 'fprop' THEN 1 WHEN 'bprop' THEN 2 WHEN 'optim' THEN 3
+                                                 WHEN 'comm' THEN 4 ELSE 5 END,
            start_ns, end_ns
     FROM in_step
-    UNION ALL  -- scope 5: the part after the step's end
-    SELECT (pid << 36) | (step << 3) | 5, GREATEST(start_ns, step_end_ns), end_ns FROM in_step WHERE end_ns > step_end_ns
+    UNION ALL  -- scope 6: the part after the step's end
+    SELECT (pid << 36) | (step << 3) | 6, GREATEST(start_ns, step_end_ns), end_ns FROM in_step WHERE end_ns > step_end_ns
 ),
 busy AS (  -- the union of each group's intervals (queries/macros/union_ns.sql); pid < 2^24, step < 2^33
     SELECT grp >> 36 AS pid, (grp >> 3) & 8589934591 AS step,
@@ -120,8 +122,9 @@ busy AS (  -- the union of each group's intervals (queries/macros/union_ns.sql);
            CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 1) AS BIGINT) AS fprop_ns,
            CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 2) AS BIGINT) AS bprop_ns,
            CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 3) AS BIGINT) AS optim_ns,
-           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 4) AS BIGINT) AS other_ns,
-           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 5) AS BIGINT) AS past_end_ns
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 4) AS BIGINT) AS comm_ns,
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 5) AS BIGINT) AS other_ns,
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 6) AS BIGINT) AS past_end_ns
     FROM union_ns(scoped)
     GROUP BY ALL
 ),
@@ -136,7 +139,7 @@ SELECT s.step, s.name, s.source, s.pid, s.tid, s.range_id, s.start_ns, s.end_ns,
        COALESCE(b.busy_ns, 0) AS gpu_busy_ns,
        100.0 * COALESCE(b.busy_ns, 0) / NULLIF(s.end_ns - s.start_ns, 0) AS gpu_busy_pct,
        COALESCE(b.fprop_ns, 0) AS fprop_ns, COALESCE(b.bprop_ns, 0) AS bprop_ns,
-       COALESCE(b.optim_ns, 0) AS optim_ns, COALESCE(b.other_ns, 0) AS other_ns,
+       COALESCE(b.optim_ns, 0) AS optim_ns, COALESCE(b.comm_ns, 0) AS comm_ns, COALESCE(b.other_ns, 0) AS other_ns,
        COALESCE(b.past_end_ns, 0) AS past_end_ns
 FROM steps AS s
 LEFT JOIN counts AS c ON c.pid = s.pid AND c.step = s.step

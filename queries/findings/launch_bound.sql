@@ -1,4 +1,4 @@
--- nsysql: findings.launch_bound v3
+-- nsysql: findings.launch_bound v4
 -- purpose: Finding: threads that cannot launch GPU work as fast as the GPU runs it inside the analysed steps (kernels shorter than their launch calls, the GPU idle between them), which CUDA graphs or torch.compile would fix.
 -- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, gpu_op_attribution, user_range, thread, macros.human_ns_each, macros.plural_s, macros.thread_names
 -- params: $min_launches_per_step BIGINT default 20 (fewest launches per analysed step, on average), $min_short_pct DOUBLE default 50 (share of the thread's kernels that ran shorter than their launch call, %), $max_gap_ns BIGINT default 1000000 (longest idle gap counted as waiting for a launch, ns), $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
@@ -17,7 +17,8 @@
 --   so two threads' findings do not overlap; both are part of gpu_idle_in_step's idle time.
 --   Fires when launch-bound and recoverable_ns >= $min_pct % of the process's analysed wall time.
 --   where: steps, the thread, and the top-level user ranges (first component of the layer path from kernel
---   attribution, e.g. forward_pass, optimizer_step; `backward` for backward ops) whose ops ended the most waiting.
+--   attribution, e.g. forward_pass, optimizer_step; `backward` for backward ops, `communication` for NCCL's kernels,
+--   direction comm) whose ops ended the most waiting.
 --   Medians are quantile_cont 0.5 over the thread's kernel launches in the analysed steps.
 -- columns:
 --   rule | VARCHAR | text (launch_bound)
@@ -90,9 +91,10 @@ per_thread AS (
 wait_thread AS (
     SELECT pid, tid, COUNT(*) AS gaps, SUM(wait_ns) AS wait_ns FROM waited GROUP BY pid, tid
 ),
-wait_layer AS (  -- where the waiting happened: the top-level user range of the op ending the gap ('backward' for bprop)
+wait_layer AS (  -- where the waiting happened: the top-level user range of the op ending the gap ('backward' for bprop,
+    -- 'communication' for NCCL's kernels)
     SELECT w.pid, w.tid,
-           CASE WHEN a.direction = 'bprop' THEN 'backward'
+           CASE WHEN a.direction = 'bprop' THEN 'backward' WHEN a.direction = 'comm' THEN 'communication'
                 ELSE COALESCE(split_part(u.layer, '/', 1), '(outside user ranges)') END AS top_range,
            SUM(w.wait_ns) AS wait_ns
     FROM waited AS w

@@ -5,7 +5,8 @@
 -- notes: NCCL's ranges are those of the NVTX domain `NCCL` (ncclAllReduce, ncclGroupEnd, ...); a call is inside one when the range or
 --   any of its ancestors (nvtx_ancestor) is NCCL's. A kernel's launching call is the runtime row of its process
 --   with its correlation id. The normalized tables are passed by name, so it reads the caller's schema's.
---   analysis.comm and findings.exposed_comm read it. The name test runs once per distinct name (OFFSET 0 keeps
+--   analysis.comm and findings.exposed_comm read it; kernel attribution applies the same rule (direction comm in
+--   normalize.nsys3._gpu_op_rules: the name test, and nvtx_context.in_nccl for the call's innermost range). The name test runs once per distinct name (OFFSET 0 keeps
 --   DuckDB from pushing it into the scan, where it lower-cased every kernel's name: 0.9 of 1.0 CPU s of
 --   exposed_comm at 1.7M kernels).
 -- columns:

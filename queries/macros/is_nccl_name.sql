@@ -3,7 +3,8 @@
 -- requires: none
 -- params: none
 -- notes: A scalar macro (inlined where it is called): the name half of the communication-kernel rule, read by
---   macros.comm_kernels and, over the distinct kernel names only, by analysis._comm_present. oneRankReduce is a
+--   macros.comm_kernels and, over the distinct kernel names only, by analysis._comm_present and
+--   normalize.nsys3._gpu_op_rules (kernel attribution's direction comm). oneRankReduce is a
 --   __global__ template in an anonymous namespace of NCCL's sources (2.19 and later), so its demangled name has
 --   `::oneRankReduce<`; a bare `oneRankReduce` elsewhere is not taken as NCCL's.
 -- columns:

@@ -1,6 +1,6 @@
--- nsysql: normalize.nsys3._gpu_op_rules v1
+-- nsysql: normalize.nsys3._gpu_op_rules v2
 -- purpose: Rules 1-6 of gpu_op_attribution for every GPU op (what its own thread's ranges and PyTorch's markers say, and the range it borrows), with what rule 7 orders and compares them by; gpu_op_attribution adds rule 7 and is what readers read.
--- requires: gpu_op_int, runtime_nvtx, nvtx_range, nvtx_context, user_range, thread
+-- requires: gpu_op_int, runtime_nvtx, nvtx_range, nvtx_context, user_range, thread, macros.is_nccl_name
 -- params: none
 -- built: on first use (attribution's rules 1-6: the costliest part of a first open, which the NVIDIA reports never read)
 -- storage-of: gpu_op_attribution (a copy of the Parquet dataset leaves this table out: that holds its rows)
@@ -14,7 +14,7 @@
 --   global_tid | BIGINT | id (thread of the launching call)
 --   call_start_ns | BIGINT | ns timestamp (start of the launching call)
 --   what | UBIGINT | id (hash of kernel name and label: what ran)
---   direction | ENUM | fprop, bprop, optim or other
+--   direction | ENUM | fprop, bprop, optim, comm or other
 --   layer_range_id | BIGINT | id (user range giving the layer; NULL = unknown)
 --   op_range_id | BIGINT | id
 --   eval_range_id | BIGINT | id
@@ -23,12 +23,18 @@
 --   link | ENUM | seq, annotated, own, borrowed or none
 CREATE TABLE _gpu_op_rules AS
 WITH
+nccl_name AS (  -- kernel names like NCCL's, tested once per distinct name (OFFSET 0: not pushed into the scan)
+    SELECT n FROM (SELECT DISTINCT kernel_name AS n FROM gpu_op_int WHERE op_kind = 'kernel' OFFSET 0)
+    WHERE is_nccl_name(CAST(n AS VARCHAR))  -- queries/macros/is_nccl_name.sql
+),
 launch AS MATERIALIZED (  -- every GPU op with its launching call and that call's innermost range context
     SELECT o.op_kind, enum_code(o.op_kind) AS kind_no, o.op_id, o.runtime_id, o.call_global_tid AS global_tid,
            o.call_start_ns AS start_ns, o.call_end_ns AS end_ns,  -- the call, as gpu_op_int found it
            hash(o.kernel_name, o.label) AS what,  -- what ran, as one integer: rule 7 compares passes by it
            cx.user_range_id, cx.op_range_id, cx.eval_range_id, cx.annotated_range_id,
-           COALESCE(cx.in_optim, false) AS in_optim, COALESCE(cx.in_backward, false) AS in_backward
+           COALESCE(cx.in_optim, false) AS in_optim, COALESCE(cx.in_backward, false) AS in_backward,
+           o.op_kind = 'kernel' AND (COALESCE(cx.in_nccl, false) OR o.kernel_name IN (SELECT n FROM nccl_name))
+             AS is_comm  -- macros.comm_kernels' rule: named like NCCL's, or launched inside an NCCL range
     FROM gpu_op_int AS o
     LEFT JOIN runtime_nvtx AS rn USING (runtime_id)
     LEFT JOIN nvtx_context AS cx ON cx.range_id = rn.range_id
@@ -114,14 +120,15 @@ borrowed_context AS (
     FROM borrowed AS b JOIN nvtx_context AS cx ON cx.range_id = b.range_id
 )
     SELECT c.op_kind, c.kind_no, c.op_id, c.global_tid, c.start_ns AS call_start_ns, c.what,
-           CAST(CASE WHEN c.in_optim THEN 'optim'
+           CAST(CASE WHEN c.is_comm THEN 'comm'
+                WHEN c.in_optim THEN 'optim'
                 WHEN c.eval_range_id IS NOT NULL OR c.in_backward
                      OR COALESCE(th.thread_name LIKE 'pt_autograd_%', false) THEN 'bprop'
                 WHEN c.user_range_id IS NOT NULL OR c.op_range_id IS NOT NULL THEN 'fprop'  -- library ranges alone: other
                 WHEN b.in_optim THEN 'optim'
                 WHEN b.in_backward THEN 'bprop'
                 WHEN b.range_id IS NOT NULL THEN 'fprop'
-                ELSE 'other' END AS ENUM('fprop', 'bprop', 'optim', 'other')) AS direction,
+                ELSE 'other' END AS ENUM('fprop', 'bprop', 'optim', 'comm', 'other')) AS direction,
            COALESCE(l.fwd_user_range_id, an.fwd_range_id, c.annotated_range_id, c.user_range_id, b.range_id)
              AS layer_range_id,
            c.op_range_id, c.eval_range_id,

@@ -1,5 +1,5 @@
--- nsysql: normalize.nsys3.gpu_op_attribution v6
--- purpose: Every GPU op (kernel, memcpy, memset, graph-level CUDA graph) charged to a direction (fprop, bprop, optim, other), a layer (user NVTX path), the PyTorch op or autograd node that launched it, its recorded input shapes and autograd sequence number.
+-- nsysql: normalize.nsys3.gpu_op_attribution v7
+-- purpose: Every GPU op (kernel, memcpy, memset, graph-level CUDA graph) charged to a direction (fprop, bprop, optim, comm, other), a layer (user NVTX path), the PyTorch op or autograd node that launched it, its recorded input shapes and autograd sequence number.
 -- requires: _gpu_op_rules, gpu_op_int, kernel_int, user_range
 -- params: none
 -- built: on first use (attribution: read by layers, steps, summarize and the kernel tables, never by the NVIDIA reports)
@@ -55,11 +55,20 @@
 --      had a gradient to compute). Host-to-device copies and memsets have no backward. Passes alike in
 --      every op (what ran, in order, and the forward's paths) are solved once; confidence = the share of
 --      the pass's ops charged; borrowed_range_id keeps the range it borrowed. Never over a seq link or an
---      annotation (those passes have no borrowed ops).
---   Direction: optim inside an optimizer range or marker; bprop inside a backward evaluation or a user
---   range named like backward (an annotated `... [backward]` range is one), or on a thread named pt_autograd_*; fprop for any other call inside a
---   user range or op marker (own or borrowed); other outside every user range and op marker (library ranges
---   such as NCCL's or cuBLAS's alone do not count) or with no launching call in the export.
+--      annotation (those passes have no borrowed ops). Communication kernels (direction comm) are no part of a
+--      pass, forward or backward: DDP's all-reduces run between a backward's layers as its buckets fill, and
+--      keep the range they borrowed.
+--   Direction: comm for a communication kernel, the rule of macros.comm_kernels (analysis.comm reads the
+--   same): a kernel named like NCCL's (macros.is_nccl_name: `nccl` in any case, NCCL's `::oneRankReduce<`), or
+--   launched by a call inside a range of NCCL's NVTX domain `NCCL` (nvtx_context.in_nccl), wherever it runs;
+--   optim inside an optimizer range or marker (a user range named like an optimizer step, in any case:
+--   containing `optim`, or the whole name `opt`, `sgd` or `adam...` with `step`/`zero_grad` around it, see
+--   macros.is_optimizer_name; PyTorch's `Optimizer.step#...` / `Optimizer.zero_grad#...` markers); bprop inside
+--   a backward evaluation or a user range named like backward (an annotated `... [backward]` range is one), or
+--   on a thread named pt_autograd_*; fprop for any other call inside a user range or op marker (own or
+--   borrowed); other outside every user range and op marker (library ranges such as NCCL's or cuBLAS's alone
+--   do not count) or with no launching call in the export. Copies, sets and graph-level CUDA graphs are never
+--   comm. A comm kernel keeps the layer of rules 1-6 (rule 7 passes it by).
 --   CUDA graph replays: every replayed kernel carries the graph launch's correlationId, so it takes
 --   the ranges enclosing cudaGraphLaunch.
 --   Ids only: the layer is user_range.layer of layer_range_id ('?' when NULL); the op is the autograd node
@@ -72,7 +81,7 @@
 -- columns:
 --   op_kind | VARCHAR | kernel, memcpy, memset or graph
 --   op_id | BIGINT | id
---   direction | ENUM | fprop, bprop, optim or other
+--   direction | ENUM | fprop, bprop, optim, comm or other
 --   layer_range_id | BIGINT | id (user range giving the layer; NULL = unknown, '?')
 --   op_range_id | BIGINT | id (innermost op marker around the launch)
 --   eval_range_id | BIGINT | id (autograd::engine::evaluate_function marker around the launch: a backward node)
@@ -92,13 +101,13 @@ pass_op AS (  -- per process with such ops: forward ops on their own range, back
            CASE WHEN NOT is_b
                   OR link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred'))
                 THEN layer_range_id END AS range_id  -- a backward op's: the lender, if it borrowed one
-    FROM (SELECT *, direction = CAST('bprop' AS ENUM('fprop', 'bprop', 'optim', 'other')) AS is_b,
+    FROM (SELECT *, direction = CAST('bprop' AS ENUM('fprop', 'bprop', 'optim', 'comm', 'other')) AS is_b,
                  link = CAST('own' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred')) AS is_own
           FROM attributed)
     WHERE (global_tid >> 24) & 16777215 IN (
               SELECT DISTINCT (global_tid >> 24) & 16777215 FROM attributed
               WHERE link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred')))
-      AND (is_b <> is_own) AND (is_b OR direction = CAST('fprop' AS ENUM('fprop', 'bprop', 'optim', 'other')))
+      AND (is_b <> is_own) AND (is_b OR direction = CAST('fprop' AS ENUM('fprop', 'bprop', 'optim', 'comm', 'other')))
 ),
 numbered AS MATERIALIZED (  -- ops so far (seen) and backward ops so far (b_seen): a backward run shares one f_seen.
     -- Counted as the sorted rows stream by (a running count over a partitioned window cost 25 % more); the counts

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.gpu_op_label v2
+-- nsysql: normalize.nsys3.gpu_op_label v3
 -- purpose: gpu_op_attribution in words: per GPU op its direction, layer path, PyTorch op or autograd node, and recorded input shapes, resolved from the ids the table stores; a view, so the texts are read only by queries that print them.
 -- requires: gpu_op_attribution, user_range, nvtx_range
 -- params: none
@@ -11,7 +11,7 @@
 -- columns:
 --   op_kind | VARCHAR | kernel, memcpy, memset or graph
 --   op_id | BIGINT | id
---   direction | VARCHAR | fprop, bprop, optim or other
+--   direction | VARCHAR | fprop, bprop, optim, comm or other
 --   layer | VARCHAR | text ('?' when unknown)
 --   op | VARCHAR | text
 --   params | VARCHAR | text

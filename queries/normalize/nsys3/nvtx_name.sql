@@ -1,12 +1,15 @@
--- nsysql: normalize.nsys3.nvtx_name v2
+-- nsysql: normalize.nsys3.nvtx_name v3
 -- purpose: One row per distinct NVTX range name of a process (domain, text, style): the texts nvtx_range shows, stored once, and what each text says about the range (op marker, user range, optimizer, backward), decided once per text instead of once per range.
--- requires: raw.NVTX_EVENTS, raw.StringIds
+-- requires: raw.NVTX_EVENTS, raw.StringIds, macros.is_optimizer_name
 -- params: none
 -- storage-of: nvtx_range (a copy of the Parquet dataset leaves this table out: those hold its rows)
 -- notes: nvtx_node refers to a row by name_id; nvtx_range joins the texts in. The key is what the raw event
 --   holds (process, domainId, text, push/pop or start/end), so nvtx_node finds its name by equality; a
 --   domain is created once per process and names ranges of any thread of that process (eventType 75).
---   The flags are those of nvtx_range.is_op_marker and nvtx_context (which explains them).
+--   The flags are those of nvtx_range.is_op_marker and nvtx_context (which explains them). Optimizer: a user
+--   range whose text names an optimizer step (macros.is_optimizer_name, in any case: containing `optim`, or the
+--   whole text `opt`, `sgd` or `adam...`, with `step`/`zero_grad` around it: opt_step, SGD.step, AdamW_step), or
+--   PyTorch's `Optimizer.step#...` / `Optimizer.zero_grad#...` op markers.
 --   Libraries' ranges: a range of a library's domain (CCCL, NCCL and its `com.nvidia.nccl...` domains, cuBLAS,
 --   cuBLASLt, cuDNN, cuFFT, cuSPARSE, cuSOLVER, NVSHMEM, CUTLASS, nvFuser, TensorRT) is the library's, never a
 --   step. TensorRT's are layers nonetheless: TensorRT marks a range per engine layer in its domain `TensorRT`,
@@ -80,7 +83,7 @@ SELECT CAST(row_number() OVER (ORDER BY pid, domain_key, push_pop, text) AS BIGI
        pid, domain_key, push_pop, domain || ':' || text AS range_name, text, domain,
        CASE WHEN push_pop THEN 'PushPop' ELSE 'StartEnd' END AS style,
        is_op_marker, is_eval, is_user, is_library, opens_internals,
-       (is_user AND contains(lower(text), 'optim'))
+       (is_user AND is_optimizer_name(text))  -- queries/macros/is_optimizer_name.sql
          OR starts_with(text, 'Optimizer.step#') OR starts_with(text, 'Optimizer.zero_grad#') AS is_optim,
        (is_user AND contains(lower(text), 'backward')) OR is_eval AS is_backward,
        is_user AND ends_with(text, ' [backward]') AS is_annotated
