@@ -1,4 +1,4 @@
--- nsysql: analysis.steps v3
+-- nsysql: analysis.steps v4
 -- purpose: Training/inference iterations (steps): wall time, GPU busy time of the work launched in each, and how many GPU ops, from step-named NVTX ranges or else from a repeating pattern of top-level ranges.
 -- requires: nvtx_range, user_range, thread, gpu_op_attribution, macros.union_ns
 -- params: none
