@@ -127,6 +127,24 @@ def link(exports: list) -> Alignment | None:
     return Alignment(tuple(shifts), residual, keys.height, waits.filter(~pl.col("matched")).height, mismatched)
 
 
+def match_note(waits: pl.DataFrame) -> str | None:
+    """One line on how well the collectives of one export's ranks matched (analysis.comm_waits), when something
+    did not: instances left unmatched, collectives whose ranks name different operations; None when all matched
+    or there is one rank."""
+    ranks = waits.select("source", "pid", "device_id").unique().height
+    if ranks < 2:
+        return None
+    unmatched = waits.filter(~pl.col("matched")).height
+    mismatched = (waits.group_by("stream_order", "seq").agg(pl.col("operation").n_unique().alias("ops"))
+                  .filter(pl.col("ops") > 1).height)
+    if not unmatched:
+        return None
+    text = (f"note: {unmatched:,} of {waits.height:,} communication kernels of {ranks} ranks were not matched across "
+            "ranks (a rank lacks them");
+    return text + (f", or {mismatched:,} collectives name different operations on different ranks)" if mismatched
+                   else ")") + "; they count as transfer, with no wait"
+
+
 def restraggle(df: pl.DataFrame) -> pl.DataFrame:
     """analysis.comm's `straggler` over the rows of every export of the job (each export's SQL saw its own ranks
     only): the same rule, true for the rank with the largest late_ns of the step when that is more than 0."""

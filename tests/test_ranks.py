@@ -255,3 +255,28 @@ def test_the_top_finding_of_a_job_with_a_late_rank_is_the_straggler(sample, tmp_
     assert top["recoverable_ns"] == comm.filter(pl.col("rank") == 0)["exposed_wait_ns"].sum()
     # no rule repeats per rank: each fires once for the job
     assert found["rule"].n_unique() == found.height
+
+
+def test_a_collective_one_rank_lacks_is_left_unmatched_and_said(sample, tmp_path):
+    """Rank 1's last NCCL kernel removed (a copy of the torchrun export): rank 0's last collective has no partner,
+    so it is unmatched (all transfer, no wait), the others still match, and `comm` says so in one line."""
+    from typer.testing import CliRunner
+
+    from nsysql.cli import app
+    path = tmp_path / "cut.sqlite"
+    shutil.copyfile(sample["torchrun"], path)
+    with sqlite3.connect(path) as db:
+        (rowid,) = db.execute(
+            "SELECT k.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL AS k JOIN StringIds AS s ON s.id = k.demangledName "
+            "WHERE s.value LIKE 'nccl%' AND k.deviceId = 1 ORDER BY k.start DESC LIMIT 1").fetchone()
+        db.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = ?", (rowid,))
+    raw = Raw(path)
+    inst = waits(instances(raw))
+    assert sum(not i["matched"] for i in inst) == 1
+    result = CliRunner().invoke(app, ["comm", str(path), "-f", "csv", "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    assert "note: 1 of 155 communication kernels of 2 ranks were not matched across ranks" in result.stderr
+    got = pl.read_csv(result.stdout.encode())
+    want = plain_comm(raw, inst)
+    for r in got.iter_rows(named=True):
+        assert {k: r[k] for k in COLUMNS} == want[(r["pid"], r["step"])], (r["pid"], r["step"])

@@ -24,9 +24,18 @@ def comm(
 
     from .. import catalog
     from ..errors import NsysqlError
+    from ..job import match_note
     with src.errors():
         origins = TimeOrigins(out.for_people)
-        df = src.gather(exports, origins.wrap(lambda ex: ex.run("analysis.comm")))
+        notes: list[str] = []
+
+        def rows(ex):
+            if (line := match_note(ex.run("analysis.comm_waits"))) and len(exports) == 1:
+                notes.append(line)  # several exports: the job's line says it (nsysql/job.py)
+            return ex.run("analysis.comm")
+        df = src.gather(exports, origins.wrap(rows))
+        for line in notes:
+            typer.echo(line, err=True)
         if df.height == 0:
             raise NsysqlError("no steps with GPU work to compare; `nsysql steps` says how steps are found")
         if df["comm_kernels"].sum() == 0:
