@@ -275,12 +275,12 @@ def summarize(
                 text = summary.render_summary(result, fmt, width=width, color=color, top=top, wide=wide)
         elif (job := multi.open_job(paths, src.open)) is not None:
             from . import job_views
-            exports, names = job
+            opened, names = job
             try:
-                result = job_views.summary(exports, f"{len(names)} exports of one job ({', '.join(names)})")
+                result = job_views.summary(opened, f"{len(names)} exports of one job ({', '.join(names)})")
                 text = summary.render_summary(result, fmt, width=width, color=color, top=top, wide=wide)
             finally:
-                for ex in exports:
+                for ex in opened:
                     ex.close()
         else:
             from . import summary_many

@@ -89,8 +89,8 @@ def _rank_of_where(where: str, ranks: dict) -> int | None:
         pid = int(m.group(1) or m.group(2))
         if pid in ranks["pid"]:
             return ranks["pid"][pid]
-    m = _DEVICE.search(where or "")
-    return ranks["device"].get(int(m.group(1))) if m else None
+    device = _DEVICE.search(where or "")
+    return ranks["device"].get(int(device.group(1))) if device else None
 
 
 def per_job(findings: pl.DataFrame, ranks: dict) -> pl.DataFrame:

@@ -97,7 +97,7 @@ def link(exports: list) -> Alignment | None:
     if any(s is None for s in starts):
         return None
     spans = [ex.sql("SELECT COALESCE(MAX(end_ns), 0) AS e FROM gpu_op").item() for ex in exports]
-    ends = [s + e for s, e in zip(starts, spans)]  # type: ignore[operator]
+    ends = [s + e for s, e in zip(starts, spans)]
     if max(starts) >= min(ends):  # type: ignore[type-var]
         return None  # the sessions do not overlap: not one job
     frames = [ex.run("analysis.comm_instances") for ex in exports]
@@ -140,7 +140,7 @@ def match_note(waits: pl.DataFrame) -> str | None:
     if not unmatched:
         return None
     text = (f"note: {unmatched:,} of {waits.height:,} communication kernels of {ranks} ranks were not matched across "
-            "ranks (a rank lacks them");
+            "ranks (a rank lacks them")
     return text + (f", or {mismatched:,} collectives name different operations on different ranks)" if mismatched
                    else ")") + "; they count as transfer, with no wait"
 

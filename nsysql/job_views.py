@@ -79,7 +79,7 @@ def findings(exports: list, **params) -> pl.DataFrame:
     return per_job(out, ranks(exports))
 
 
-def _added_up(frame: pl.DataFrame, keys: list[str], sums: list[str], maxes: list[str] = ()) -> pl.DataFrame:
+def _added_up(frame: pl.DataFrame, keys: list[str], sums: list[str], maxes: tuple[str, ...] = ()) -> pl.DataFrame:
     firsts = [c for c in frame.columns if c not in keys + sums + list(maxes)]
     return (frame.group_by(keys, maintain_order=True)
             .agg(*[pl.col(c).sum() for c in sums], *[pl.col(c).max() for c in maxes], *[pl.col(c).first() for c in firsts]))
@@ -95,7 +95,7 @@ def overview(exports: list) -> Overview:
     kernels = kernels.with_columns((pl.col("total_ns") / pl.col("calls")).alias("avg_ns"),
                                    (100.0 * pl.col("total_ns") / pl.col("total_ns").sum()).alias("pct"))
     api = _added_up(pl.concat([p.top_api for p in parts]), ["api_name", "synchronizing"], ["calls", "total_ns"],
-                    ["max_ns"])
+                    ("max_ns",))
     api = api.with_columns((pl.col("total_ns") / pl.col("calls")).alias("avg_ns"),
                            (100.0 * pl.col("total_ns") / pl.col("total_ns").sum()).alias("pct"))
     ops = pl.concat([p.top_ops for p in parts]).sort("device_self_ns", descending=True)

@@ -223,8 +223,7 @@ def test_breakdown_adds_up_and_utilization_leaves_waiting_out(sample, tmp_path):
     assert gpus["device_id"].to_list() == [0, 1]  # the job's GPUs only: the capture saw 4
     for g in gpus.iter_rows(named=True):
         busy = wait_only = window = 0
-        for (pid, step), (s, e) in ((k, v) for pid in raw.steps for k, v in
-                                    (((pid, st), se) for st, se in raw.steps[pid].items())):
+        for pid, (s, e) in ((p, se) for p in raw.steps for se in raw.steps[p].values()):
             if not any(o[1] == pid and o[2] == g["device_id"] for o in raw.ops):
                 continue
             window += e - s
