@@ -56,6 +56,20 @@ def check_sqlite_file(path: Path) -> None:
 RAW_TABLES = {"StringIds": "CREATE TABLE raw.StringIds AS SELECT min(rowid) AS rowid, id, arg_min(value, rowid) "
                            "AS value, count(*) AS copies, count(DISTINCT value) AS names FROM nsys.StringIds GROUP BY id"}
 
+# Raw tables that are one column of an export's table, read by SQLite's own SQL (sqlite_query) instead of DuckDB's
+# scanner. NVTX_EVENTS.binaryData (NVTX extended payloads, written by `nsys export --include-blobs=true`) is declared
+# TEXT but holds blobs, which the scanner refuses ("column was declared as text, found blob"); SQLite's hex() reads a
+# value of any storage class, and only the rows with a value come over (a few thousand of a million NVTX rows).
+# stub name -> (export table, its column in lower case, the view)
+SQLITE_SQL_TABLES = {
+    "NVTX_EVENTS_BINARY": ("NVTX_EVENTS", "binarydata",
+                           "CREATE VIEW raw.NVTX_EVENTS_BINARY AS SELECT CAST(rowid AS BIGINT) AS rowid, "
+                           "CAST(eventType AS BIGINT) AS eventType, CAST(globalTid AS BIGINT) AS globalTid, "
+                           "CAST(domainId AS BIGINT) AS domainId, binaryHex FROM sqlite_query('nsys', 'SELECT rowid, "
+                           "eventType, globalTid, domainId, hex(binaryData) AS binaryHex FROM NVTX_EVENTS "
+                           "WHERE binaryData IS NOT NULL')"),
+}
+
 
 def _stub_statements() -> dict[str, str]:
     sql = catalog.get("normalize.nsys3.raw_stubs").sql
@@ -179,7 +193,11 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None, every
             for name, stub in _stub_statements().items():
                 if name in shimmed:
                     continue
-                if name in tables:
+                if name in SQLITE_SQL_TABLES:
+                    table, column, view = SQLITE_SQL_TABLES[name]
+                    has = table in tables and table not in shimmed and column in columns.get(table, set())
+                    con.execute(view if has else stub)
+                elif name in tables:
                     missing = [] if name in RAW_TABLES else fill_columns(stubs[name], columns.get(name, set()))
                     filled += [(name, c) for c, _ in missing]
                     con.execute(RAW_TABLES.get(name) or raw_view(name, missing))

@@ -419,3 +419,29 @@ def test_thread_list_and_call_layers_per_process():
                                                   (1, 9, 30), (2, 4, 1))
         SELECT pid, layers FROM call_layers(calls, runtime_nvtx, nvtx_context, user_range) ORDER BY pid""").fetchall()
     assert layers == [(1, "(outside user ranges), step/fwd, step/bwd"), (2, "step/zz")]
+
+
+def test_hex_le_uint_and_int_read_little_endian_bytes():
+    """Against struct.pack: every width of 1 to 8 bytes at an odd offset, the top bit set and clear, signed and
+    unsigned; NULL outside the data, for no data, a width outside 1..8 and digits that are not hex."""
+    import struct
+    con = connection()
+    cases = []
+    for width, fmt in ((1, "b"), (2, "h"), (4, "i"), (8, "q")):
+        for value in (0, 1, 5, -1, -(1 << (8 * width - 1)), (1 << (8 * width - 1)) - 1, -77):
+            data = b"\x99" + struct.pack("<" + fmt, value) + b"\x11"
+            cases.append((data.hex().upper(), width, value, value % (1 << (8 * width))))
+    for width in (3, 5, 6, 7):  # widths no C type has: the same rule
+        data = bytes(range(1, width + 3))
+        cases.append((data.hex(), width, None, int.from_bytes(data[1:1 + width], "little")))
+    for h, width, signed, unsigned in cases:
+        got = con.execute("SELECT hex_le_uint($h, 1, $w), hex_le_int($h, 1, $w, true), hex_le_int($h, 1, $w, false)",
+                          {"h": h, "w": width}).fetchone()
+        assert got[0] == unsigned and got[2] == (unsigned if unsigned < 1 << 63 else None)
+        if signed is not None:
+            assert got[1] == signed
+    outside = con.execute("SELECT hex_le_uint('0102', 1, 2), hex_le_uint('0102', -1, 1), hex_le_uint(NULL, 0, 1), "
+                          "hex_le_uint('01', 0, 0), hex_le_uint('010203040506070809', 0, 9), hex_le_uint('zz', 0, 1), "
+                          "hex_le_int('0102', 1, 2, true)").fetchone()
+    assert outside == (None,) * 7
+    assert con.execute("SELECT hex_le_uint('2A000000', 0, 4), hex_le_int('FFFF', 0, 2, true)").fetchone() == (42, -1)

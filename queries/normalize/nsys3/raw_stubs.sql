@@ -1,7 +1,10 @@
--- nsysql: normalize.nsys3.raw_stubs v5
+-- nsysql: normalize.nsys3.raw_stubs v6
 -- purpose: Empty stand-ins for raw nsys tables an export lacks (nsys exports only tables that have data), so every normalized table exists, empty, instead of failing.
 -- requires: none
 -- params: none
+-- notes: raw.NVTX_EVENTS_BINARY is no nsys table: NVTX_EVENTS' rows with a binaryData (NVTX extended payloads,
+--   `nsys export --include-blobs=true`), the bytes as SQLite's hex() writes them. The importer reads it through
+--   SQLite's own SQL, as DuckDB's scanner refuses a blob in a column declared TEXT (importer.SQLITE_SQL_TABLES).
 -- columns: (DDL only: one CREATE TABLE raw.<nsys table> per statement, with rowid and only the columns the normalized views read)
 CREATE TABLE raw.StringIds (rowid BIGINT, id BIGINT, value VARCHAR, copies BIGINT, names BIGINT);
 CREATE TABLE raw.META_DATA_EXPORT (rowid BIGINT, name VARCHAR, value VARCHAR);
@@ -18,6 +21,11 @@ CREATE TABLE raw.CUPTI_ACTIVITY_KIND_MEMSET (rowid BIGINT, start BIGINT, "end" B
 CREATE TABLE raw.CUPTI_ACTIVITY_KIND_GRAPH_TRACE (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, greenContextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, graphId BIGINT, graphExecId BIGINT);
 CREATE TABLE raw.CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, syncType BIGINT);
 CREATE TABLE raw.NVTX_EVENTS (rowid BIGINT, start BIGINT, "end" BIGINT, eventType BIGINT, rangeId BIGINT, text VARCHAR, globalTid BIGINT, endGlobalTid BIGINT, textId BIGINT, domainId BIGINT);
+CREATE TABLE raw.NVTX_EVENTS_BINARY (rowid BIGINT, eventType BIGINT, globalTid BIGINT, domainId BIGINT, binaryHex VARCHAR);
+CREATE TABLE raw.NVTX_PAYLOAD_SCHEMAS (rowid BIGINT, domainId BIGINT, schemaId BIGINT, type BIGINT, payloadSize BIGINT, alignTo BIGINT);
+CREATE TABLE raw.NVTX_PAYLOAD_SCHEMA_ENTRIES (rowid BIGINT, domainId BIGINT, schemaId BIGINT, idx BIGINT, flags BIGINT, type BIGINT, name VARCHAR, "offset" BIGINT);
+CREATE TABLE raw.NVTX_PAYLOAD_ENUMS (rowid BIGINT, domainId BIGINT, schemaId BIGINT, size BIGINT);
+CREATE TABLE raw.NVTX_PAYLOAD_ENUM_ENTRIES (rowid BIGINT, domainId BIGINT, schemaId BIGINT, name VARCHAR, value BIGINT);
 CREATE TABLE raw.OSRT_API (rowid BIGINT, start BIGINT, "end" BIGINT, eventClass BIGINT, globalTid BIGINT, nameId BIGINT, returnValue BIGINT, nestingLevel BIGINT);
 CREATE TABLE raw.ENUM_CUDA_MEMCPY_OPER (rowid BIGINT, id BIGINT, name VARCHAR, label VARCHAR);
 CREATE TABLE raw.ENUM_CUDA_MEM_KIND (rowid BIGINT, id BIGINT, name VARCHAR, label VARCHAR);
