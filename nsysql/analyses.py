@@ -287,18 +287,6 @@ DECLARED: list[Analysis] = [
         more_hint="a longer --window-ms, or -f csv / -f parquet -o FILE for all",
         optional=("window_end_ns", "window_index"),
     ),
-    Analysis(
-        name="collectives", after="comm",
-        help="""Collectives per operation (AllReduce, AllGather, ReduceScatter, Broadcast, ...) over every rank: kernels, collectives matched across ranks, their time split into waiting for the last rank and transfer, and the NCCL algorithm and protocol.
-
-    Counts equal NVIDIA's `nsys recipe nccl_sum` where each NCCL call launched one kernel. One export of several processes, or the exports of one job (their collectives matched across them: one row per export and operation).""",
-        queries={"": "analysis.collectives"},
-        empty=Empty("no communication kernels", "{export} has no communication kernels (NCCL)",
-                    "none of the exports has communication kernels (NCCL)"),
-        title="Collectives per operation",
-        optional=("mean_ns", "ranks", "collectives"),
-        unit_groups=(("time_ns", "wait_ns", "transfer_ns"),),
-    ),
 ]
 
 

@@ -73,11 +73,11 @@ def _match(instances: pl.DataFrame, folder: Path) -> pl.DataFrame:
 def _end_gaps(waits: pl.DataFrame, n: int) -> list[pl.Series]:
     """Per export, (the first export's end - its end) of each matched collective they share."""
     matched = waits.filter(pl.col("matched"))
-    ref = matched.filter(pl.col("source") == 0).group_by("stream_order", "seq").agg(pl.col("end_ns").max().alias("ref"))
+    ref = matched.filter(pl.col("source") == 0).group_by("collective").agg(pl.col("end_ns").max().alias("ref"))
     out = [pl.Series([0], dtype=pl.Int64)]
     for i in range(1, n):
-        mine = (matched.filter(pl.col("source") == i).group_by("stream_order", "seq").agg(pl.col("end_ns").max())
-                .join(ref, on=["stream_order", "seq"]))
+        mine = (matched.filter(pl.col("source") == i).group_by("collective").agg(pl.col("end_ns").max())
+                .join(ref, on="collective"))
         out.append(mine["ref"] - mine["end_ns"])
     return out
 
@@ -121,8 +121,8 @@ def link(exports: list) -> Alignment | None:
         own = (waits.filter(pl.col("source") == i)
                .with_columns([pl.col(c) - shifts[i] for c in time_cols]))
         ex.inject(WAITS, own)
-    keys = waits.filter(pl.col("matched")).select("stream_order", "seq").unique()
-    mismatched = (waits.group_by("stream_order", "seq").agg(pl.col("operation").n_unique().alias("ops"))
+    keys = waits.filter(pl.col("matched")).select("collective").unique()
+    mismatched = (waits.group_by("collective").agg(pl.col("operation").n_unique().alias("ops"))
                   .filter(pl.col("ops") > 1).height)
     return Alignment(tuple(shifts), residual, keys.height, waits.filter(~pl.col("matched")).height, mismatched)
 
@@ -135,7 +135,7 @@ def match_note(waits: pl.DataFrame) -> str | None:
     if ranks < 2:
         return None
     unmatched = waits.filter(~pl.col("matched")).height
-    mismatched = (waits.group_by("stream_order", "seq").agg(pl.col("operation").n_unique().alias("ops"))
+    mismatched = (waits.group_by("collective").agg(pl.col("operation").n_unique().alias("ops"))
                   .filter(pl.col("ops") > 1).height)
     if not unmatched:
         return None

@@ -93,7 +93,7 @@ def instances(raw: Raw, shift: int = 0, source: int = 0) -> list[dict]:
     for o in comm:
         order = sorted(first_use[(o[1], o[2])], key=lambda st: (first_use[(o[1], o[2])][st], st)).index(o[3]) + 1
         seq[(o[1], o[2], o[3])] += 1
-        out.append(dict(source=source, pid=o[1], device=o[2], key=(order, seq[(o[1], o[2], o[3])]),
+        out.append(dict(source=source, pid=o[1], device=o[2], stream=o[3], key=(order, seq[(o[1], o[2], o[3])]),
                         op=_operation(o[6]), start=o[4] + shift, end=o[5] + shift, step=raw.step_of(o),
                         rank=raw.rank if raw.rank is not None else o[2]))
     return out
@@ -279,3 +279,64 @@ def test_a_collective_one_rank_lacks_is_left_unmatched_and_said(sample, tmp_path
     want = plain_comm(raw, inst)
     for r in got.iter_rows(named=True):
         assert {k: r[k] for k in COLUMNS} == want[(r["pid"], r["step"])], (r["pid"], r["step"])
+
+
+FORMATS = SAMPLES / "formats"
+RECIPES = FORMATS / "recipes"
+
+
+@pytest.mark.skipif(not (FORMATS / "export-include-blobs.sqlite.xz").exists(), reason="no formats sample")
+def test_collectives_match_by_communicator_and_count_as_nvidias_recipes(tmp_path):
+    """The formats sample with NCCL's payloads: instances keyed by (communicator, k-th call), the same waits as by
+    stream order on the export without payloads; per operation the counts of NVIDIA's nccl_sum and
+    nccl_gpu_proj_sum, and a bus bandwidth from a plain decode of the payloads."""
+    import csv
+
+    import nsysql
+
+    from test_nccl_payload import plain_decode
+    paths = {}
+    for name in ("export-include-blobs", "export"):
+        paths[name] = tmp_path / f"{name}.sqlite"
+        with lzma.open(FORMATS / f"{name}.sqlite.xz") as src, paths[name].open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+    got = {}
+    for name, path in paths.items():
+        with nsysql.open(path, cache_dir=tmp_path / "cache") as ex:
+            got[name] = (ex.run("analysis.comm_waits"), ex.run("analysis.collectives"))
+    blobs, plain = got["export-include-blobs"], got["export"]
+    assert blobs[0]["collective"].str.starts_with("comm ").all()
+    assert plain[0]["collective"].str.starts_with("stream ").all()
+    keys = ["kernel_id", "matched", "wait_end_ns", "late_ns"]
+    assert blobs[0].select(keys).sort("kernel_id").equals(plain[0].select(keys).sort("kernel_id"))
+    # NVIDIA's recipes count NCCL's API ranges per operation on every rank: one kernel per call here
+    for recipe in ("nccl_sum", "nccl_gpu_proj_sum"):
+        with (RECIPES / recipe / "all_stats.csv").open() as f:
+            counts = {r["Text"]: int(r["Count"]) for r in csv.DictReader(f)}
+        for row in plain[1].iter_rows(named=True):
+            assert counts["nccl" + row["operation"]] == row["instances"], (recipe, row["operation"])
+    # bus bandwidth: NCCL's message size of each kernel's call (a plain decode of its payload) x nccl-tests' bus
+    # factor, over the transfer time of the matched kernels, from the raw rows
+    raw = Raw(paths["export-include-blobs"])
+    inst = waits(instances(raw))
+    decoded = plain_decode(paths["export-include-blobs"])
+    db = sqlite3.connect(paths["export-include-blobs"])
+    ranges = [(rowid, s, e, g) for rowid, s, e, g in db.execute(
+        "SELECT n.rowid, n.start, n.end, n.globalTid FROM NVTX_EVENTS AS n LEFT JOIN StringIds AS t ON t.id = n.textId "
+        "WHERE COALESCE(n.text, t.value) LIKE 'nccl%' AND n.end IS NOT NULL")]
+    calls = {(_pid(g), c): (s, e, g) for s, e, g, c in db.execute(
+        "SELECT start, end, globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+    kernels = {(_pid(g), s, dev, st): c for s, g, dev, st, c in db.execute(
+        "SELECT start, globalPid, deviceId, streamId, correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL")}
+    moved, spent = defaultdict(float), defaultdict(int)
+    for i in inst:
+        s, e, g = calls[(i["pid"], kernels[(i["pid"], i["start"], i["device"], i["stream"])])]
+        (rowid,) = [r for r, rs, re_, rg in ranges if rg == g and rs <= s and e <= re_]
+        size = decoded[rowid]["message_bytes"]
+        factor = {"AllReduce": 2 * (2 - 1) / 2, "AllGather": 1, "ReduceScatter": 1}.get(i["op"], 1.0)
+        if i["matched"]:
+            moved[i["op"]] += size * factor
+            spent[i["op"]] += i["end"] - max(i["start"], i["wait_end"])
+    for row in blobs[1].iter_rows(named=True):
+        assert row["bus_gb_per_s"] == pytest.approx(moved[row["operation"]] / spent[row["operation"]])
+    assert plain[1]["bus_gb_per_s"].is_null().all()

@@ -45,5 +45,34 @@ def comm(
                  origin=origins.origin(exports))
 
 
+def collectives(
+    exports: ExportsArg,
+    out: Output = OUTPUT,
+    src: Source = SOURCE,
+) -> None:
+    """Collectives per operation (AllReduce, AllGather, ReduceScatter, Broadcast, ...) over every rank: kernels,
+    collectives matched across ranks, their time split into waiting for the last rank and transfer, the NCCL
+    algorithm and protocol, and with NCCL's payloads (`nsys export --include-blobs=true`) the mean message size and
+    the bus bandwidth of the transfer.
+
+    Counts equal NVIDIA's `nsys recipe nccl_sum` where each NCCL call launched one kernel. One export of several
+    processes, or the exports of one job (matched across them: one row per export and operation)."""
+    import typer
+
+    from .. import catalog
+    from ..errors import NsysqlError
+    with src.errors():
+        df = src.gather(exports, lambda ex: ex.run("analysis.collectives"))
+        if df.height == 0:
+            raise NsysqlError("no communication kernels (NCCL) to summarize")
+        if df["mean_message_bytes"].is_null().all():
+            if out.for_people:  # nothing to show in them
+                df = df.drop("mean_message_bytes", "bus_gb_per_s")
+            typer.echo("note: message sizes and bus bandwidth need NCCL's NVTX payloads: export with "
+                       "`nsys export --type sqlite --include-blobs=true -o X.sqlite X.nsys-rep`", err=True)
+        out.emit(df, columns=catalog.get("analysis.collectives").columns, title="Collectives per operation",
+                 optional=("mean_ns", "ranks", "collectives", "instances", "algorithms"))
+
+
 def register(app) -> None:
-    add_commands(app, comm=comm)
+    add_commands(app, comm=comm, collectives=collectives)

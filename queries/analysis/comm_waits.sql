@@ -1,10 +1,11 @@
--- nsysql: analysis.comm_waits v1
+-- nsysql: analysis.comm_waits v2
 -- purpose: Each rank's instance of each collective split into waiting and transfer: the collective's instances matched across ranks, the last rank's arrival, and the part of each instance spent spinning until then.
 -- requires: analysis.comm_instances
 -- params: none
 -- notes: An NCCL kernel starts when its rank launches it and spins on the GPU until every rank has arrived; only then
---   does data move. Instances of one collective are matched by (stream_order, seq) (analysis.comm_instances: the
---   k-th kernel on each rank's n-th NCCL stream); a collective is matched when every rank of the job has exactly
+--   does data move. Instances of one collective are matched by `collective`: (comm_id, comm_seq) when every
+--   instance has its communicator (NCCL's NVTX payloads: each rank's k-th kernel of that communicator), else
+--   (stream_order, seq) (analysis.comm_instances: the k-th kernel on each rank's n-th NCCL stream); a collective is matched when every rank of the job has exactly
 --   one instance of it and they name the same operation. For rank r's instance [s_r, e_r) of a matched
 --   collective whose last rank arrives at L = max s: the wait interval is [s_r, min(e_r, L)), the transfer interval
 --   [max(s_r, L), e_r), and late_ns = s_r - the first arrival (min s). An unmatched instance (a rank lacks it, has
@@ -20,6 +21,8 @@
 --   operation | VARCHAR | text
 --   stream_order | BIGINT | index
 --   seq | BIGINT | index
+--   collective | VARCHAR | text (the matching key: `comm <id>:<k>` or `stream <n>:<k>`)
+--   message_bytes | BIGINT | bytes (NULL without NCCL's payloads)
 --   start_ns | BIGINT | ns timestamp
 --   end_ns | BIGINT | ns timestamp
 --   step | BIGINT | index (NULL: outside every step)
@@ -33,21 +36,27 @@
 --   transfer_ns | BIGINT | ns (end_ns - max(start_ns, L))
 --   late_ns | BIGINT | ns (start_ns - first_arrival_ns)
 WITH
-inst AS (SELECT * FROM comm_instances),
+by_comm AS (SELECT COALESCE(bool_and(comm_id IS NOT NULL), false) AS yes FROM comm_instances),
+inst AS (
+    SELECT *, CASE WHEN (SELECT yes FROM by_comm) THEN printf('comm %d:%d', comm_id, comm_seq)
+                   ELSE printf('stream %d:%d', stream_order, seq) END AS collective
+    FROM comm_instances
+),
 job AS (SELECT COUNT(*) AS ranks FROM (SELECT DISTINCT source, pid, device_id FROM inst)),
 coll AS (
-    SELECT stream_order, seq, COUNT(*) AS ranks, COUNT(DISTINCT (source, pid, device_id)) AS distinct_ranks,
+    SELECT collective, COUNT(*) AS ranks, COUNT(DISTINCT (source, pid, device_id)) AS distinct_ranks,
            COUNT(DISTINCT operation) AS operations, MIN(start_ns) AS first_ns, MAX(start_ns) AS last_ns
-    FROM inst GROUP BY stream_order, seq
+    FROM inst GROUP BY collective
 ),
 keyed AS (
     SELECT i.*, c.ranks,
            c.ranks = (SELECT ranks FROM job) AND c.distinct_ranks = c.ranks AND c.operations = 1
                AND (SELECT ranks FROM job) > 1 AS matched,
            c.first_ns, c.last_ns
-    FROM inst AS i JOIN coll AS c USING (stream_order, seq)
+    FROM inst AS i JOIN coll AS c USING (collective)
 )
-SELECT source, rank, pid, device_id, kernel_id, operation, stream_order, seq, start_ns, end_ns, step, analysed,
+SELECT source, rank, pid, device_id, kernel_id, operation, stream_order, seq, collective, message_bytes,
+       start_ns, end_ns, step, analysed,
        matched, ranks,
        CASE WHEN matched THEN first_ns ELSE start_ns END AS first_arrival_ns,
        CASE WHEN matched THEN last_ns ELSE start_ns END AS last_arrival_ns,
