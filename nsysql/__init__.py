@@ -15,6 +15,21 @@ def open(path, *, cache_dir=None, use_cache=True):  # noqa: A001
     return Export(path, cache_dir=cache_dir, use_cache=use_cache)
 
 
+def open_job(paths, *, cache_dir=None, use_cache=True):
+    """Open the exports of one multi-GPU job, one per rank (one nsys per rank), as one job: their clocks aligned and
+    their collectives matched. Returns a `Job`; raises NsysqlError when they are not the ranks of one job."""
+    from .api import Export, Job
+    from .job import link
+    exports = [Export(p, cache_dir=cache_dir, use_cache=use_cache) for p in paths]
+    alignment = link(exports)
+    if alignment is None:
+        for ex in exports:
+            ex.close()
+        raise NsysqlError("these exports are not the ranks of one job (each needs NCCL kernels, and their captures "
+                          "must overlap in time)")
+    return Job(exports, alignment)
+
+
 def reports() -> list[str]:
     """Names of the `nsys stats`-identical reports."""
     from . import catalog
@@ -28,4 +43,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Export", "annotate", "open", "reports", "NsysqlError", "MissingDataError", "__version__"]
+__all__ = ["Export", "annotate", "open", "open_job", "reports", "NsysqlError", "MissingDataError", "__version__"]

@@ -59,3 +59,37 @@ class Export(export.Export):
         """Write the normalized tables as a Parquet dataset: DIR/<table>/export=<name>/part-0.parquet."""
         from . import dataset
         return dataset.write_parquet(self, Path(directory), name=name, force=force)
+
+
+class Job:
+    """The exports of one multi-GPU job, one per rank, put on one clock with their collectives matched
+    (nsysql/job.py): the answers one export of the whole job gives. Use `nsysql.open_job(paths)`."""
+
+    def __init__(self, exports: list[Export], alignment):
+        self.exports = exports
+        self.alignment = alignment  # nsysql.job.Alignment: the shift of each export and what is left of it
+
+    def comm(self) -> pl.DataFrame:
+        """analysis.comm of every rank, the straggler of each step decided over all of them."""
+        from .job_views import comm
+        return comm(self.exports)
+
+    def findings(self, **params) -> pl.DataFrame:
+        """The job's findings: one per rule, the straggler first (as `nsysql findings A B`)."""
+        from .job_views import findings
+        return findings(self.exports, **params)
+
+    def overview(self):
+        """The job's overview (an `nsysql.overview.Overview`), as `nsysql overview A B`."""
+        from .job_views import overview
+        return overview(self.exports)
+
+    def close(self) -> None:
+        for ex in self.exports:
+            ex.close()
+
+    def __enter__(self) -> Job:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

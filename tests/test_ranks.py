@@ -340,3 +340,18 @@ def test_collectives_match_by_communicator_and_count_as_nvidias_recipes(tmp_path
     for row in blobs[1].iter_rows(named=True):
         assert row["bus_gb_per_s"] == pytest.approx(moved[row["operation"]] / spent[row["operation"]])
     assert plain[1]["bus_gb_per_s"].is_null().all()
+
+
+def test_open_job_gives_the_job_view_in_python(sample, tmp_path):
+    """`nsysql.open_job`: the per-rank exports on one clock (DESIGN.md measured 400.019 ms between these two by
+    matched collective ends), the straggler finding first, naming rank 1, one finding per rule."""
+    import nsysql
+    with nsysql.open_job([sample["rank0"], sample["rank1"]], cache_dir=tmp_path) as job:
+        assert abs(job.alignment.shifts_ns[1] + 400_019_000) < 5_000 and job.alignment.residual_ns < 50_000
+        found = job.findings()
+        assert found["rule"][0] == "straggler" and found["title"][0].startswith("Rank 1 arrives late")
+        assert found["rule"].n_unique() == found.height
+        ov = job.overview()
+        assert sorted(ov.gpus["device_id"].to_list()) == [0, 1] and ov.breakdown["pid"].n_unique() == 2
+    with pytest.raises(nsysql.NsysqlError, match="not the ranks of one job"):
+        nsysql.open_job([sample["rank0"], sample["torchrun"]], cache_dir=tmp_path)
