@@ -31,7 +31,8 @@ def open_job(paths, *, cache_dir=None, use_cache=True):
 
 
 def reports() -> list[str]:
-    """Names of the `nsys stats`-identical reports."""
+    """Names of the reports identical to NVIDIA's: `nsys stats` reports, and nccl_gpu_overlap_trace, the
+    rank_trace.csv of the recipe `nsys recipe nccl_gpu_overlap_trace`."""
     from . import catalog
     return [q.name for q in catalog.group("reports")]
 

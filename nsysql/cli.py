@@ -147,11 +147,14 @@ def _options(version: Annotated[bool, typer.Option(
 
 
 def list_reports() -> None:
-    """List the reports that reproduce `nsys stats` exactly (each as `nsys stats -r NAME` of Nsight Systems 2025.3)."""
+    """List the reports that reproduce NVIDIA's exactly: each as `nsys stats -r NAME` of Nsight Systems 2025.3, or, marked
+    [recipe], as the CSV of the multi-report recipe `nsys recipe NAME`."""
     from .render import middle, table_width
     width = table_width()
     for q in catalog.group("reports"):
-        what = q.purpose.split(", identical to")[0].rstrip(".")  # every one is identical to nsys stats -r NAME
+        what = q.purpose.split(", identical to")[0].rstrip(".")  # identical to nsys stats -r NAME, or a recipe's CSV
+        if "`nsys recipe " in q.purpose:
+            what = "[recipe] " + what
         if q.args or catalog.valued_args(q):  # NVIDIA's report arguments, e.g. [:nvtx-name] [:base] [:mangled]
             what += "; args " + arg_usage(q)
         line = f"{q.name:24} v{q.version}  "
@@ -185,12 +188,21 @@ REPORT_OPTIONAL: dict[str, tuple[str | tuple[str, ...], ...]] = {
                        ("BlkX", "BlkY", "BlkZ"), "CorrId", "Throughput (MB/s)", ("SrcMemKd", "DstMemKd"), "Device"),
     "cuda_kern_exec_trace": (("PID", "TID"), "DevId", ("GridXYZ", "BlockXYZ"), ("Queue Start (ns)", "Queue Dur (ns)"),
                              "Total Dur (ns)", "API Function"),
+    # the recipe's: the kernel, its process's device and the two overlaps stay; Rank (0 for one export) goes first
+    "nccl_gpu_overlap_trace": ("Rank", "End", "PID"),
     "nvtx_gpu_proj_trace": ("RangeStack", "ParentId", "RangeId", "NumChild", "Lvl", ("PID", "TID"), "Style",
                             ("Orig Start (ns)", "Orig Duration (ns)")),
     "nvtx_pushpop_trace": ("NameTree", "RangeStack", "ParentId", "RangeId", "NumChild", "Lvl", ("PID", "TID"),
                            ("DurChild (ns)", "DurNonChild (ns)"), "End (ns)"),
     "um_sum": ("Migration Throughput (MB/s)",),
     "um_total_sum": (("Minimum Virtual Address", "Maximum Virtual Address"),),
+}
+
+
+# what a report's empty table means, where "(no rows)" alone would leave the reader guessing
+REPORT_EMPTY_NOTE = {
+    "nccl_gpu_overlap_trace": "no kernel named nccl* (NVIDIA's rule: a short name starting with nccl; one-rank "
+                              "NCCL's oneRankReduce is not one), so NVIDIA's recipe lists no kernel either",
 }
 
 
@@ -224,7 +236,8 @@ def report(
     out: Output = OUTPUT,
     src: Source = SOURCE,
 ) -> None:
-    """Run one report; `--format csv` is identical to `nsys stats -r NAME[:arg...] -f csv` (one export).
+    """Run one report; `--format csv` is identical to `nsys stats -r NAME[:arg...] -f csv` (one export), or for a
+    recipe's report (nccl_gpu_overlap_trace) to the CSV `nsys recipe NAME --csv` writes (its rank_trace.csv).
 
     Table and markdown show the times in ms or µs (the unit under the column name; totals share one unit, the
     per-instance statistics another; a trace's start times as ms since the capture's first event) and hide the
@@ -238,8 +251,10 @@ def report(
         origins = TimeOrigins(out.for_people and any(c.unit == "ns timestamp" for c in q.columns))
         df = src.gather(exports, origins.wrap(lambda ex: ex.report(name)))
         optional, groups = report_layout(q.name)
+        notes = [REPORT_EMPTY_NOTE[q.name]] if df.is_empty() and q.name in REPORT_EMPTY_NOTE else []
         out.emit(df, columns=q.columns, title=name, optional=optional, unit_groups=groups, max_rows=TABLE_ROWS,
-                 text_min={**REPORT_TEXT_MIN, **REPORT_TEXT_MIN_OF.get(q.name, {})}, origin=origins.origin(exports))
+                 text_min={**REPORT_TEXT_MIN, **REPORT_TEXT_MIN_OF.get(q.name, {})}, origin=origins.origin(exports),
+                 notes=notes)
 
 
 def summarize(

@@ -405,9 +405,10 @@ class Export:
 
     # -- reports and building blocks -----------------------------------------------------------
     def report(self, name: str, **params) -> pl.DataFrame:
-        """An `nsys stats`-identical report (see `nsysql.reports()`). NVIDIA's report arguments go after the name
-        as in `nsys stats -r` (`report("cuda_gpu_kern_sum:base:nvtx-name")`) or as the $params they set
-        (`report("cuda_gpu_kern_sum", name_form="base", nvtx_name=True)`); unset $params take their header defaults."""
+        """An `nsys stats`-identical report, or a recipe's (nccl_gpu_overlap_trace; see `nsysql.reports()`).
+        NVIDIA's report arguments go after the name as in `nsys stats -r` (`report("cuda_gpu_kern_sum:base:nvtx-name")`)
+        or as the $params they set (`report("cuda_gpu_kern_sum", name_form="base", nvtx_name=True)`); unset $params
+        take their header defaults."""
         q = catalog.report_query(name)
         values = report_defaults(q)
         values.update(catalog.report_params(q, catalog.split_report_spec(name)[1]))

@@ -29,7 +29,8 @@ GROUPS = (
      "Run before the normalized set on older exports, to give a raw table its 3.x form "
      "([SQL internals](sql-internals.md#shims))."),
     ("reports", "Reports",
-     "Identical to `nsys stats -r NAME` (`nsysql report NAME`); views of the same name in `nsysql db` files."),
+     "Identical to `nsys stats -r NAME` (`nsysql report NAME`), or to a recipe's CSV (`nccl_gpu_overlap_trace`: "
+     "`nsys recipe nccl_gpu_overlap_trace`); views of the same name in `nsysql db` files."),
     ("analysis", "Analyses", "nsysql's own analyses, behind the commands and the Python API; views in `nsysql db` "
                              "files (`analysis_<name>` where a table has the name)."),
     ("findings", "Findings", "The rules behind `nsysql findings` and summarize's findings."),

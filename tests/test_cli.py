@@ -29,7 +29,7 @@ def test_reports_lists_every_report_once():
     res = runner.invoke(app, ["reports"])
     assert res.exit_code == 0
     listed = [line.split()[0] for line in res.output.strip().splitlines()]
-    assert sorted(listed) == sorted(nsysql.reports()) and len(listed) == 28
+    assert sorted(listed) == sorted(nsysql.reports()) and len(listed) == 29
 
 
 def test_report_csv_to_file_matches_nvidia(export_files, cache_dir, tmp_path):
