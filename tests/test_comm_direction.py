@@ -128,3 +128,20 @@ def test_layers_plot_has_a_comm_bar(ddp, tmp_path, monkeypatch):
     plot.layers(ex, tmp_path / "layers.png", depth=2)
     labels = [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()]
     assert labels[:4] == ["forward", "backward", "optimizer", "communication (NCCL)"]
+
+
+def test_layers_table_shows_comm_only_with_communication(ddp, tmp_path):
+    """`nsysql layers`: the comm column in the table where NCCL's kernels ran; csv always has comm_ns."""
+    from typer.testing import CliRunner
+
+    from nsysql.cli import app
+    _, path = ddp
+    runner = CliRunner()
+    table = runner.invoke(app, ["layers", str(path), "--cache-dir", str(tmp_path / "cache"), "--wide"])
+    assert table.exit_code == 0, table.output
+    assert table.stdout.splitlines()[1].split()[:5] == ["layer", "fprop", "bprop", "optim", "comm"]
+    single = REPO / "fixtures" / "gpt-tiny-train-fp32" / "export.sqlite.xz"  # one GPU, no NCCL
+    plain = runner.invoke(app, ["layers", str(single), "--cache-dir", str(tmp_path / "cache"), "--wide"])
+    assert plain.exit_code == 0 and "comm" not in plain.stdout.splitlines()[1].split()
+    csv = runner.invoke(app, ["layers", str(single), "--cache-dir", str(tmp_path / "cache"), "-f", "csv"])
+    assert "comm_ns" in csv.stdout.splitlines()[0].split(",")

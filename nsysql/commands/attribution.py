@@ -82,6 +82,8 @@ def layers(
             return df
 
         df = src.gather(exports, per_export)
+        if out.for_people and "comm_ns" in df.columns and not (df["comm_ns"] > 0).any():
+            df = df.drop("comm_ns")  # no NCCL kernel: a column of zeros only for people; csv, json, parquet keep it
         longest = max((len(p) for p in df["layer"].drop_nulls()), default=0) if "layer" in df.columns else 0
         out.emit(df, columns=catalog.get("analysis.layers").columns, title="GPU kernel time per layer",
                  optional=OPTIONAL_LAYERS, unit_groups=LAYER_UNITS, text_min={"layer": min(longest, LAYER_WHOLE)})
