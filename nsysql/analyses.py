@@ -172,7 +172,7 @@ DECLARED: list[Analysis] = [
 
     Steps are the top-level NVTX ranges named like profiled_step, step_N, ProfilerStep#N or iteration N; without any, each repetition of the first repeating top-level range (forward_pass, backward_pass, ..., forward_pass) starts one.
 
-    A step's GPU work includes ops launched by other threads of its process while it runs (PyTorch's autograd thread). Those ops may run past the step's end (kernels queued behind a slow one, NCCL kernels waiting for a late rank): past_end_ns is that part, and the only way gpu_busy_pct exceeds 100 %.
+    A step's GPU work includes ops launched by other threads of its process while it runs (PyTorch's autograd thread). Those ops may run past the step's end (kernels queued behind a slow one, NCCL kernels waiting for a late rank): overrun_ns is that part, and the only way gpu_busy_pct exceeds 100 %.
 
     Table and markdown show times in ms (start: ms since the capture's first event, as `nsysql plot`); csv, json and parquet keep the exact nanoseconds (start_ns/end_ns on the export's clock).
 
@@ -184,7 +184,7 @@ DECLARED: list[Analysis] = [
         title="Steps", timestamps=True,
         optional=("range_id", "source", "pid", "tid", "end_ns", "gpu_ops", "off_thread_ops", "other_ns", "kernels",
                   "comm_ns", "start_ns"),
-        unit_groups=(("wall_ns", "gpu_busy_ns", "fprop_ns", "bprop_ns", "optim_ns", "comm_ns", "other_ns", "past_end_ns"),),
+        unit_groups=(("wall_ns", "gpu_busy_ns", "fprop_ns", "bprop_ns", "optim_ns", "comm_ns", "other_ns", "overrun_ns"),),
     ),
     Analysis(
         name="efficiency", after="plot",

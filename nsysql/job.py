@@ -116,7 +116,7 @@ def link(exports: list) -> Alignment | None:
         waits = _match(shifted(shifts), Path(tmp))
     # what is left after the shift: per export the median |gap| of its collective ends to the first export's
     residual = max(int(g.abs().median()) if len(g) else 0 for g in _end_gaps(waits, len(frames)))  # type: ignore[arg-type]
-    time_cols = ["start_ns", "end_ns", "first_arrival_ns", "last_arrival_ns", "wait_end_ns"]
+    time_cols = ["start_ns", "end_ns", "first_start_ns", "last_start_ns", "wait_end_ns"]
     for i, ex in enumerate(exports):
         own = (waits.filter(pl.col("source") == i)
                .with_columns([pl.col(c) - shifts[i] for c in time_cols]))

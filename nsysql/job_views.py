@@ -17,7 +17,7 @@ from . import catalog, macros, views
 from .engine import connect
 from .errors import NsysqlError
 from .findings import empty, per_job, rule_params, run_findings
-from .overview import Overview
+from .overview import Overview, capture_gpus
 from .overview import build as build_overview
 
 
@@ -116,7 +116,7 @@ def overview(exports: list) -> Overview:
 
 def _idle_gpus(exports: list, parts: list[Overview]) -> int:
     """GPUs some export saw that no rank used in its analysed steps (one host's GPUs are seen by every export)."""
-    seen = {d for ex in exports for d in ex.sql("SELECT device_id FROM gpu")["device_id"].to_list()}
+    seen = {d for ex in exports for d in capture_gpus(ex)}
     used = {d for p in parts for d in p.gpus["device_id"].to_list()}
     return len(seen - used)
 

@@ -77,23 +77,23 @@ def gather(paths: list[Path], analysis: Callable, opener: Callable,
     if len(paths) == 1:
         with opener(paths[0]) as ex:
             return analysis(ex)
-    frames, failures = [], []
+    frames, failed = [], []
     opened = []
-    for path, name in zip(paths, labels(paths)):
+    for i, (path, name) in enumerate(zip(paths, labels(paths))):
         try:
-            opened.append((path, name, opener(path)))
+            opened.append((i, path, name, opener(path)))
         except NsysqlError as exc:  # not an export nsysql can open (damaged, truncated, too old, ...)
-            failures.append((name, str(exc).removeprefix(f"{name}: ")))
-    aligned = _link_job([ex for _, _, ex in opened], [name for _, name, _ in opened])
-    for path, name, ex in opened:
+            failed.append((i, name, str(exc).removeprefix(f"{name}: ")))
+    aligned = _link_job([ex for *_, ex in opened], [name for _, _, name, _ in opened])
+    for i, path, name, ex in opened:
         try:
             with ex:
                 df = analysis(ex)
         except MissingDataError as exc:  # other errors (a bad query or option) would fail every export alike
-            reason = str(exc).removeprefix(f"{name}: ")
-            failures.append((name, reason))
+            failed.append((i, name, str(exc).removeprefix(f"{name}: ")))
             continue
         frames.append(_labelled(df, name, rank_of(path) if _rank_of_export(ex) is None else _rank_of_export(ex)))
+    failures = [(name, reason) for _, name, reason in sorted(failed)]  # in the order the exports were given
     if frames:  # named once the answer stands; when none succeeds the one error line below names them all
         for name, reason in failures:
             (on_skip or note_skipped)(name, reason)
@@ -111,7 +111,8 @@ def gather(paths: list[Path], analysis: Callable, opener: Callable,
 
 def open_job(paths: list[Path], opener: Callable) -> tuple[list, list[str]] | None:
     """The exports at `paths` opened and linked (nsysql/job.py) when they are the ranks of one job, with their
-    labels; None (nothing left open) when they are not: separate runs. One that cannot be opened fails the job."""
+    labels; None (nothing left open) when they are not: separate runs, or one cannot be opened (the caller's own
+    handling of several exports names it)."""
     opened = []
     try:
         for path in paths:
@@ -119,7 +120,7 @@ def open_job(paths: list[Path], opener: Callable) -> tuple[list, list[str]] | No
     except NsysqlError:
         for ex in opened:
             ex.close()
-        raise
+        return None
     names = labels(paths)
     if _link_job(opened, names):
         return opened, names

@@ -95,7 +95,7 @@ def build(export: Export) -> Overview:
                else _empty("analysis.top_ops"))
     top_kernels = export.run("analysis.top_kernels") if export.has("kernel") else _empty("analysis.top_kernels")
     top_api = export.run("analysis.top_api") if export.has("runtime") else _empty("analysis.top_api")
-    idle = export.sql("SELECT COUNT(*) FROM gpu").item() - gpus.height if has_gpu else 0
+    idle = len(capture_gpus(export)) - gpus.height if has_gpu else 0
     ranks = ranks_of(export)
     return Overview(windows, stats, breakdown, gpus, top_ops, top_kernels, top_api, tuple(notes), idle, ranks,
                     comm_wait(export) if ranks else 0)
@@ -105,6 +105,12 @@ def comm_wait(export: Export) -> int:
     """The communication kernels' wait (analysis.comm_waits) launched in the analysed steps, summed."""
     waits = export.run("analysis.comm_waits").filter(pl.col("analysed"))
     return int(waits["wait_ns"].sum() or 0)
+
+
+def capture_gpus(export: Export) -> set[int]:
+    """The device ids of every GPU the capture saw (analysis.capture_facts' `gpus`: `0: name; 1: name`)."""
+    text = export.run("analysis.capture_facts")["gpus"][0] or ""
+    return {int(part.split(":", 1)[0]) for part in text.split("; ") if part.split(":", 1)[0].strip().isdigit()}
 
 
 def ranks_of(export: Export) -> dict | None:

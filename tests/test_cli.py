@@ -160,7 +160,8 @@ def test_summarize_json_contract(export_files, cache_dir):
     alone = json.loads(runner.invoke(app, ["findings", path, "-f", "json", "--cache-dir", str(cache_dir)]).stdout)
     assert doc["findings"] == alone and [f["recoverable_ns"] for f in alone] == sorted(
         (f["recoverable_ns"] for f in alone), reverse=True)
-    keys = {"kernel_ns", "memcpy_ns", "memset_ns", "runtime_ns", "dataloader_ns", "cpu_exec_ns", "other_ns"}
+    keys = {"kernel_ns", "comm_transfer_ns", "comm_wait_ns", "memcpy_ns", "memset_ns", "runtime_ns", "dataloader_ns",
+            "cpu_exec_ns", "other_ns"}
     for step in doc["overview"]["steps"]:
         assert set(step["breakdown"]) == keys and sum(step["breakdown"].values()) == step["wall_ns"]
     for gpu in doc["overview"]["gpus"]:

@@ -1,4 +1,4 @@
--- nsysql: analysis.comm_waits v2
+-- nsysql: analysis.comm_waits v3
 -- purpose: Each rank's instance of each collective split into waiting and transfer: the collective's instances matched across ranks, the last rank's arrival, and the part of each instance spent spinning until then.
 -- requires: analysis.comm_instances
 -- params: none
@@ -29,12 +29,12 @@
 --   analysed | BOOLEAN | flag
 --   matched | BOOLEAN | flag (every rank has this collective, with the same operation)
 --   ranks | BIGINT | count (ranks with an instance of this collective)
---   first_arrival_ns | BIGINT | ns timestamp (the earliest start among the ranks; own start when unmatched)
---   last_arrival_ns | BIGINT | ns timestamp (the latest start: L; own start when unmatched)
+--   first_start_ns | BIGINT | ns timestamp (the earliest start among the ranks; own start when unmatched)
+--   last_start_ns | BIGINT | ns timestamp (the latest start: L; own start when unmatched)
 --   wait_end_ns | BIGINT | ns timestamp (min(end, L); = start_ns when there is no wait)
 --   wait_ns | BIGINT | ns (wait_end_ns - start_ns)
 --   transfer_ns | BIGINT | ns (end_ns - max(start_ns, L))
---   late_ns | BIGINT | ns (start_ns - first_arrival_ns)
+--   late_ns | BIGINT | ns (start_ns - first_start_ns)
 WITH
 by_comm AS (SELECT COALESCE(bool_and(comm_id IS NOT NULL), false) AS yes FROM comm_instances),
 inst AS (
@@ -58,8 +58,8 @@ keyed AS (
 SELECT source, rank, pid, device_id, kernel_id, operation, stream_order, seq, collective, message_bytes,
        start_ns, end_ns, step, analysed,
        matched, ranks,
-       CASE WHEN matched THEN first_ns ELSE start_ns END AS first_arrival_ns,
-       CASE WHEN matched THEN last_ns ELSE start_ns END AS last_arrival_ns,
+       CASE WHEN matched THEN first_ns ELSE start_ns END AS first_start_ns,
+       CASE WHEN matched THEN last_ns ELSE start_ns END AS last_start_ns,
        CASE WHEN matched THEN GREATEST(start_ns, LEAST(end_ns, last_ns)) ELSE start_ns END AS wait_end_ns,
        CASE WHEN matched THEN GREATEST(start_ns, LEAST(end_ns, last_ns)) ELSE start_ns END - start_ns AS wait_ns,
        end_ns - CASE WHEN matched THEN LEAST(end_ns, GREATEST(start_ns, last_ns)) ELSE start_ns END AS transfer_ns,

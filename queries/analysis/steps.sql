@@ -1,4 +1,4 @@
--- nsysql: analysis.steps v4
+-- nsysql: analysis.steps v5
 -- purpose: Training/inference iterations (steps): wall time, GPU busy time of the work launched in each, and how many GPU ops, from step-named NVTX ranges or else from a repeating pattern of top-level ranges.
 -- requires: nvtx_range, user_range, thread, gpu_op_attribution, macros.union_ns
 -- params: none
@@ -16,8 +16,8 @@
 --   outside the main thread's ranges. Steps of one process are assumed not to overlap (an op goes to the
 --   latest step that started before its launch). gpu_busy_ns is the length of the union of the step's op
 --   intervals on all devices; ops may run past the step's end when nothing synchronizes (queued kernels, NCCL
---   kernels spinning until a late rank arrives): past_end_ns is the part of that union after the step's end, so
---   gpu_busy_pct above 100 % always comes with past_end_ns > 0. An export without CUDA
+--   kernels spinning until a late rank arrives): overrun_ns is the part of that union after the step's end, so
+--   gpu_busy_pct above 100 % always comes with overrun_ns > 0. An export without CUDA
 --   activity (--trace=nvtx only) still has steps, with GPU columns 0. fprop/bprop/optim/comm/other
 --   are the busy times of the step's ops of each direction (gpu_op_attribution: bprop includes the autograd
 --   thread's work, optim the optimizer's, comm NCCL's kernels); each is a union, so they add up to more than gpu_busy_ns only where
@@ -45,7 +45,7 @@
 --   optim_ns | BIGINT | ns (busy, optimizer ops)
 --   comm_ns | BIGINT | ns (busy, communication: NCCL's kernels)
 --   other_ns | BIGINT | ns (busy, ops with no direction, e.g. the input copy)
---   past_end_ns | BIGINT | ns (busy after the step's end: the ops launched in it that ran past it)
+--   overrun_ns | BIGINT | ns (busy after the step's end: the ops launched in it that ran past it)
 WITH
 top_level AS (  -- top-level user ranges, with their thread's name
     SELECT u.range_id, u.global_tid, u.pid, r.tid, r.text, u.start_ns, u.end_ns, u.is_step,
@@ -124,7 +124,7 @@ busy AS (  -- the union of each group's intervals (queries/macros/union_ns.sql);
            CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 3) AS BIGINT) AS optim_ns,
            CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 4) AS BIGINT) AS comm_ns,
            CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 5) AS BIGINT) AS other_ns,
-           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 6) AS BIGINT) AS past_end_ns
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 6) AS BIGINT) AS overrun_ns
     FROM union_ns(scoped)
     GROUP BY ALL
 ),
@@ -140,7 +140,7 @@ SELECT s.step, s.name, s.source, s.pid, s.tid, s.range_id, s.start_ns, s.end_ns,
        100.0 * COALESCE(b.busy_ns, 0) / NULLIF(s.end_ns - s.start_ns, 0) AS gpu_busy_pct,
        COALESCE(b.fprop_ns, 0) AS fprop_ns, COALESCE(b.bprop_ns, 0) AS bprop_ns,
        COALESCE(b.optim_ns, 0) AS optim_ns, COALESCE(b.comm_ns, 0) AS comm_ns, COALESCE(b.other_ns, 0) AS other_ns,
-       COALESCE(b.past_end_ns, 0) AS past_end_ns
+       COALESCE(b.overrun_ns, 0) AS overrun_ns
 FROM steps AS s
 LEFT JOIN counts AS c ON c.pid = s.pid AND c.step = s.step
 LEFT JOIN busy AS b ON b.pid = s.pid AND b.step = s.step

@@ -1,4 +1,4 @@
--- nsysql: findings.straggler v1
+-- nsysql: findings.straggler v2
 -- purpose: Finding: one rank arrives late at the collectives and the others wait for it, spinning in their NCCL kernels: who is late, how long the others wait, and what the late rank did meanwhile.
 -- requires: analysis.steady_steps, analysis.comm, analysis.comm_waits, analysis.step_breakdown, macros.human_ns_each, macros.plural_s
 -- params: $min_wait_pct DOUBLE default 5 (fires when the waiting ranks' median exposed wait is at least this share of their analysed steps' wall time, %), $min_ns_per_step BIGINT default 100000 (and at least this much per analysed step, ns)
@@ -45,7 +45,7 @@ recover AS (
     FROM waiting
 ),
 arrivals AS (  -- the late rank at its matched collectives in the analysed steps
-    SELECT COUNT(*) FILTER (WHERE w.start_ns = w.last_arrival_ns) AS last, COUNT(*) AS total,
+    SELECT COUNT(*) FILTER (WHERE w.start_ns = w.last_start_ns) AS last, COUNT(*) AS total,
            SUM(w.late_ns) AS late_ns, COUNT(DISTINCT w.step) AS steps
     FROM comm_waits AS w JOIN main AS m ON m.rank = w.rank AND m.pid = w.pid
     WHERE w.analysed AND w.matched
