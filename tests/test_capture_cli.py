@@ -269,15 +269,30 @@ def _pairs(argv: list[str]) -> list[tuple[str, str | None]]:
 
 
 def _without_output_and_stats(argv: list[str]) -> list[str]:
+    """The runner's argv without -o OUT, --stats and the ranks options (--nproc N, --fsdp, --per-rank)."""
     out, i = [], 0
     while i < len(argv):
-        if argv[i] == "-o":
+        if argv[i] in ("-o", "--nproc"):
             i += 2
             continue
-        if argv[i] != "--stats":
+        if argv[i] not in ("--stats", "--fsdp", "--per-rank"):
             out.append(argv[i])
         i += 1
     return out
+
+
+def _ranks(argv: list[str]) -> dict:
+    """--nproc, --fsdp and --per-rank of a runner or nsysql argv, as run_capture's keywords."""
+    nproc = int(argv[argv.index("--nproc") + 1]) if "--nproc" in argv else None
+    return {"nproc": nproc, "fsdp": "--fsdp" in argv, "per_rank": "--per-rank" in argv}
+
+
+def _without_distributed(workload: list[str]) -> tuple[list[str], str | None]:
+    """The workload argv without the --distributed KIND the runner adds for --nproc, and KIND."""
+    if "--distributed" not in workload:
+        return workload, None
+    at = workload.index("--distributed")
+    return workload[:at] + workload[at + 2:], workload[at + 1]
 
 
 def _logged(folder: Path) -> dict:
@@ -286,12 +301,14 @@ def _logged(folder: Path) -> dict:
     nsysql_line = re.search(r"^nsysql equivalent: (nsysql capture .*)$", text, re.M).group(1)
     runner_line = re.search(r"^\$ (?:timeout \d+ )?python3 -m capture\.runner (.*)$", text,
                             re.M).group(1)
-    profile_line = re.search(r"^\$ \S*nsys profile (.*)$", text, re.M).group(1)
+    # nsys profile ... PROGRAM, or (one nsys per rank) torchrun ... --no-python nsys profile ... PROGRAM
+    profile_line = re.search(r"^\$ (?:\S*torchrun .*?--no-python )?\S*nsys profile (.*)$", text, re.M).group(1)
     program = shlex.split(profile_line)
     at = program.index("-m")
     assert program[at + 1] == "capture"
+    workload, distributed = _without_distributed(program[at + 3:])
     return {"nsysql": shlex.split(nsysql_line)[2:], "runner": shlex.split(runner_line),
-            "model": program[at + 2], "workload": program[at + 3:]}
+            "model": program[at + 2], "workload": workload, "distributed": distributed}
 
 
 LOGGED = sorted(p.parent for p in FIXTURES.glob("*/capture.log")
@@ -312,6 +329,9 @@ def test_capture_log_nsysql_line_runs_the_logged_workload(calls: list, folder: P
     assert kw["stats"] == ("--stats" in logged["runner"])
     runner_argv = _without_output_and_stats(logged["runner"])
     assert runner_argv[0] == model and _pairs(runner_argv[1:]) == _pairs(logged["workload"])
+    ranks = _ranks(logged["runner"])
+    assert {key: kw.get(key) for key in ranks} == ranks == _ranks(logged["nsysql"])
+    assert logged["distributed"] == runner.distributed_kind(ranks["nproc"], ranks["fsdp"])
 
 
 def _readme_rows() -> list[tuple[str, str]]:
@@ -359,6 +379,7 @@ def test_readme_command_runs_the_recorded_workload(calls: list, folder: str,
     if (FIXTURES / folder / "capture.log").is_file():
         logged = _logged(FIXTURES / folder)
         recorded = [logged["model"], *logged["workload"]]
+        assert {key: kw.get(key) for key in ("nproc", "fsdp", "per_rank")} == _ranks(logged["runner"])
     else:
         recorded = _script_fixtures()[output.name]
     assert model == recorded[0]
