@@ -8,7 +8,7 @@
 # each rank (one export per rank), then `nsys export`, `nsys stats` (the nine reports) and NVIDIA's NCCL recipes
 # (nccl_sum, nccl_gpu_overlap_trace, nccl_gpu_proj_sum, --csv) over the job's report(s); then
 # scripts/make_report_goldens.sh's other reports and expert rules on every export. Writes into $OUT:
-#   multi_gpu.tar            one folder per fixture, laid out as fixtures/<folder>/: export.sqlite.xz,
+#   multi_gpu.tar.xz         one folder per fixture, laid out as fixtures/<folder>/: export.sqlite.xz,
 #                            nsys-stats_<report>.csv, nsys-analyze_<rule>.csv, recipes/<recipe>/*.csv (the job's),
 #                            capture.log (the exact commands and output), nsys-stats-more.log, nsys-analyze.log
 #   capture_multi_gpu.log    this script's whole output: versions, commands, sizes, row counts
@@ -195,8 +195,12 @@ main() {
   [ "${DRY_RUN:-0}" = 1 ] && return 0
   more_reports || echo "FAILED: other reports"
   echo
-  echo "== multi_gpu.tar $(elapsed)"
-  tar -cf "$OUT/multi_gpu.tar" -C "$WORK/out" . && ls -l "$OUT"
+  echo "== multi_gpu.tar.xz $(elapsed)"
+  tar -cf - -C "$WORK/out" . | xz -T0 -6 > "$OUT/multi_gpu.tar.xz"
+  if [ "$(stat -c %s "$OUT/multi_gpu.tar.xz")" -gt $((15 * 1024 * 1024)) ]; then  # a device call returns files of 16 MiB at most
+    split -b 15M -d "$OUT/multi_gpu.tar.xz" "$OUT/multi_gpu.tar.xz.part" && rm "$OUT/multi_gpu.tar.xz"
+  fi
+  ls -l "$OUT"
   (cd "$WORK/out" && find . -type f | sort | xargs ls -l)
   echo "fixtures failed: $failed"
   [ "${SKIP_TEST:-0}" = 1 ] || gpu_test || echo "FAILED: GPU test"
