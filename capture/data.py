@@ -7,11 +7,14 @@ the seed workloads do. With it, a ``torch.utils.data.DataLoader`` over the model
 ``dataloader`` on the step's thread, so that waiting for data shows in the capture.
 ``--pin-memory`` pins the host batches (the loader's pin thread, or the fixed batch once) and
 copies them with ``non_blocking=True``; without it the copies are from pageable memory.
+A planted straggler (``--straggle-rank``) sleeps inside the same `dataloader` range, after the fetch;
+with one, the range is opened around every profiled step's fetch, with or without a DataLoader.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import time
 from types import ModuleType
 from typing import Iterator
 
@@ -58,8 +61,11 @@ class Feeder:
     """Gives each step its batch on the device."""
 
     def __init__(self, module: ModuleType, args: argparse.Namespace, device: torch.device,
-                 batches: int) -> None:
+                 batches: int, ranged: bool | None = None) -> None:
         self.device = device
+        # the `dataloader` range: with a DataLoader by default; `ranged` True opens it around the fixed
+        # batch too (a planted straggler sleeps in it)
+        self.ranged = args.dataloader if ranged is None else ranged
         pin = args.pin_memory and device.type == "cuda"  # pinning needs a GPU
         self.non_blocking = pin
         self.host_batch: dict[str, torch.Tensor] | None = None
@@ -71,13 +77,13 @@ class Feeder:
             batch = module.make_batch(args, torch.Generator().manual_seed(args.seed))
             self.host_batch = {k: v.pin_memory() for k, v in batch.items()} if pin else batch
 
-    def next(self, annotate: bool) -> dict[str, torch.Tensor]:
-        """The next host batch, copied to the device (the fetch in `dataloader` when annotated)."""
-        if self.batches is None:
-            host = self.host_batch
-        else:
-            with nvtx.range(DATALOADER_RANGE) if annotate else contextlib.nullcontext():
-                host = next(self.batches)
+    def next(self, annotate: bool, delay_s: float = 0.0) -> dict[str, torch.Tensor]:
+        """The next host batch, copied to the device (the fetch in `dataloader` when annotated); `delay_s`
+        seconds of sleep after the fetch, inside the range (a planted straggler)."""
+        with nvtx.range(DATALOADER_RANGE) if annotate and self.ranged else contextlib.nullcontext():
+            host = self.host_batch if self.batches is None else next(self.batches)
+            if delay_s > 0:
+                time.sleep(delay_s)
         return {key: value.to(self.device, non_blocking=self.non_blocking)
                 for key, value in host.items()}
 

@@ -22,7 +22,7 @@ class WorkloadOption:
     kind: type  # int, bool (a switch), Path, or str (one of `choices`)
     help: str  # the help text, after the models it applies to ("gpt, bert: ...")
     models: tuple[str, ...] | None = None  # the models it applies to; None: every model
-    group: str = "run"  # "run", "model" (options of some models) or "loop" (the training loop): the help panel
+    group: str = "run"  # "run", "model" (options of some models), "loop" (the training loop) or "ranks": the help panel
     min: int | None = None
     metavar: str | None = None
     choices: tuple[str, ...] = ()
@@ -43,6 +43,10 @@ def _model(name: str, kind: type, models: tuple[str, ...], help: str, **more: ob
 
 def _loop(name: str, kind: type, help: str, **more: object) -> WorkloadOption:
     return WorkloadOption(name, kind, help, group="loop", **more)  # type: ignore[arg-type]
+
+
+def _ranks(name: str, kind: type, help: str, **more: object) -> WorkloadOption:
+    return WorkloadOption(name, kind, help, group="ranks", **more)  # type: ignore[arg-type]
 
 
 # in the order of `nsysql capture --help`, which is also the order of the workload's argv
@@ -103,4 +107,12 @@ WORKLOAD_OPTIONS: tuple[WorkloadOption, ...] = (
     _loop("allreduce", bool, "Average the gradients through torch.distributed (NCCL on CUDA) in a world of one, "
                              "inside `allreduce` after the backward pass; needs --mode backward or train "
                              "(default: off)."),
+    _ranks("straggle_rank", int, "Plant a straggler: rank R sleeps --straggle-ms inside its `dataloader` range "
+                                 "(opened on every rank, with or without --dataloader), so the other ranks wait "
+                                 "for it in the next collective; R below --nproc (default: none).",
+           min=0, metavar="R"),
+    _ranks("straggle_ms", int, "The straggler's sleep in milliseconds; needs --straggle-rank (default: none).",
+           min=1, metavar="M"),
+    _ranks("straggle_step", int, "The profiled step (from 1) the straggler sleeps in; needs --straggle-rank "
+                                 "(default: every profiled step).", min=1, metavar="S"),
 )

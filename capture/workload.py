@@ -6,7 +6,8 @@ Range layout (as in seed 003)::
     warmup                      the --warmup steps; only the model's own ranges inside
     profiled_step               one per --steps, under emit_nvtx with --op-ranges (with
                                 --op-ranges-last: only the last one)
-      dataloader                with --dataloader: fetching the step's batch
+      dataloader                with --dataloader: fetching the step's batch (also with a planted
+                                --straggle-rank: that rank's sleep is inside it)
       forward_pass
       <loss range>              loss_computation (gpt, bert, cnn) or Loss (ncf, dlrm); not in
                                 forward mode
@@ -34,6 +35,16 @@ torch.cuda.synchronize() inside its range, so range durations cover their GPU wo
 still does). Each warm-up step ends with a synchronize. Without --dataloader the batch is made
 on the CPU once (fixed seed) and copied to the device at the start of every step; with it a
 DataLoader (--workers, --pin-memory) gives each step a new batch (see `capture.data`).
+
+Several ranks (``--distributed ddp|fsdp``, started by torchrun: `nsysql capture MODEL --nproc N`):
+each rank joins torchrun's process group on the GPU of its LOCAL_RANK and trains the model under
+DistributedDataParallel or FSDP2 (`capture.parallel`), with the same ranges as one process; every
+rank builds the same weights (one seed), and its data are seeded by seed + rank. Only rank 0 prints.
+A planted straggler (--straggle-rank R --straggle-ms M [--straggle-step S]) makes rank R sleep M ms
+inside its `dataloader` range in profiled step S (counted from 1; every profiled step without S), so
+the other ranks wait for it in the next collective; the range is opened on every rank when a
+straggler is planted, with or without --dataloader. With --checkpoint-every, DDP saves on rank 0
+only (the others go on to the next collective) and FSDP saves each rank's shards to P.rankR.
 """
 from __future__ import annotations
 
@@ -54,6 +65,7 @@ DTYPES = ("fp32", "bf16")
 DEFAULT_WARMUP = 3  # the seed's layer ranges count 4 forward passes for 1 profiled step
 DEFAULT_STEPS = 1
 DEFAULT_CHECKPOINT = os.path.join(tempfile.gettempdir(), "nsysql-capture-checkpoint.pt")
+DISTRIBUTED = ("ddp", "fsdp")
 
 
 def _positive(text: str) -> int:
@@ -141,6 +153,18 @@ def _add_loop_arguments(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--allreduce", action=argparse.BooleanOptionalAction, default=False,
                      help="average the gradients with torch.distributed (NCCL on CUDA) in a "
                           "world of one, after the backward pass (default: off)")
+    sub.add_argument("--distributed", choices=DISTRIBUTED, default=None,
+                     help="one rank of a torchrun job: the model under DistributedDataParallel or "
+                          "FSDP2, on the GPU of LOCAL_RANK (default: one process; `nsysql capture "
+                          "--nproc N` sets it)")
+    sub.add_argument("--straggle-rank", type=_non_negative, default=None, metavar="R",
+                     help="plant a straggler: rank R sleeps --straggle-ms inside its `dataloader` "
+                          "range (default: none)")
+    sub.add_argument("--straggle-ms", type=_positive, default=None, metavar="M",
+                     help="the straggler's sleep, in milliseconds (needs --straggle-rank)")
+    sub.add_argument("--straggle-step", type=_positive, default=None, metavar="S",
+                     help="the profiled step (from 1) the straggler sleeps in (default: every "
+                          "profiled step)")
 
 
 def _check_loop_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -154,6 +178,18 @@ def _check_loop_arguments(parser: argparse.ArgumentParser, args: argparse.Namesp
         parser.error("--op-ranges-last conflicts with --op-ranges: choose one")
     if args.op_ranges_last and args.steps < 2:
         parser.error("--op-ranges-last needs at least 2 --steps (plain ones before the last)")
+    if args.distributed and args.allreduce:
+        parser.error("--allreduce is a world of one; with several ranks DDP and FSDP average the "
+                     "gradients themselves: leave --allreduce out")
+    if args.distributed and args.mode == "forward":
+        parser.error("several ranks exchange gradients: --mode backward or train")
+    if (args.straggle_rank is None) != (args.straggle_ms is None):
+        parser.error("--straggle-rank and --straggle-ms go together (which rank sleeps, how long)")
+    if args.straggle_step is not None and args.straggle_rank is None:
+        parser.error("--straggle-step needs --straggle-rank and --straggle-ms")
+    if args.straggle_step is not None and args.straggle_step > args.steps:
+        parser.error(f"--straggle-step {args.straggle_step} is past the last profiled step "
+                     f"(--steps {args.steps})")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -214,18 +250,51 @@ def _describe_loop(args: argparse.Namespace) -> str:
             f"  allreduce: {'on' if args.allreduce else 'off'}")
 
 
+def _describe_straggler(args: argparse.Namespace) -> str:
+    when = (f"profiled step {args.straggle_step}" if args.straggle_step is not None
+            else "every profiled step")
+    return (f"  straggler: rank {args.straggle_rank} sleeps {args.straggle_ms} ms inside `dataloader` "
+            f"in {when}")
+
+
+def _silent(line: str) -> None:
+    return None
+
+
+def _straggle_s(args: argparse.Namespace, rank: int, profiled: int) -> float:
+    """Seconds rank `rank` sleeps in profiled step `profiled` (from 1; 0 or less: a warm-up step)."""
+    if args.straggle_rank is None or rank != args.straggle_rank or profiled < 1:
+        return 0.0
+    if args.straggle_step is not None and profiled != args.straggle_step:
+        return 0.0
+    return args.straggle_ms / 1000
+
+
 def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[str, object]:
     """Run the workload `args` describes; returns {'device', 'loss' or 'output_mean'}."""
     import torch
 
     module = load(args.model)
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("error: --device cuda but torch.cuda.is_available() is False")
+    # capture.parallel imports torch.distributed: only when asked for
+    parallel = importlib.import_module("capture.parallel") if args.distributed else None
+    rank, world = 0, 1
+    if parallel is not None:
+        ranks = parallel.ranks_from_env()
+        rank, world = ranks.rank, ranks.world
+        device = parallel.device_of(ranks, args.device)
+    else:
+        device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise SystemExit("error: --device cuda but torch.cuda.is_available() is False")
+    if args.straggle_rank is not None and args.straggle_rank >= world:
+        raise SystemExit(f"error: --straggle-rank {args.straggle_rank}, but the job has {world} rank(s) "
+                         f"(0 to {world - 1})")
+    if rank != 0:  # the ranks run the same loop: rank 0 speaks for them
+        echo = _silent
     torch.manual_seed(args.seed)
     _set_tf32(args.tf32)
 
-    echo(f"Using device: {device}")
+    echo(f"Using device: {device}" + (f" (rank 0 of {world}, {args.distributed})" if parallel else ""))
     echo("")
     echo("Model configuration:")
     echo(f"  model: {args.model}")
@@ -235,41 +304,58 @@ def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[s
          f"  op_ranges: {_op_ranges_label(args)}  annotate: {_annotate_label(args)}"
          f"  optimizer: {module.OPTIMIZER}")
     echo(_describe_loop(args))
+    if args.straggle_rank is not None:
+        echo(_describe_straggler(args))
     echo("")
     echo("Initializing model...")
     # capture.comm imports torch.distributed: only when asked for
     comm = importlib.import_module("capture.comm") if args.allreduce else None
-    # Weight init runs GPU kernels too: a range keeps them attributable (nsysql layers/coverage).
-    with nvtx.range("model_init"):
-        with device:
-            model = module.build(args)
-        model.train()
-        optimizer = module.make_optimizer(model) if args.mode == "train" else None
-        if comm is not None:
-            echo(f"Process group of one: {comm.init(device)}")
-        nvtx.synchronize(device)
     try:
+        # Weight init runs GPU kernels too: a range keeps them attributable (nsysql layers/coverage).
+        with nvtx.range("model_init"):
+            if parallel is not None:
+                echo(f"Process group of {world}: {parallel.init(device)}")
+            with device:
+                model = module.build(args)
+            model.train()
+            # what the loop calls: DDP around the model, or the model sharded in place by FSDP2
+            trained = model if parallel is None else parallel.wrap(model, module, args.distributed, device)
+            optimizer = module.make_optimizer(trained) if args.mode == "train" else None
+            if comm is not None:
+                echo(f"Process group of one: {comm.init(device)}")
+            nvtx.synchronize(device)
+        # the layer ranges go on the model's own modules (paths without DDP's `module.`)
         with nvtx.module_ranges(model, args.annotate, backward=args.annotate_backward):
-            return _loop(args, module, device, model, optimizer, comm, echo)
+            return _loop(args, module, device, trained, optimizer, comm, echo, rank=rank, saved=model)
     finally:
         if comm is not None:
             comm.shutdown()
+        if parallel is not None:
+            parallel.shutdown()
 
 
 def _loop(args: argparse.Namespace, module: ModuleType, device: object, model: object,
           optimizer: object, comm: ModuleType | None,
-          echo: Callable[[str], None]) -> dict[str, object]:
-    """Warm-up and profiled steps, then the result read-back."""
+          echo: Callable[[str], None], rank: int = 0, saved: object = None) -> dict[str, object]:
+    """Warm-up and profiled steps, then the result read-back. `model` is what the steps call (DDP
+    around the model with --distributed ddp); `saved`, what a checkpoint saves (default: `model`)."""
     import torch
 
     from capture.data import Feeder
 
     echo("Creating DataLoader..." if args.dataloader else "Creating random batch...")
-    feeder = Feeder(module, args, device, batches=args.warmup + args.steps)
+    # each rank its own data (seed + rank), as a distributed sampler gives; the same with one process
+    data_args = argparse.Namespace(**{**vars(args), "seed": args.seed + rank})
+    feeder = Feeder(module, data_args, device, batches=args.warmup + args.steps,
+                    ranged=args.dataloader or args.straggle_rank is not None)
+    saved = model if saved is None else saved
+    checkpoint_path = (f"{args.checkpoint_path}.rank{rank}" if args.distributed == "fsdp"
+                       else args.checkpoint_path)
+    saves = args.distributed != "ddp" or rank == 0  # DDP: rank 0 saves the (replicated) weights
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.dtype == "bf16")
 
     def step(annotate: bool, index: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-        batch = feeder.next(annotate)
+        batch = feeder.next(annotate, delay_s=_straggle_s(args, rank, index - args.warmup))
         if args.mode == "backward":
             model.zero_grad(set_to_none=True)
         with _phase("forward_pass", annotate, device, args.sync):
@@ -293,9 +379,9 @@ def _loop(args: argparse.Namespace, module: ModuleType, device: object, model: o
             with _phase("log_loss", annotate, device, sync=False):
                 value = loss.item()  # a device-to-host copy: waits for the GPU
             echo(f"step {index}: loss {value:.4f}")
-        if args.checkpoint_every and index % args.checkpoint_every == 0:
+        if args.checkpoint_every and index % args.checkpoint_every == 0 and saves:
             with _phase("checkpoint", annotate, device, sync=False):
-                _save_checkpoint(args.checkpoint_path, model, optimizer)
+                _save_checkpoint(checkpoint_path, saved, optimizer)
         return output, loss
 
     index = 0

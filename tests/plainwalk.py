@@ -43,12 +43,14 @@ class Plain:
             pid = pid_of(gtid)
             self.runtime[(pid, corr)] = (start, end, gtid, strings[name_id])
         self.ops = []  # (kind, start, end, pid, corr, bytes)
+        self.op_devices = []  # the deviceId of each of self.ops (several with several GPUs in one export)
         for kind, table in (("kernel", "CUPTI_ACTIVITY_KIND_KERNEL"), ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"),
                             ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"), ("graph", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")):
             if table in tables:  # graph: a CUDA graph traced at graph level, one row per launch, no kernel rows
                 cols = "start, end, globalPid, correlationId, " + ("0" if kind in ("kernel", "graph") else "bytes")
-                for s, e, gpid, corr, nbytes in db.execute(f"SELECT {cols} FROM {table}"):
+                for s, e, gpid, corr, nbytes, device in db.execute(f"SELECT {cols}, deviceId FROM {table}"):
                     self.ops.append((kind, s, e, pid_of(gpid), corr, nbytes))
+                    self.op_devices.append(device)
         if "NVTX_EVENTS" not in tables:  # an export without NVTX: read as no ranges
             db.execute("CREATE TEMP TABLE NVTX_EVENTS (start, end, eventType, globalTid, endGlobalTid, text, textId, "
                        "domainId)")

@@ -77,7 +77,8 @@ SAMPLES = {
     "checkpoint_every": "3", "checkpoint_path": "/tmp/ck.pt", "tf32": None, "allreduce": None,
     "image_size": "40", "source_size": "64", "width": "8", "stages": "2", "blocks": "1",
     "classes": "10", "pool": "4", "channels_last": None, "op_ranges": None, "annotate": None,
-    "op_ranges_last": None, "annotate_backward": None,
+    "op_ranges_last": None, "annotate_backward": None, "straggle_rank": "0", "straggle_ms": "25",
+    "straggle_step": "1",
 }
 
 
@@ -93,7 +94,10 @@ def test_every_workload_option_reaches_the_workload(calls: list, key: str) -> No
     for model in applies:
         for given in spellings:
             extra = {"log_every": ["--mode", "train"],  # forward would refuse it
-                     "op_ranges_last": ["--steps", "2"]}.get(key, [])  # a plain step and a marked one
+                     "op_ranges_last": ["--steps", "2"],  # a plain step and a marked one
+                     "straggle_rank": ["--straggle-ms", "5"],  # which rank and how long go together
+                     "straggle_ms": ["--straggle-rank", "0"],
+                     "straggle_step": ["--straggle-rank", "0", "--straggle-ms", "5"]}.get(key, [])
             workload = capture_argv(calls, [model, "-o", "x", *given, *extra])[1]
             found = [workload[i:i + len(given)] for i in range(len(workload))]
             assert given in found, (model, given, workload)
@@ -126,6 +130,74 @@ def test_refused_options_give_one_error_line(calls: list, argv: list[str], messa
     assert result.stderr.startswith(message), result.stderr
     assert result.stderr.count("\n") == 1
     assert calls == []
+
+
+def test_ranks_options_reach_the_runner(calls: list) -> None:
+    model, workload, output, kw = capture_argv(calls, [
+        "gpt", "--size", "tiny", "-o", "x", "--steps", "3", "--nproc", "2", "--per-rank", "--straggle-rank",
+        "1", "--straggle-ms", "25", "--straggle-step", "2", "--stats"])
+    assert (kw["nproc"], kw["fsdp"], kw["per_rank"], kw["stats"]) == (2, False, True, True)
+    assert workload[-6:] == ["--straggle-rank", "1", "--straggle-ms", "25", "--straggle-step", "2"]
+    assert "--distributed" not in workload  # the runner adds it from --nproc and --fsdp
+    kw = capture_argv(calls, ["bert", "-o", "x", "--nproc", "4", "--fsdp", "--straggle-rank", "3",
+                              "--straggle-ms", "10"])[3]
+    assert (kw["nproc"], kw["fsdp"], kw["per_rank"]) == (4, True, False)
+    kw = capture_argv(calls, ["gpt", "-o", "x"])[3]
+    assert (kw["nproc"], kw["fsdp"], kw["per_rank"]) == (None, False, False)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["gpt", "--per-rank"], "Error: --per-rank needs --nproc 2 or more"),
+    (["gpt", "--nproc", "1", "--per-rank"], "Error: --per-rank needs --nproc 2 or more"),
+    (["gpt", "--fsdp"], "Error: --fsdp needs --nproc N"),
+    (["ncf", "--nproc", "2", "--fsdp"], "Error: --fsdp does not apply to ncf (only to gpt, bert, cnn, hf"),
+    (["gpt", "--nproc", "2", "--straggle-rank", "2", "--straggle-ms", "5"],
+     "Error: --straggle-rank 2 is no rank of the job (--nproc 2 has ranks 0 to 1)"),
+    (["gpt", "--straggle-rank", "1", "--straggle-ms", "5"], "Error: --straggle-rank 1 is no rank of the job"),
+    (["gpt", "--nproc", "2", "--straggle-rank", "1"], "Error: --straggle-rank and --straggle-ms go together"),
+    (["gpt", "--nproc", "2", "--straggle-ms", "5"], "Error: --straggle-rank and --straggle-ms go together"),
+    (["gpt", "--nproc", "2", "--straggle-rank", "1", "--straggle-ms", "5", "--straggle-step", "2"],
+     "Error: --straggle-step 2 is past the last profiled step (--steps 1)"),
+    (["gpt", "--nproc", "2", "--mode", "forward"], "Error: several ranks exchange gradients"),
+    (["gpt", "--nproc", "2", "--allreduce"], "Error: --allreduce is a world of one"),
+    (["gpt", "--nproc", "0"], "Error: Invalid value for '--nproc'"),
+])
+def test_ranks_refusals_give_one_error_line(calls: list, argv: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["capture", argv[0], "-o", "x", *argv[1:]])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(message), result.stderr
+    assert result.stderr.count("\n") == 1
+    assert calls == []
+
+
+def test_no_torchrun_and_too_few_gpus_give_one_error_line(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    nsys, _ = fake_nsys(tmp_path)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(
+        __version__="9.9", cuda=types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1)))
+    python = tmp_path / "venv" / "bin" / "python"  # no torchrun beside it, none on PATH
+    monkeypatch.setattr(runner.sys, "executable", str(python))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    argv = ["capture", "gpt", "-o", str(tmp_path / "x"), "--nsys", str(nsys), "--nproc", "2"]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: torchrun not found (beside ") and result.stderr.count("\n") == 1
+    torchrun = tmp_path / "venv" / "bin" / "torchrun"
+    torchrun.parent.mkdir(parents=True)
+    torchrun.write_text("#!/bin/sh\nexit 0\n")
+    torchrun.chmod(0o755)
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 1
+    assert result.stderr == "Error: --nproc 2 needs 2 GPUs (one per rank), but torch sees 1 " \
+                            "(CUDA_VISIBLE_DEVICES limits them)\n"
+
+
+def test_help_shows_the_ranks_options() -> None:
+    result = invoke(["capture", "--help"])
+    for option in ("--nproc", "--fsdp", "--per-rank", "--straggle-rank", "--straggle-ms", "--straggle-step"):
+        assert option in result.output, option
 
 
 def test_help_lists_the_models_and_every_option() -> None:
@@ -197,15 +269,30 @@ def _pairs(argv: list[str]) -> list[tuple[str, str | None]]:
 
 
 def _without_output_and_stats(argv: list[str]) -> list[str]:
+    """The runner's argv without -o OUT, --stats and the ranks options (--nproc N, --fsdp, --per-rank)."""
     out, i = [], 0
     while i < len(argv):
-        if argv[i] == "-o":
+        if argv[i] in ("-o", "--nproc"):
             i += 2
             continue
-        if argv[i] != "--stats":
+        if argv[i] not in ("--stats", "--fsdp", "--per-rank"):
             out.append(argv[i])
         i += 1
     return out
+
+
+def _ranks(argv: list[str]) -> dict:
+    """--nproc, --fsdp and --per-rank of a runner or nsysql argv, as run_capture's keywords."""
+    nproc = int(argv[argv.index("--nproc") + 1]) if "--nproc" in argv else None
+    return {"nproc": nproc, "fsdp": "--fsdp" in argv, "per_rank": "--per-rank" in argv}
+
+
+def _without_distributed(workload: list[str]) -> tuple[list[str], str | None]:
+    """The workload argv without the --distributed KIND the runner adds for --nproc, and KIND."""
+    if "--distributed" not in workload:
+        return workload, None
+    at = workload.index("--distributed")
+    return workload[:at] + workload[at + 2:], workload[at + 1]
 
 
 def _logged(folder: Path) -> dict:
@@ -214,12 +301,14 @@ def _logged(folder: Path) -> dict:
     nsysql_line = re.search(r"^nsysql equivalent: (nsysql capture .*)$", text, re.M).group(1)
     runner_line = re.search(r"^\$ (?:timeout \d+ )?python3 -m capture\.runner (.*)$", text,
                             re.M).group(1)
-    profile_line = re.search(r"^\$ \S*nsys profile (.*)$", text, re.M).group(1)
+    # nsys profile ... PROGRAM, or (one nsys per rank) torchrun ... --no-python nsys profile ... PROGRAM
+    profile_line = re.search(r"^\$ (?:\S*torchrun .*?--no-python )?\S*nsys profile (.*)$", text, re.M).group(1)
     program = shlex.split(profile_line)
     at = program.index("-m")
     assert program[at + 1] == "capture"
+    workload, distributed = _without_distributed(program[at + 3:])
     return {"nsysql": shlex.split(nsysql_line)[2:], "runner": shlex.split(runner_line),
-            "model": program[at + 2], "workload": program[at + 3:]}
+            "model": program[at + 2], "workload": workload, "distributed": distributed}
 
 
 LOGGED = sorted(p.parent for p in FIXTURES.glob("*/capture.log")
@@ -240,6 +329,9 @@ def test_capture_log_nsysql_line_runs_the_logged_workload(calls: list, folder: P
     assert kw["stats"] == ("--stats" in logged["runner"])
     runner_argv = _without_output_and_stats(logged["runner"])
     assert runner_argv[0] == model and _pairs(runner_argv[1:]) == _pairs(logged["workload"])
+    ranks = _ranks(logged["runner"])
+    assert {key: kw.get(key) for key in ranks} == ranks == _ranks(logged["nsysql"])
+    assert logged["distributed"] == runner.distributed_kind(ranks["nproc"], ranks["fsdp"])
 
 
 def _readme_rows() -> list[tuple[str, str]]:
@@ -287,6 +379,7 @@ def test_readme_command_runs_the_recorded_workload(calls: list, folder: str,
     if (FIXTURES / folder / "capture.log").is_file():
         logged = _logged(FIXTURES / folder)
         recorded = [logged["model"], *logged["workload"]]
+        assert {key: kw.get(key) for key in ("nproc", "fsdp", "per_rank")} == _ranks(logged["runner"])
     else:
         recorded = _script_fixtures()[output.name]
     assert model == recorded[0]

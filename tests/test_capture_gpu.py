@@ -63,3 +63,33 @@ def test_annotated_capture_puts_backward_kernels_in_module_ranges(tmp_path: Path
     inside = sum(d for tid, s, e, d in on_autograd
                  if any(t == tid and bs <= s and e <= be for t, bs, be in backward))
     assert inside > 0.5 * sum(d for *_, d in on_autograd)
+
+
+def _two_gpus() -> None:
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+
+
+def test_two_ranks_per_rank_exports_show_the_planted_straggler(tmp_path: Path) -> None:
+    """--nproc 2 --per-rank: two exports, one process and one GPU each; rank 1 sleeps 30 ms in profiled
+    step 2's `dataloader`, so rank 0's NCCL kernel of that step spins while waiting for it."""
+    _two_gpus()
+    workload = runner.workload_argv("gpt", size="tiny", mode="train", batch=2, seq=32, warmup=1, steps=2,
+                                    straggle_rank=1, straggle_ms=30, straggle_step=2)
+    plan = runner.run_capture("gpt", workload, tmp_path / "run", nproc=2, per_rank=True, echo=print)
+    dataloader, longest_nccl = [], []
+    for rank, one in enumerate(plan.exports):
+        assert one.sqlite.name == f"run_rank{rank}.sqlite"
+        with sqlite3.connect(f"file:{one.sqlite}?mode=ro", uri=True) as db:
+            devices = {d for (d,) in db.execute("SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL")}
+            assert devices == {rank}  # each rank on the GPU of its LOCAL_RANK
+            dataloader.append([end - start for start, end in db.execute(
+                "SELECT e.start, e.\"end\" FROM NVTX_EVENTS AS e LEFT JOIN StringIds AS s ON s.id = e.textId "
+                "WHERE coalesce(e.text, s.value) = 'dataloader' ORDER BY e.start")])
+            longest_nccl.append(db.execute(
+                "SELECT max(k.\"end\" - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
+                "JOIN StringIds AS s ON s.id = k.shortName WHERE s.value LIKE 'nccl%'").fetchone()[0])
+    assert len(dataloader[0]) == len(dataloader[1]) == 2
+    assert dataloader[1][1] >= 30e6 > dataloader[1][0]  # ns
+    assert all(ns < 30e6 for ns in dataloader[0])
+    assert longest_nccl[0] > 15e6  # rank 0 waits for rank 1 inside the collective

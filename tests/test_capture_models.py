@@ -495,3 +495,129 @@ def test_loop_defaults_are_the_seed_loop() -> None:
 def test_loop_option_errors(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         workload.parse_args(argv)
+
+
+# --- several ranks (--distributed, as `nsysql capture --nproc N` starts them under torchrun) -------------
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def world_of_one(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """torchrun's environment for one rank (gloo on the CPU); returns the sleeps capture.data takes."""
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available():
+        pytest.skip("torch.distributed is not available")
+    for key, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}.items():
+        monkeypatch.setenv(key, value)
+    import capture.data
+
+    sleeps: list[float] = []
+    monkeypatch.setattr(capture.data.time, "sleep", sleeps.append)
+    return sleeps
+
+
+@pytest.mark.parametrize("kind", ["ddp", "fsdp"])
+def test_distributed_rank_has_the_same_ranges_and_loss(recorder: Recorder, world_of_one: list[float],
+                                                       kind: str) -> None:
+    import torch.distributed as dist
+
+    plain = run_tiny("gpt", "--warmup", "1", "--steps", "2")
+    recorder.root.clear()
+    ranked = run_tiny("gpt", "--warmup", "1", "--steps", "2", "--distributed", kind)
+    assert step_names(recorder) == [["forward_pass", "loss_computation", "backward_pass",
+                                     "optimizer_step"]] * 2
+    assert [name for name, _ in recorder.root][:2] == ["model_init", "warmup"]
+    assert math.isclose(ranked["loss"], plain["loss"], rel_tol=1e-5)  # the average over one rank
+    assert not dist.is_initialized()  # the group is destroyed at the end
+    assert world_of_one == []
+
+
+@pytest.mark.parametrize("step, slept", [(["--straggle-step", "2"], [2]), ([], [1, 2, 3])])
+def test_straggler_sleeps_inside_dataloader(recorder: Recorder, world_of_one: list[float],
+                                            monkeypatch: pytest.MonkeyPatch, step: list[str],
+                                            slept: list[int]) -> None:
+    import capture.data
+
+    where: list[tuple[int, str, float]] = []  # (profiled step, innermost open range, seconds)
+
+    def sleep(seconds: float) -> None:
+        steps = sum(name == "profiled_step" for name, _ in recorder.root)
+        where.append((steps, recorder.stack[-2][-1][0], seconds))
+
+    monkeypatch.setattr(capture.data.time, "sleep", sleep)
+    run_tiny("gpt", "--warmup", "2", "--steps", "3", "--distributed", "ddp", "--straggle-rank", "0",
+             "--straggle-ms", "25", *step)
+    # a `dataloader` range in every profiled step (none in warm-up), without --dataloader
+    assert step_names(recorder) == [["dataloader", "forward_pass", "loss_computation", "backward_pass",
+                                     "optimizer_step"]] * 3
+    assert where == [(s, "dataloader", 0.025) for s in slept]
+
+
+def test_straggler_rank_must_be_in_the_job(world_of_one: list[float]) -> None:
+    with pytest.raises(SystemExit, match=r"--straggle-rank 1, but the job has 1 rank\(s\)"):
+        run_tiny("gpt", "--warmup", "0", "--distributed", "ddp", "--straggle-rank", "1", "--straggle-ms", "5")
+
+
+def test_distributed_needs_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(SystemExit, match="needs torchrun's environment"):
+        run_tiny("gpt", "--warmup", "0", "--distributed", "ddp")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--straggle-ms", "5"], "--straggle-rank and --straggle-ms go together"),
+    (["--straggle-rank", "1"], "--straggle-rank and --straggle-ms go together"),
+    (["--straggle-step", "1"], "--straggle-step needs --straggle-rank"),
+    (["--straggle-rank", "0", "--straggle-ms", "5", "--straggle-step", "3", "--steps", "2"],
+     "--straggle-step 3 is past the last profiled step"),
+    (["--distributed", "ddp", "--allreduce"], "--allreduce is a world of one"),
+    (["--distributed", "fsdp", "--mode", "forward"], "several ranks exchange gradients"),
+    (["--straggle-ms", "0", "--straggle-rank", "0"], "must be at least 1"),
+])
+def test_ranks_option_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        workload.parse_args(["gpt", *argv])
+    assert message in capsys.readouterr().err
+
+
+def test_fsdp_models_have_blocks_to_shard() -> None:
+    from capture.models import FSDP_MODELS, MODEL_NAMES
+
+    for name in MODEL_NAMES:
+        assert hasattr(load(name), "fsdp_units") == (name in FSDP_MODELS), name
+    args = workload.parse_args(["cnn", *TINY["cnn"], "--blocks", "2"])
+    model = load("cnn").build(args)
+    assert len(load("cnn").fsdp_units(model)) == 4  # 2 stages of 2 blocks
+
+
+def test_two_ranks_under_torchrun_on_the_cpu(tmp_path) -> None:
+    """The real thing on the CPU: torchrun starts two gloo ranks, rank 1 straggles in step 2."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    torchrun = Path(sys.executable).parent / "torchrun"
+    if not torchrun.is_file():
+        torchrun = shutil.which("torchrun")
+        if torchrun is None:
+            pytest.skip("no torchrun")
+    repo = Path(workload.__file__).resolve().parent.parent
+    command = [str(torchrun), "--standalone", "--nproc_per_node=2", "--no-python", sys.executable, "-m",
+               "capture", "gpt", *TINY["gpt"], "--device", "cpu", "--warmup", "1", "--steps", "2",
+               "--distributed", "fsdp", "--straggle-rank", "1", "--straggle-ms", "5", "--straggle-step", "2",
+               "--dataloader"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo), "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Using device: cpu (rank 0 of 2, fsdp)" in done.stdout
+    assert "straggler: rank 1 sleeps 5 ms inside `dataloader` in profiled step 2" in done.stdout
+    assert done.stdout.count("Profiling complete") == 1  # rank 0 speaks for both

@@ -231,13 +231,38 @@ def value(flag):
 if args[0] == "profile":
     py = args[args.index("-m") - 1]
     subprocess.run([py, "-c", "import capture.runner"], check=True)
-    open(value("-o") + ".nsys-rep", "w").close()
+    open(value("-o").replace("%q{{RANK}}", os.environ.get("RANK", "")) + ".nsys-rep", "w").close()
 elif args[0] == "export":
     open(value("-o"), "w").close()
 elif args[0] == "stats":
     for report in value("-r").split(","):
         open(value("-o") + "_" + report + ".csv", "w").close()
+elif args[0] == "recipe":
+    if args[1] == "nccl_gpu_proj_sum":
+        sys.exit(2)  # as a recipe this nsys lacks
+    os.makedirs(value("--output"), exist_ok=True)
+    open(os.path.join(value("--output"), "all_stats.csv"), "w").close()
 '''
+
+
+FAKE_TORCHRUN = r'''#!{python}
+"""Fake torchrun --standalone --nproc_per_node=N --no-python PROGRAM: PROGRAM once per rank, one after another."""
+import os, subprocess, sys
+args = sys.argv[1:]
+nproc = int(next(a for a in args if a.startswith("--nproc_per_node=")).split("=")[1])
+program = args[args.index("--no-python") + 1:]
+for rank in range(nproc):
+    env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nproc))
+    subprocess.run(program, env=env, check=True)
+'''
+
+
+def fake_torchrun(folder: Path) -> Path:
+    torchrun = folder / "torchrun"
+    torchrun.parent.mkdir(parents=True, exist_ok=True)
+    torchrun.write_text(FAKE_TORCHRUN.format(python=sys.executable))
+    torchrun.chmod(0o755)
+    return torchrun
 
 
 def fake_nsys(folder: Path) -> tuple[Path, Path]:
@@ -386,11 +411,216 @@ def test_cli_cuda_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert result.stderr.startswith("Error: CUDA is not available")
 
 
-def test_command_module_imports_neither_torch_nor_duckdb() -> None:
+def test_command_module_imports_neither_torch_nor_duckdb_nor_polars() -> None:
     code = ("import sys; import nsysql; before = set(sys.modules); "
             "import nsysql.commands.capture; "
-            "print(sorted(m for m in {'torch', 'duckdb'} & (set(sys.modules) - before)))")
+            "print(sorted(m for m in {'torch', 'duckdb', 'polars'} & (set(sys.modules) - before)))")
     root = Path(runner.__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(root)}, check=True).stdout
     assert out.strip() == "[]"
+
+
+# --- several ranks: --nproc, --fsdp, --per-rank --------------------------------------------------------
+
+TORCHRUN = "/opt/torch/bin/torchrun"
+TORCHRUN_ARGS = ["--standalone", "--nproc_per_node=2", "--no-python"]
+OFF = (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1"))
+
+
+def ranked(tmp_path: Path, flags: list[str] = (), **kwargs) -> runner.CapturePlan:
+    return plan(tmp_path, flags, torchrun=TORCHRUN, **kwargs)
+
+
+def test_nproc_runs_torchrun_under_one_nsys(tmp_path: Path) -> None:
+    out = str(tmp_path / "run")
+    p = ranked(tmp_path, nproc=2)
+    assert p.profile == [NSYS, "profile", *DEFAULTS, "-o", out, "-f", "true",
+                         TORCHRUN, *TORCHRUN_ARGS, *program("--size", "tiny", "--distributed", "ddp")]
+    assert (p.report, p.sqlite) == (Path(out + ".nsys-rep"), Path(out + ".sqlite"))
+    assert p.recipes == () and p.env == OFF
+    fsdp = ranked(tmp_path, nproc=2, fsdp=True)
+    assert fsdp.profile[-2:] == ["--distributed", "fsdp"]
+    one = ranked(tmp_path, nproc=1)  # torchrun with one rank: DDP in a world of one
+    assert one.profile[one.profile.index(TORCHRUN) + 2] == "--nproc_per_node=1"
+
+
+def test_per_rank_runs_one_nsys_per_rank_under_torchrun(tmp_path: Path) -> None:
+    from nsysql.multi import rank_of
+
+    out = str(tmp_path / "run")
+    p = ranked(tmp_path, ["--duration=9"], nproc=2, per_rank=True, stats=True)
+    assert p.profile == [TORCHRUN, *TORCHRUN_ARGS, NSYS, "profile", *DEFAULTS,
+                         "-o", out + "_rank%q{RANK}", "-f", "true", "--duration=9",
+                         *program("--size", "tiny", "--distributed", "ddp")]
+    assert [e.report for e in p.exports] == [Path(out + "_rank0.nsys-rep"), Path(out + "_rank1.nsys-rep")]
+    assert [rank_of(e.sqlite) for e in p.exports] == [0, 1]
+    assert p.exports[1].export == [NSYS, "export", "--type", "sqlite", "-f", "true",
+                                   "-o", out + "_rank1.sqlite", out + "_rank1.nsys-rep"]
+    assert p.exports[1].stats[-3:] == ["-o", out + "_rank1", out + "_rank1.sqlite"]
+    assert p.exports[0].stats_files[0] == Path(out + "_rank0_nvtx_sum.csv")
+    with pytest.raises(ValueError, match="2 exports"):
+        _ = p.sqlite
+    assert len(p.commands()) == 1 + 2 * 2 + 3
+
+
+def test_per_rank_user_output_gets_the_rank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    p = ranked(tmp_path, ["--output=sub/mine"], nproc=2, per_rank=True)
+    assert f"--output={tmp_path}/sub/mine_rank%q{{RANK}}" in p.profile
+    assert "-o" not in p.profile
+    assert p.exports[0].report == tmp_path / "sub" / "mine_rank0.nsys-rep"
+
+
+def test_stats_of_several_ranks_run_the_nccl_recipes(tmp_path: Path) -> None:
+    out = str(tmp_path / "run")
+    job = ranked(tmp_path, nproc=2, stats=True)
+    assert [r.name for r in job.recipes] == ["nccl_sum", "nccl_gpu_overlap_trace", "nccl_gpu_proj_sum"]
+    assert job.recipes[0].command == [NSYS, "recipe", "nccl_sum", "--input", out + ".nsys-rep",
+                                      "--output", out + "_nccl_sum", "--force-overwrite", "--csv"]
+    assert job.recipes[0].folder == Path(out + "_nccl_sum")
+    per_rank = ranked(tmp_path, nproc=2, per_rank=True, stats=True)
+    command = per_rank.recipes[1].command
+    assert command[command.index("--input") + 1:command.index("--output")] == [
+        out + "_rank0.nsys-rep", out + "_rank1.nsys-rep"]
+    assert job.commands()[-3:] == [r.command for r in job.recipes]
+    assert ranked(tmp_path, nproc=2).recipes == ()  # no --stats
+    assert ranked(tmp_path, nproc=1, stats=True).recipes == ()  # one rank: no NCCL traffic
+    assert plan(tmp_path, stats=True).recipes == ()
+
+
+@pytest.mark.parametrize("model, kwargs, message", [
+    ("gpt", {"per_rank": True}, "--per-rank needs --nproc 2 or more"),
+    ("gpt", {"nproc": 1, "per_rank": True}, "--per-rank needs --nproc 2 or more"),
+    ("gpt", {"fsdp": True}, "--fsdp needs --nproc N"),
+    ("ncf", {"nproc": 2, "fsdp": True}, r"--fsdp does not apply to ncf \(only to gpt, bert, cnn, hf"),
+    ("dlrm", {"nproc": 2, "fsdp": True}, "--fsdp does not apply to dlrm"),
+    ("gpt", {"nproc": 2, "straggle_rank": 2}, r"--straggle-rank 2 is no rank of the job \(--nproc 2 has ranks 0 to 1\)"),
+    ("gpt", {"straggle_rank": 1}, r"--straggle-rank 1 is no rank of the job \(one process is rank 0\)"),
+    ("gpt", {"nproc": 0}, "--nproc 0: a job needs at least one rank"),
+])
+def test_check_parallel_errors(model: str, kwargs: dict, message: str) -> None:
+    with pytest.raises(CaptureError, match=message):
+        runner.check_parallel(model, kwargs.pop("nproc", None), **kwargs)
+
+
+def test_check_parallel_accepts() -> None:
+    runner.check_parallel("gpt", None)
+    runner.check_parallel("gpt", None, straggle_rank=0)
+    runner.check_parallel("cnn", 4, per_rank=True, fsdp=True, straggle_rank=3)
+    runner.check_parallel("ncf", 2)  # DDP takes any model
+
+
+def test_plan_refuses_per_rank_of_one(tmp_path: Path) -> None:
+    with pytest.raises(CaptureError, match="--per-rank needs --nproc 2"):
+        ranked(tmp_path, nproc=1, per_rank=True)
+
+
+def test_check_loop_options_for_ranks() -> None:
+    runner.check_loop_options(distributed="ddp", straggle_rank=1, straggle_ms=25, straggle_step=1)
+    for options, message in [({"distributed": "ddp", "mode": "forward"}, "several ranks exchange gradients"),
+                             ({"distributed": "fsdp", "allreduce": True}, "--allreduce is a world of one"),
+                             ({"straggle_rank": 1}, "go together"),
+                             ({"straggle_rank": 1, "straggle_ms": 5, "straggle_step": 2, "steps": 1},
+                              "past the last profiled step")]:
+        with pytest.raises(CaptureError, match=message):
+            runner.check_loop_options(**options)
+
+
+def test_torchrun_found_beside_python_then_on_path(tmp_path: Path) -> None:
+    beside = fake_executable(tmp_path / "venv" / "bin" / "torchrun")
+    on_path = fake_executable(tmp_path / "path" / "torchrun")
+    python = str(tmp_path / "venv" / "bin" / "python")
+    assert runner.find_torchrun(python, path=str(tmp_path / "path")) == str(beside)
+    assert runner.find_torchrun(str(tmp_path / "other" / "python"), path=str(tmp_path / "path")) == str(on_path)
+    assert runner.find_torchrun(python, on_path.parent) == str(on_path)  # explicit: a folder
+    with pytest.raises(CaptureError, match=r"torchrun not found \(beside .*other/python or on PATH\)"):
+        runner.find_torchrun(str(tmp_path / "other" / "python"), path=str(tmp_path / "none"))
+    with pytest.raises(CaptureError, match="torchrun not found at /nope/torchrun"):
+        runner.find_torchrun(python, "/nope/torchrun")
+
+
+def _fake_torch(monkeypatch: pytest.MonkeyPatch, gpus: int) -> None:
+    fake = types.SimpleNamespace(__version__="9.9.9", cuda=types.SimpleNamespace(
+        is_available=lambda: gpus > 0, device_count=lambda: gpus))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+
+
+def test_fewer_gpus_than_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_torch(monkeypatch, 1)
+    with pytest.raises(CaptureError, match=r"--nproc 2 needs 2 GPUs \(one per rank\), but torch sees 1"):
+        runner.check_gpus(2)
+    runner.check_gpus(1)
+
+
+def test_execute_sets_multicast_off_unless_the_caller_does(tmp_path: Path) -> None:
+    p = ranked(tmp_path, nproc=2)
+    seen = []
+
+    def record(command, **kwargs):
+        seen.append(kwargs["env"])
+        Path(p.report).touch()
+        if command[1] == "export":
+            p.sqlite.touch()
+        return subprocess.CompletedProcess(command, 0)
+
+    runner.execute(p, run=record, echo=lambda line: None, environ={"PATH": "/bin", "NCCL_NVLS_ENABLE": "1"})
+    assert seen[0]["NCCL_NVLS_ENABLE"] == "1"  # the caller's own setting is kept
+    assert seen[0]["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1" and seen[0]["NVSHMEM_DISABLE_NVLS"] == "1"
+    seen.clear()
+    single = plan(tmp_path)
+    runner.execute(single, run=record, echo=lambda line: None, environ={"PATH": "/bin"})
+    assert "NCCL_NVLS_ENABLE" not in seen[0]  # one process: the environment as it is
+
+
+def test_execute_names_the_missing_rank_report(tmp_path: Path) -> None:
+    p = ranked(tmp_path, nproc=2, per_rank=True)
+
+    def only_rank0(command, **kwargs):
+        p.exports[0].report.touch()
+        return subprocess.CompletedProcess(command, 0)
+
+    with pytest.raises(CaptureError, match=r"nsys profile finished but wrote no \S*run_rank1\.nsys-rep"):
+        runner.execute(p, run=only_rank0, echo=lambda line: None)
+
+
+def test_per_rank_end_to_end_with_fake_nsys_and_torchrun(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    nsys, log = fake_nsys(tmp_path)
+    torchrun = fake_torchrun(tmp_path / "torch")
+    monkeypatch.setattr(runner, "check_torch_cuda", lambda: None)
+    _fake_torch(monkeypatch, 2)
+    lines: list[str] = []
+    p = runner.run_capture("gpt", ["--size", "tiny"], tmp_path / "out" / "run", nsys=nsys, stats=True,
+                           echo=lines.append, nproc=2, per_rank=True, torchrun=torchrun)
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c["args"][0] for c in calls] == ["profile", "profile", "export", "stats", "export", "stats",
+                                             "recipe", "recipe", "recipe"]
+    assert [c["env"]["RANK"] for c in calls[:2]] == ["0", "1"]
+    assert all(c["env"]["NCCL_NVLS_ENABLE"] == "0" for c in calls)
+    assert all(e.sqlite.is_file() and all(f.is_file() for f in e.stats_files) for e in p.exports)
+    assert lines[0].startswith(f"$ {torchrun} --standalone --nproc_per_node=2 --no-python {nsys} profile")
+    assert any(line.startswith("nsys recipe nccl_gpu_proj_sum exited with status 2") for line in lines)
+    assert f"wrote {tmp_path / 'out' / 'run_nccl_sum'}/" in lines
+    assert not (tmp_path / "out" / "run_nccl_gpu_proj_sum").exists()
+
+
+def test_runner_main_dry_run_per_rank(capsys: pytest.CaptureFixture) -> None:
+    status = runner.main(["gpt", "--size", "tiny", "-o", "/tmp/x", "--stats", "--dry-run", "--nsys", NSYS,
+                          "--python", PY, "--torchrun", TORCHRUN, "--nproc", "2", "--per-rank", "--fsdp",
+                          "--straggle-rank", "1", "--straggle-ms", "25"])
+    assert status == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (f"{TORCHRUN} --standalone --nproc_per_node=2 --no-python {NSYS} profile "
+                        f"-t cuda,nvtx,osrt -s none --cpuctxsw=none --python-sampling=false "
+                        f"-o '/tmp/x_rank%q{{RANK}}' -f true {PY} -m capture gpt --size tiny "
+                        f"--straggle-rank 1 --straggle-ms 25 --distributed fsdp")
+    assert lines[1] == f"{NSYS} export --type sqlite -f true -o /tmp/x_rank0.sqlite /tmp/x_rank0.nsys-rep"
+    assert lines[-1] == (f"{NSYS} recipe nccl_gpu_proj_sum --input /tmp/x_rank0.nsys-rep "
+                         f"/tmp/x_rank1.nsys-rep --output /tmp/x_nccl_gpu_proj_sum --force-overwrite --csv")
+
+
+def test_runner_main_parallel_errors_in_one_line(capsys: pytest.CaptureFixture) -> None:
+    assert runner.main(["ncf", "-o", "/tmp/x", "--dry-run", "--nproc", "2", "--fsdp"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Error: --fsdp does not apply to ncf") and err.count("\n") == 1

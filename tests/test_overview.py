@@ -36,7 +36,8 @@ REL = 1e-6
 
 
 def approx(x):
-    return pytest.approx(x, rel=REL, abs=1e-9)
+    """x within REL; None (a measure of a GPU without kernels) as itself."""
+    return x if x is None else pytest.approx(x, rel=REL, abs=1e-9)
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +100,8 @@ def test_overview_gpus_match_plain_walk(cases):
             assert row["utilization_pct"] == pytest.approx(want["utilization_pct"], abs=1e-9), (ident, dev)
             for key in ("sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct"):
                 assert row[key] == approx(want[key]), (ident, dev, key)
-            assert 0 < row["utilization_pct"] <= 100, (ident, dev)
+            if want["busy_ns"]:  # a GPU of the host that this export's processes left idle is listed at 0
+                assert 0 < row["utilization_pct"] <= 100, (ident, dev)
             if row["kernel_ns"]:
                 assert 0 < row["sm_efficiency_pct"] <= row["utilization_pct"], (ident, dev)
                 assert 0 < row["achieved_occupancy_pct"] <= 100, (ident, dev)

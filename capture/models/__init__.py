@@ -13,7 +13,9 @@ transformers) provides the same functions, used by
 - ``forward(model, batch) -> Tensor``; ``loss(output, batch) -> Tensor``;
 - ``make_optimizer(model) -> torch.optim.Optimizer``;
 - optionally ``make_dataset(args, generator, length) -> Dataset`` of per-sample dicts, for
-  ``--dataloader`` (cnn: augmented images); without it the loader serves make_batch's rows.
+  ``--dataloader`` (cnn: augmented images); without it the loader serves make_batch's rows;
+- optionally ``fsdp_units(model) -> list[nn.Module]``: the blocks FSDP2 shards one by one
+  (``--distributed fsdp``); the models in FSDP_MODELS have it.
 """
 from __future__ import annotations
 
@@ -21,6 +23,10 @@ import importlib
 from types import ModuleType
 
 MODEL_NAMES: tuple[str, ...] = ("gpt", "bert", "ncf", "dlrm", "cnn", "hf")
+
+# the models FSDP2 can shard block by block (they have fsdp_units); ncf and dlrm are a few embedding
+# tables and small MLPs, with no repeated blocks to shard
+FSDP_MODELS: tuple[str, ...] = ("gpt", "bert", "cnn", "hf")
 
 # name -> (d_model, d_ff, num_layers, num_heads); vocab 10000 (seed 003).
 GPT_SIZES: dict[str, tuple[int, int, int, int]] = {

@@ -158,5 +158,10 @@ def loss(output: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
                            ignore_index=-100)
 
 
+def fsdp_units(model: nn.Module) -> list[nn.Module]:
+    """--distributed fsdp: one FSDP2 unit per encoder layer (the root holds the tied embeddings and head)."""
+    return list(model.layers)
+
+
 def make_optimizer(model: nn.Module) -> torch.optim.Optimizer:
     return torch.optim.AdamW(model.parameters(), lr=1e-4)

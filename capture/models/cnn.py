@@ -237,5 +237,10 @@ def loss(output: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return F.cross_entropy(output, batch["label"])
 
 
+def fsdp_units(model: nn.Module) -> list[nn.Module]:
+    """--distributed fsdp: one FSDP2 unit per basic block (the root holds the stem and classifier)."""
+    return [block for stage in model.stages for block in stage]
+
+
 def make_optimizer(model: nn.Module) -> torch.optim.Optimizer:
     return torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)

@@ -199,5 +199,10 @@ def loss(output: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return F.cross_entropy(output.reshape(-1, output.shape[-1]), batch["targets"].reshape(-1))
 
 
+def fsdp_units(model: nn.Module) -> list[nn.Module]:
+    """--distributed fsdp: one FSDP2 unit per transformer block (the root holds the embeddings and head)."""
+    return list(model.layers)
+
+
 def make_optimizer(model: nn.Module) -> torch.optim.Optimizer:
     return torch.optim.AdamW(model.parameters(), lr=1e-4)

@@ -58,5 +58,10 @@ def loss(output: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return F.cross_entropy(output.reshape(-1, output.shape[-1]), batch["targets"].reshape(-1))
 
 
+def fsdp_units(model: nn.Module) -> list[nn.Module]:
+    """--distributed fsdp: one FSDP2 unit per GPT-2 block (the root holds the tied embeddings and head)."""
+    return list(model.transformer.h)
+
+
 def make_optimizer(model: nn.Module) -> torch.optim.Optimizer:
     return torch.optim.AdamW(model.parameters(), lr=1e-4)

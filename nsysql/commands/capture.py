@@ -33,7 +33,8 @@ MODEL_LIST = ", ".join(MODEL_NAMES[:-1]) + " or " + MODEL_NAMES[-1]
 
 # help panels (typer groups the options under these titles when rich is installed)
 PANELS = {"run": None, "model": "Model options (each only for the models it names)",
-          "loop": "Training-loop options (every model)"}
+          "loop": "Training-loop options (every model)",
+          "ranks": "Several GPUs: ranks under torchrun"}
 
 
 def _choice(option: WorkloadOption) -> type:
@@ -66,6 +67,19 @@ def _capture(
         False, "--stats", help="Also write NVIDIA's `nsys stats` CSVs (OUT_<report>.csv)."),
     nsys: Optional[Path] = typer.Option(
         None, "--nsys", help="The nsys executable (default: nsys on PATH)."),
+    nproc: Optional[int] = typer.Option(
+        None, "--nproc", min=1, metavar="N", rich_help_panel=PANELS["ranks"],
+        help="Run N ranks under torchrun --nproc_per_node=N, the model under DistributedDataParallel over "
+             "NCCL, each rank on the GPU of its LOCAL_RANK; one export holds every rank (default: one process, "
+             "no torchrun)."),
+    fsdp: bool = typer.Option(
+        False, "--fsdp", rich_help_panel=PANELS["ranks"],
+        help="With --nproc: FSDP2 (torch.distributed.fsdp.fully_shard, a unit per block) instead of DDP; "
+             "gpt, bert, cnn, hf."),
+    per_rank: bool = typer.Option(
+        False, "--per-rank", rich_help_panel=PANELS["ranks"],
+        help="With --nproc 2 or more: one nsys per rank (torchrun --no-python nsys profile ...), writing "
+             "OUT_rank0.sqlite, OUT_rank1.sqlite, ...; each export has its own clock."),
     **workload: Any,
 ) -> None:
     """Profile a seed model under Nsight Systems and export OUT.sqlite.
@@ -78,6 +92,12 @@ def _capture(
 
     Flags after -- go to nsys profile and replace the default of the same option,
     e.g. nsysql capture gpt --size tiny -o run -- -t cuda,nvtx
+
+    With --nproc N: nsys profile ... torchrun --standalone --nproc_per_node=N --no-python
+    python -m capture MODEL ... --distributed ddp (fsdp with --fsdp); with --per-rank, torchrun
+    starts one nsys profile -o OUT_rank%q{RANK} per rank. NVLink multicast is off in the ranks
+    (NCCL_NVLS_ENABLE=0 ...) unless the environment sets those variables. With --stats and several
+    ranks, NVIDIA's NCCL recipes too (nsys recipe nccl_sum ... --csv into OUT_nccl_sum/ ...).
     """
     given = {name: value.value if isinstance(value, Enum) else value for name, value in workload.items()}
     if given["checkpoint_path"] is not None:  # the profiled process runs in a scratch directory
@@ -85,9 +105,11 @@ def _capture(
     from capture import runner  # here, not at the top: every other command starts without it
     try:
         argv = runner.workload_argv(model.value, **given)
-        runner.check_loop_options(**given)
+        runner.check_parallel(model.value, nproc, per_rank=per_rank, fsdp=fsdp,
+                              straggle_rank=given["straggle_rank"])
+        runner.check_loop_options(**given, distributed=runner.distributed_kind(nproc, fsdp))
         runner.run_capture(model.value, argv, output, nsys=nsys, nsys_flags=list(ctx.args),
-                           stats=stats, echo=typer.echo)
+                           stats=stats, echo=typer.echo, nproc=nproc, fsdp=fsdp, per_rank=per_rank)
     except runner.CaptureError as exc:
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(1) from None
