@@ -245,3 +245,22 @@ def test_hand_worked(tmp_path):
     ]
     assert plain_rows(raw_kernels(path)) == report_rows(path, tmp_path / "cache")[1:]
 
+
+
+# -- NVIDIA's recipe on the very export it ran on: our own 2-GPU fixture ----------------------------------
+OWN = FIXTURES / "ddp-2gpu-torchrun"
+
+
+def test_equals_nvidias_recipe_on_the_fixture_it_ran_on(tmp_path):
+    """fixtures/ddp-2gpu-torchrun: `nsys recipe nccl_gpu_overlap_trace --csv` ran on the GPU machine on this
+    capture's report (fixtures/README.md); its rank_trace.csv equals the report row for row, through the library
+    and byte for byte through the CLI."""
+    with lzma.open(OWN / "recipes" / NAME / "rank_trace.csv.xz", "rt", newline="") as f:
+        want_text = f.read()
+    want = csv_rows(want_text)
+    assert want[0] == HEADER and len(want) > 1000
+    assert report_rows(OWN / "export.sqlite.xz", tmp_path / "cache") == want
+    res = runner.invoke(app, ["report", NAME, str(OWN / "export.sqlite.xz"), "-f", "csv",
+                              "--cache-dir", str(tmp_path / "cache")])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.replace("\r\n", "\n") == want_text.replace("\r\n", "\n")

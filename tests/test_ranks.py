@@ -1,8 +1,10 @@
-"""Several GPUs: collectives matched across ranks, wait and transfer, lateness and the straggler, on the real 2-GPU
-DDP captures in ../shared/samples/ddp-2gpu/ (one export over torchrun, and one export per rank of another run; in
-profiled step 2 rank 1 sleeps 25 ms inside `dataloader`). Every figure is checked against a plain walk of the raw
-SQLite rows written here: NCCL kernels by name, instances matched by the k-th kernel on each rank's n-th NCCL
-stream, steps from the `profiled_step` ranges, unions in Python. Skipped where ../shared is absent."""
+"""Several GPUs: collectives matched across ranks, wait and transfer, lateness and the straggler, on real 2-GPU
+captures: our own fixtures (fixtures/ddp-2gpu-torchrun, ddp-2gpu-rank0 + ddp-2gpu-rank1: DDP, rank 1 sleeps 25 ms
+inside `dataloader` in profiled step 2; fixtures/fsdp-2gpu-torchrun: FSDP2, rank 1 20 ms late in every step) and
+those in ../shared/samples/ddp-2gpu/ (DDP, the same planted straggler; skipped where ../shared is absent). Every
+figure is checked against a plain walk of the raw SQLite rows written here: NCCL kernels by name, instances
+matched by the k-th kernel on each rank's n-th NCCL stream, steps from the `profiled_step` ranges, unions in
+Python."""
 from __future__ import annotations
 
 import lzma
@@ -19,21 +21,28 @@ from plainfindings import intersection, length
 from plainwalk import merge
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples" / "ddp-2gpu"
-pytestmark = pytest.mark.skipif(not (SAMPLES / "torchrun" / "export.sqlite.xz").exists(),
-                                reason="../shared/samples/ddp-2gpu is not here")
+OWN = Path(__file__).resolve().parents[1] / "fixtures"
+SOURCES = {"torchrun": SAMPLES / "torchrun", "rank0": SAMPLES / "rank0", "rank1": SAMPLES / "rank1",
+           "own-torchrun": OWN / "ddp-2gpu-torchrun", "own-rank0": OWN / "ddp-2gpu-rank0",
+           "own-rank1": OWN / "ddp-2gpu-rank1", "own-fsdp": OWN / "fsdp-2gpu-torchrun"}
 
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
-    """name -> the decompressed export (torchrun, rank0, rank1)."""
-    out = {}
+    """name -> the decompressed export; a name whose export is not here skips the test that asks for it."""
     folder = tmp_path_factory.mktemp("ddp")
-    for name in ("torchrun", "rank0", "rank1"):
-        target = folder / f"{name}.sqlite"
-        with lzma.open(SAMPLES / name / "export.sqlite.xz") as src, target.open("wb") as dst:
-            shutil.copyfileobj(src, dst)
-        out[name] = target
-    return out
+
+    class Lazy(dict):
+        def __missing__(self, name):
+            source = SOURCES[name] / "export.sqlite.xz"
+            if not source.exists():
+                pytest.skip(f"{source} is not here")
+            target = folder / f"{name}.sqlite"
+            with lzma.open(source) as src, target.open("wb") as dst:
+                shutil.copyfileobj(src, dst)
+            self[name] = target
+            return target
+    return Lazy()
 
 
 def _pid(global_id: int) -> int:
@@ -157,33 +166,45 @@ def _stragglers(rows: list[dict]) -> set[tuple[int, int]]:
 COLUMNS = ("comm_ns", "wait_ns", "transfer_ns", "exposed_wait_ns", "exposed_transfer_ns", "late_ns", "collectives")
 
 
-def test_one_torchrun_export_matches_collectives_and_splits_wait_from_transfer(sample, tmp_path):
+# (export, collectives matched per rank, the step where rank 1 was made late or None: every step)
+ONE_EXPORT = [("torchrun", 78, 2), ("own-torchrun", 22, 2), ("own-fsdp", 48, None)]
+
+
+@pytest.mark.parametrize("name,collectives,planted", ONE_EXPORT, ids=[c[0] for c in ONE_EXPORT])
+def test_one_torchrun_export_matches_collectives_and_splits_wait_from_transfer(sample, tmp_path, name, collectives,
+                                                                              planted):
     import nsysql
-    raw = Raw(sample["torchrun"])
+    raw = Raw(sample[name])
     inst = waits(instances(raw))
     want = plain_comm(raw, inst)
-    with nsysql.open(sample["torchrun"], cache_dir=tmp_path) as ex:
+    with nsysql.open(sample[name], cache_dir=tmp_path) as ex:
         got = ex.comm()
         matched = ex.run("analysis.comm_waits")
-    assert matched["matched"].sum() == sum(i["matched"] for i in inst) == 156  # 78 collectives on each of 2 ranks
+    assert matched["matched"].sum() == sum(i["matched"] for i in inst) == 2 * collectives
     assert {(r["pid"], r["step"]) for r in got.iter_rows(named=True)} == set(want)
     for r in got.iter_rows(named=True):
         assert {k: r[k] for k in COLUMNS} == want[(r["pid"], r["step"])], (r["pid"], r["step"])
         assert r["rank"] == r["device_id"]  # no RANK in one nsys over torchrun: ranks by device
     assert {(r["pid"], r["step"]) for r in got.filter(pl.col("straggler")).iter_rows(named=True)} == \
         _stragglers(got.to_dicts())
-    # the planted straggler: rank 1 sleeps 25 ms in step 2; rank 0 waits for it more than in any other step
-    step2 = got.filter(pl.col("step") == 2)
-    assert step2.filter(pl.col("straggler"))["rank"].to_list() == [1]
+    # the planted straggler: rank 1 sleeps in step 2 (every step with FSDP): the straggler there, and rank 0 waits
+    # for it more than in any other step
+    for step in ([planted] if planted else range(1, 5)):
+        assert got.filter((pl.col("step") == step) & pl.col("straggler"))["rank"].to_list() == [1]
     rank0 = got.filter(pl.col("rank") == 0).sort("step")
-    assert rank0["wait_ns"].arg_max() == 1 and rank0["wait_ns"][1] > 40_000_000
+    if planted:
+        assert rank0["wait_ns"].arg_max() == planted - 1 and rank0["wait_ns"][planted - 1] > 20_000_000
+    else:
+        assert rank0["wait_ns"].min() > 15_000_000
 
 
-def test_per_rank_exports_are_aligned_and_give_the_job_view(sample, tmp_path):
+@pytest.mark.parametrize("names,collectives", [(("rank0", "rank1"), 78), (("own-rank0", "own-rank1"), 22)],
+                         ids=["shared", "own"])
+def test_per_rank_exports_are_aligned_and_give_the_job_view(sample, tmp_path, names, collectives):
     from typer.testing import CliRunner
 
     from nsysql.cli import app
-    raws = [Raw(sample["rank0"]), Raw(sample["rank1"])]
+    raws = [Raw(sample[names[0]]), Raw(sample[names[1]])]
     assert [r.rank for r in raws] == [0, 1]
     # the plain alignment: the median of (rank 0's end - rank 1's end) over the collectives both have
     first = [instances(r, source=i) for i, r in enumerate(raws)]
@@ -194,10 +215,10 @@ def test_per_rank_exports_are_aligned_and_give_the_job_view(sample, tmp_path):
     inst = waits(instances(raws[0]) + instances(raws[1], shift=shift, source=1))
     want = {**plain_comm(raws[0], [i for i in inst if i["source"] == 0]),
             **plain_comm(raws[1], [i for i in inst if i["source"] == 1], shift=shift)}
-    result = CliRunner().invoke(app, ["comm", str(sample["rank0"]), str(sample["rank1"]), "-f", "csv",
+    result = CliRunner().invoke(app, ["comm", str(sample[names[0]]), str(sample[names[1]]), "-f", "csv",
                                       "--cache-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert "put on rank0's clock" in result.stderr and "78 collectives matched" in result.stderr
+    assert f"put on {names[0]}'s clock" in result.stderr and f"{collectives} collectives matched" in result.stderr
     got = pl.read_csv(result.stdout.encode())
     assert got["rank"].to_list() == [0] * 4 + [1] * 4  # RANK of each process's environment
     for r in got.iter_rows(named=True):
@@ -207,11 +228,12 @@ def test_per_rank_exports_are_aligned_and_give_the_job_view(sample, tmp_path):
     assert got.filter((pl.col("step") == 2) & pl.col("straggler"))["rank"].to_list() == [1]
 
 
-def test_breakdown_adds_up_and_utilization_leaves_waiting_out(sample, tmp_path):
+@pytest.mark.parametrize("name", ["torchrun", "own-torchrun", "own-fsdp"])
+def test_breakdown_adds_up_and_utilization_leaves_waiting_out(sample, tmp_path, name):
     import nsysql
-    raw = Raw(sample["torchrun"])
+    raw = Raw(sample[name])
     inst = waits(instances(raw))
-    with nsysql.open(sample["torchrun"], cache_dir=tmp_path) as ex:
+    with nsysql.open(sample[name], cache_dir=tmp_path) as ex:
         bd = ex.run("analysis.step_breakdown")
         gpus = ex.run("analysis.overview_gpus")
     cats = [c for c in bd.columns if c.endswith("_ns") and c != "wall_ns"]
@@ -220,7 +242,7 @@ def test_breakdown_adds_up_and_utilization_leaves_waiting_out(sample, tmp_path):
     assert bd["comm_wait_ns"].sum() > 0
     # GPU 0 waits for rank 1: the plain walk's busy (ops with NCCL kernels cut to their transfer part) and
     # wait-only time over the analysed steps
-    assert gpus["device_id"].to_list() == [0, 1]  # the job's GPUs only: the capture saw 4
+    assert gpus["device_id"].to_list() == [0, 1]  # the job's GPUs only (the shared sample's capture saw 4)
     for g in gpus.iter_rows(named=True):
         busy = wait_only = window = 0
         for pid, (s, e) in ((p, se) for p in raw.steps for se in raw.steps[p].values()):
@@ -243,9 +265,10 @@ def test_breakdown_adds_up_and_utilization_leaves_waiting_out(sample, tmp_path):
     assert gpus.filter(pl.col("device_id") == 0)["comm_wait_pct"][0] > 20
 
 
-def test_the_top_finding_of_a_job_with_a_late_rank_is_the_straggler(sample, tmp_path):
+@pytest.mark.parametrize("name", ["torchrun", "own-torchrun", "own-fsdp"])
+def test_the_top_finding_of_a_job_with_a_late_rank_is_the_straggler(sample, tmp_path, name):
     import nsysql
-    with nsysql.open(sample["torchrun"], cache_dir=tmp_path) as ex:
+    with nsysql.open(sample[name], cache_dir=tmp_path) as ex:
         found = ex.findings()
         comm = ex.comm().filter(pl.col("analysed"))
     top = found.row(0, named=True)
