@@ -48,6 +48,32 @@ def is_comm(op) -> bool:
     return op["kind"] == "kernel" and ("nccl" in name.lower() or "::oneRankReduce<" in name)
 
 
+def mark_waits(comm: list[dict]) -> None:
+    """Give each NCCL kernel of a matched collective its `wait_end`: NCCL runs a communicator's collectives in the
+    same order on every rank, one stream per communicator and GPU, so the k-th kernel on every rank's n-th NCCL
+    stream (streams numbered by first use) is one collective; matched when every rank has it, all of one operation.
+    The kernel spins until the last rank's kernel starts (L): wait_end = max(start, min(end, L))."""
+    ranks = {(k["pid"], k["device"]) for k in comm}
+    first: dict = {}
+    for k in sorted(comm, key=lambda k: k["start"]):
+        first.setdefault((k["pid"], k["device"]), {}).setdefault(k["stream"], k["start"])
+    count: dict = defaultdict(int)
+    groups = defaultdict(list)
+    for k in sorted(comm, key=lambda k: (k["start"], k["id"])):
+        rank = (k["pid"], k["device"])
+        order = sorted(first[rank], key=lambda st: (first[rank][st], st)).index(k["stream"])
+        count[(rank, k["stream"])] += 1
+        groups[(order, count[(rank, k["stream"])])].append(k)
+    for group in groups.values():
+        ops = {re.search(r"nccl(?:Dev)?Kernel_([A-Za-z]+?)(?:_|\(|$)", k["name"]).group(1)
+               if re.search(r"nccl(?:Dev)?Kernel_", k["name"]) else k["name"] for k in group}
+        if len(ranks) > 1 and len(group) == len(ranks) and len({(k["pid"], k["device"]) for k in group}) == len(group) \
+                and len(ops) == 1:
+            last = max(k["start"] for k in group)
+            for k in group:
+                k["wait_end"] = max(k["start"], min(k["end"], last))
+
+
 def split_tid(gtid):
     return pid_of(gtid), gtid & 0xFFFFFF
 
@@ -61,13 +87,14 @@ class PlainExport:
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
             for row in db.execute(
                     "SELECT rowid, start, end, deviceId, globalPid, correlationId, gridX, gridY, gridZ, blockX, "
-                    "blockY, blockZ, registersPerThread, staticSharedMemory, dynamicSharedMemory, demangledName, shortName "
-                    "FROM CUPTI_ACTIVITY_KIND_KERNEL"):
-                rowid, s, e, dev, gpid, corr, gx, gy, gz, bx, by, bz, regs, smem_s, smem_d, dn, sn = row
+                    "blockY, blockZ, registersPerThread, staticSharedMemory, dynamicSharedMemory, demangledName, shortName, "
+                    "streamId FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+                rowid, s, e, dev, gpid, corr, gx, gy, gz, bx, by, bz, regs, smem_s, smem_d, dn, sn, st = row
                 self.kernels.append(dict(kind="kernel", id=rowid, start=s, end=e, device=dev, pid=split_tid(gpid)[0],
                                          corr=corr, blocks=gx * gy * gz, threads=bx * by * bz, regs=regs or 0,
                                          smem=(smem_s or 0) + (smem_d or 0), name=strings.get(dn),
-                                         short=strings.get(sn)))
+                                         short=strings.get(sn), stream=st))
+        mark_waits([k for k in self.kernels if is_comm(k)])
         self.ops = list(self.kernels)  # kernels, copies and sets
         for kind, table in (("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"), ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"),
                             ("graph", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")):  # graph: a whole CUDA graph, no kernel rows
@@ -274,15 +301,17 @@ def is_tensor_core(name: str) -> bool:
 
 def plain_gpus(ops, gpus, windows):
     """{device: dict(window_ns, busy_ns, kernel_ns, utilization_pct, sm_efficiency_pct, achieved_occupancy_pct,
-    tensor_core_pct)} over the analysed windows. ops: PlainExport.ops (kernels with blocks, threads, regs, smem,
-    name); gpus: PlainExport.gpus (TARGET_INFO_GPU columns)."""
+    tensor_core_pct)} over the analysed windows, for the GPUs with ops in them. ops: PlainExport.ops (kernels with
+    blocks, threads, regs, smem, name; an NCCL kernel counts from its wait_end, mark_waits); gpus: PlainExport.gpus
+    (TARGET_INFO_GPU columns)."""
     wins = [w for w in windows if w["analysed"]]
     clipped = defaultdict(list)  # device -> [(op, clipped start, clipped end)]
     users = defaultdict(set)  # device -> pids with an op in one of their windows
     for w in wins:
         for o in ops:
-            if o["pid"] == w["pid"] and o["start"] < w["end_ns"] and o["end"] > w["start_ns"]:
-                clipped[o["device"]].append((o, max(o["start"], w["start_ns"]), min(o["end"], w["end_ns"])))
+            start = o.get("wait_end", o["start"]) if is_comm(o) else o["start"]  # NCCL: its transfer part only
+            if o["pid"] == w["pid"] and start < w["end_ns"] and o["end"] > w["start_ns"] and o["end"] > start:
+                clipped[o["device"]].append((o, max(start, w["start_ns"]), min(o["end"], w["end_ns"])))
                 users[o["device"]].add(w["pid"])
     out = {}
     for dev, items in clipped.items():
@@ -301,11 +330,7 @@ def plain_gpus(ops, gpus, windows):
         tc = 100.0 * sum(d for o, d in kern if is_tensor_core(o["name"])) / kernel_ns if kernel_ns else None
         out[dev] = dict(window_ns=window_ns, busy_ns=busy, kernel_ns=kernel_ns, utilization_pct=util,
                         sm_efficiency_pct=sm, achieved_occupancy_pct=occ, tensor_core_pct=tc)
-    for dev in gpus:  # every other GPU of the capture, idle in the windows
-        if dev not in out and wins:
-            out[dev] = dict(window_ns=sum(w["wall_ns"] for w in wins), busy_ns=0, kernel_ns=0, utilization_pct=0.0,
-                            sm_efficiency_pct=0.0, achieved_occupancy_pct=None, tensor_core_pct=None)
-    return out
+    return out  # GPUs the windows' processes left idle are not listed
 
 
 # ---------------------------------------------------------------------------------------------
