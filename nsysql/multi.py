@@ -153,7 +153,8 @@ def _link_job(exports: list, names: list[str]) -> bool:
         return False
     if alignment is None:
         return False
-    print(alignment.line(names), file=sys.stderr)
+    from .render import wrap_note
+    print(wrap_note(alignment.line(names)), file=sys.stderr)
     return True
 
 

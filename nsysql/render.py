@@ -806,3 +806,14 @@ def time_origin(export) -> int | None:
 def human_format(fmt: Format) -> bool:
     """Whether `fmt` is for people (table, markdown): only then is a time origin worth looking up."""
     return fmt in (Format.table, Format.markdown)
+
+
+def wrap_note(text: str) -> str:
+    """A note for stderr wrapped at the terminal's width, later lines indented, a number never parted from its
+    unit (`-37.41 ms`)."""
+    import shutil
+    import textwrap
+    width = max(shutil.get_terminal_size((100, 24)).columns, 40)
+    glued = re.sub(r"(\d) (ns|µs|ms|s|%)(?=\W|$)", "\\1\u00a0\\2", text)
+    lines = textwrap.wrap(glued, width, subsequent_indent="  ", break_on_hyphens=False)
+    return "\n".join(lines).replace("\u00a0", " ")

@@ -355,9 +355,11 @@ def _step_time_line(ov: Overview, width: int) -> list[str]:
 def _breakdown_frame(ov: Overview, top: int) -> tuple[pl.DataFrame, int]:
     """Per analysed step (the first `top`) and the mean over all of them, in ns; with several processes the step
     reads `3 (pid 100)`, as each process numbers its own steps."""
-    rows = ov.breakdown.head(top)
-    several = ov.breakdown["pid"].n_unique() > 1
     ranks = ov.ranks or {}
+    ordered = (ov.breakdown.with_columns(pl.col("pid").replace_strict(ranks, default=None).alias("_rank"))
+               .sort("step", "_rank", "pid", nulls_last=True).drop("_rank") if ranks else ov.breakdown)
+    rows = ordered.head(top)
+    several = ov.breakdown["pid"].n_unique() > 1
     labels = [(f"{s} r{ranks[p]}" if p in ranks else f"{s} (pid {p})") if several else str(s)
               for s, p in zip(rows["step"].to_list(), rows["pid"].to_list())]
     frame = pl.DataFrame({"step": labels,

@@ -25,6 +25,7 @@ def comm(
     from .. import catalog
     from ..errors import NsysqlError
     from ..job import match_note
+    from ..render import wrap_note
     with src.errors():
         origins = TimeOrigins(out.for_people)
         notes: list[str] = []
@@ -35,7 +36,7 @@ def comm(
             return ex.run("analysis.comm")
         df = src.gather(exports, origins.wrap(rows))
         for line in notes:
-            typer.echo(line, err=True)
+            typer.echo(wrap_note(line), err=True)
         if df.height == 0:
             raise NsysqlError("no steps with GPU work to compare; `nsysql steps` says how steps are found")
         if df["comm_kernels"].sum() == 0:
@@ -61,6 +62,7 @@ def collectives(
 
     from .. import catalog
     from ..errors import NsysqlError
+    from ..render import wrap_note
     with src.errors():
         df = src.gather(exports, lambda ex: ex.run("analysis.collectives"))
         if df.height == 0:
@@ -68,8 +70,8 @@ def collectives(
         if df["mean_message_bytes"].is_null().all():
             if out.for_people:  # nothing to show in them
                 df = df.drop("mean_message_bytes", "bus_gb_per_s")
-            typer.echo("note: message sizes and bus bandwidth need NCCL's NVTX payloads: export with "
-                       "`nsys export --type sqlite --include-blobs=true -o X.sqlite X.nsys-rep`", err=True)
+            typer.echo(wrap_note("note: message sizes and bus bandwidth need NCCL's NVTX payloads: export with "
+                                 "`nsys export --type sqlite --include-blobs=true -o X.sqlite X.nsys-rep`"), err=True)
         out.emit(df, columns=catalog.get("analysis.collectives").columns, title="Collectives per operation",
                  optional=("mean_ns", "ranks", "collectives", "instances", "algorithms"))
 
