@@ -369,16 +369,21 @@ def plan_capture(nsys: str, output: str | Path, model: str, workload_args: Seque
     return CapturePlan(profile=profile, exports=exports, recipes=recipe_plans, env=env)
 
 
+def _executable_at(explicit: str | Path, name: str, hint: str) -> str:
+    """The executable `name` at `explicit` (the file, or the folder holding it), else a one-line error with `hint`."""
+    candidate = Path(os.path.expanduser(str(explicit)))
+    if candidate.is_dir():
+        candidate = candidate / name
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return str(candidate.absolute())
+    raise CaptureError(f"{name} not found at {explicit}: {hint}")
+
+
 def find_nsys(explicit: str | Path | None = None, path: str | None = None) -> str:
     """The nsys executable: `explicit` (a file or the folder holding it), else nsys on PATH."""
     if explicit is not None:
-        candidate = Path(os.path.expanduser(str(explicit)))
-        if candidate.is_dir():
-            candidate = candidate / "nsys"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate.absolute())
-        raise CaptureError(f"nsys not found at {explicit}: pass --nsys with the path of an "
-                           "executable nsys, or leave --nsys out to use nsys on PATH")
+        return _executable_at(explicit, "nsys", "pass --nsys with the path of an executable nsys, or leave --nsys "
+                                                "out to use nsys on PATH")
     found = shutil.which("nsys", path=path)
     if found is None:
         raise CaptureError("nsys not found on PATH: install Nsight Systems and put its nsys on "
@@ -391,13 +396,8 @@ def find_torchrun(python: str | None = None, explicit: str | Path | None = None,
     """torch's torchrun: `explicit` (a file or the folder holding it), else the one beside the
     interpreter `python` (a virtual environment's bin/), else torchrun on PATH."""
     if explicit is not None:
-        candidate = Path(os.path.expanduser(str(explicit)))
-        if candidate.is_dir():
-            candidate = candidate / "torchrun"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate.absolute())
-        raise CaptureError(f"torchrun not found at {explicit}: pass --torchrun with the path of an "
-                           "executable torchrun, or leave it out to use the one beside python or on PATH")
+        return _executable_at(explicit, "torchrun", "pass --torchrun with the path of an executable torchrun, or "
+                                                    "leave it out to use the one beside python or on PATH")
     beside = Path(python or sys.executable).parent / "torchrun"
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
