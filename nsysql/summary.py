@@ -75,37 +75,65 @@ def _build_summary(export: Export, *, top: int, full: bool) -> Summary:
 
 
 def communication_section(export: Export) -> Section | None:
-    """Per rank, the mean per analysed step of compute, communication (transfer and wait), exposed communication and
-    lateness, and in how many steps it was the straggler (analysis.comm); None without communication kernels. With
-    several ranks it leads the summary, with the straggler in its note."""
+    """Per analysed step and rank: compute, transfer, wait, exposed communication, lateness and the straggler
+    (analysis.comm); None without communication kernels. With several ranks it leads the summary, with the
+    straggler in its note."""
     if not (export.has("kernel") and export.has("runtime")) or not export.run("analysis._comm_present")["present"][0]:
         return None
     return ranks_section(export.run("analysis.comm"))
 
 
+RANK_COLUMNS = ("step", "rank", "pid", "device_id", "wall_ns", "compute_ns", "transfer_ns", "wait_ns", "exposed_comm_ns",
+                "late_ns", "straggler")
+
+
 def ranks_section(rows: pl.DataFrame) -> Section:
-    """communication_section's table from analysis.comm's rows (of one export, or of every export of a job)."""
+    """communication_section's table from analysis.comm's rows (of one export, or of every export of a job): per
+    analysed step and rank, compute, transfer, wait, exposed communication, lateness and the straggler; the note
+    names the rank that is the straggler most often."""
     analysed = rows.filter(pl.col("analysed")) if rows["analysed"].any() else rows
-    mean = [pl.col(c).mean().round(0).cast(pl.Int64).alias(c)
-            for c in ("wall_ns", "compute_ns", "comm_ns", "transfer_ns", "wait_ns", "exposed_comm_ns", "late_ns")]
-    frame = (analysed.group_by("rank", "pid", "device_id", maintain_order=True)
-             .agg(pl.len().alias("steps"), *mean, pl.col("straggler").sum().cast(pl.Int64).alias("straggler_steps"))
-             .sort("rank", "pid", "device_id"))
-    several = frame.height > 1
-    note = ("per rank, the mean per analysed step: transfer = communication moving data, wait = spinning until the "
-            "collective's last rank arrives, late = how long after the first rank it arrived (summed over the "
-            "step's collectives); `nsysql comm` for every step")
+    frame = analysed.select(RANK_COLUMNS).sort("step", "rank", "pid", "device_id")
+    per_rank = (analysed.group_by("rank", "pid", "device_id")
+                .agg(pl.len().alias("steps"), pl.col("late_ns").mean().alias("late_ns"),
+                     pl.col("straggler").sum().alias("straggler_steps")))
+    several = per_rank.height > 1
+    note = ("transfer = communication moving data, wait = spinning until the collective's last rank arrives, late = "
+            "how long after the first rank it arrived (summed over the step's collectives); `nsysql comm` for the "
+            "other columns")
     if several:
-        worst = frame.sort(["straggler_steps", "late_ns"], descending=True).row(0, named=True)
+        worst = per_rank.sort(["straggler_steps", "late_ns"], descending=True).row(0, named=True)
         if worst["straggler_steps"]:
             note = (f"straggler: rank {worst['rank']} (pid {worst['pid']}, GPU {worst['device_id']}) arrives last in "
-                    f"{worst['straggler_steps']} of {worst['steps']} analysed steps, {human_ns(worst['late_ns'])} "
-                    "late per step; " + note)
+                    f"{worst['straggler_steps']} of {worst['steps']} analysed steps, "
+                    f"{human_ns(int(worst['late_ns']))} late per step; " + note)
         else:
             note = "no straggler: no rank arrives late at the collectives; " + note
-    return Section("Ranks (mean per analysed step)" if several else "Communication (mean per analysed step)",
-                   frame, note, key="communication", query="analysis.comm",
-                   optional=("wall_ns", "comm_ns", "exposed_comm_ns", "steps"))
+    return Section("Ranks per analysed step" if several else "Communication per analysed step",
+                   frame, note, key="communication", query="analysis.comm", optional=("wall_ns", "exposed_comm_ns"))
+
+
+def _ranks_shown(s: Section, top: int) -> tuple[pl.DataFrame, list[str]]:
+    """The ranks table for people: the first `top` steps' rows, then each rank's mean over every analysed step
+    (`mean`, its straggler steps counted), and a line saying how many steps are left out."""
+    frame = s.frame
+    steps = frame["step"].unique(maintain_order=True).to_list()
+    shown = frame.filter(pl.col("step").is_in(steps[:top])).with_columns(
+        pl.col("step").cast(pl.Utf8), pl.when(pl.col("straggler")).then(pl.lit("yes")).otherwise(pl.lit(""))
+        .alias("straggler"))
+    if frame.select("rank", "pid").unique().height == 1:  # one rank waits for nobody
+        shown = shown.drop("straggler")
+    if len(steps) <= 1:
+        return shown, []
+    means = (frame.group_by("rank", "pid", "device_id", maintain_order=True)
+             .agg(*[pl.col(c).mean().round(0).cast(pl.Int64) for c in RANK_COLUMNS if c.endswith("_ns")],
+                  (pl.col("straggler").sum().cast(pl.Utf8) + pl.lit(" of ") + pl.len().cast(pl.Utf8))
+                  .alias("straggler"))
+             .sort("rank", "pid", "device_id").with_columns(pl.lit("mean").alias("step")))
+    if "straggler" not in shown.columns:
+        means = means.drop("straggler")
+    more = len(steps) - min(len(steps), top)
+    notes = [f"{_plural(more, 'more step')}; the means are over all of them"] if more else []
+    return pl.concat([shown, means.select(shown.columns)]), notes
 
 
 def detail_sections(export: Export, top: int = 10) -> list[Section]:
@@ -466,21 +494,21 @@ def render_text(summary: Summary, *, width: int, color: bool = False, top: int =
     ov = summary.overview
     notes = [line for note in ov.notes for line in _wrap(note, width)]
     blocks = [_header_lines(summary, width) + [""] + _scope_lines(ov, width) + _step_time_line(ov, width) + notes]
-    leads = summary.comm is not None and summary.comm.frame.height > 1  # a job of several ranks: who waits for whom
+    leads = (summary.comm is not None  # a job of several ranks: who waits for whom
+             and summary.comm.frame.select("rank", "pid").unique().height > 1)
     if leads:
-        blocks.append(_section_lines(summary.comm, summary, width, color, wide))  # type: ignore[arg-type]
+        blocks.append(_section_lines(summary.comm, summary, width, color, wide, max(top, 3)))  # type: ignore[arg-type]
     blocks += [_breakdown_lines(ov, width, max(top, 3), color), _gpu_lines(ov, width),
                _top_tables(ov, width, top, color, wide)]
     for s in ([summary.comm] if summary.comm and not leads else []) + summary.details:
-        table = to_table(s.frame, s.decimals, s.title, color=color, width=width, columns=s.query,
-                         optional=s.optional, wide=wide, origin=summary.origin).rstrip("\n").split("\n")
-        blocks.append(table + (_wrap(s.note, width, "  ") if s.note else []))
+        blocks.append(_section_lines(s, summary, width, color, wide, max(top, 3)))
     blocks.append(_findings_lines(summary.findings, width, SUMMARY_TOP_FINDINGS))
     return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"
 
 
-def _section_lines(s: Section, summary: Summary, width: int, color: bool, wide: bool) -> list[str]:
-    table = to_table(s.frame, s.decimals, s.title, color=color, width=width, columns=s.query,
+def _section_lines(s: Section, summary: Summary, width: int, color: bool, wide: bool, top: int = 3) -> list[str]:
+    frame, notes = _ranks_shown(s, top) if s.key == "communication" else (s.frame, [])
+    table = to_table(frame, s.decimals, s.title, color=color, width=width, columns=s.query, notes=notes,
                      optional=s.optional, wide=wide, origin=summary.origin).rstrip("\n").split("\n")
     return table + (_wrap(s.note, width, "  ") if s.note else [])
 
