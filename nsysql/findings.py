@@ -71,15 +71,12 @@ def run_findings(export, top: int | None = None, **params) -> pl.DataFrame:
 
 def _ranks(export) -> dict:
     """{'pid': {pid: rank}, 'device': {device: rank}} of a job of several ranks (analysis.comm_instances), else {}."""
-    from .overview import ranks_of
+    from .overview import rank_maps, ranks_of
     try:
-        pids = ranks_of(export)
+        several = ranks_of(export)
     except MissingDataError:
         return {}
-    if not pids:
-        return {}
-    devices = dict(export.run("analysis.comm_instances").select("device_id", "rank").unique().iter_rows())
-    return {"pid": pids, "device": devices}
+    return rank_maps(export.run("analysis.comm_instances")) if several else {}
 
 
 _PID = re.compile(r"\((\d+)\)|\bpid (\d+)")

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from . import catalog
-from .engine import connect
+from .engine import connect, quote_ident
 from .errors import NsysqlError
 
 WAITS = "comm_waits"
@@ -53,21 +53,37 @@ def _utc_start(ex) -> int | None:
         return None
 
 
-def _frame_table(con, name: str, df: pl.DataFrame, folder: Path) -> None:
-    """`df` as the table `name` of `con` (through Parquet: DuckDB reads Polars frames only with pyarrow)."""
-    path = folder / f"{name}.parquet"
-    df.write_parquet(path)
-    con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM read_parquet($p)", {"p": str(path)})
-
-
-def _match(instances: pl.DataFrame, folder: Path) -> pl.DataFrame:
-    """analysis.comm_waits over `instances` (every export's, on one clock)."""
+def run_over(query_id: str, tables: dict[str, pl.DataFrame], **params) -> pl.DataFrame:
+    """Query `query_id` in a fresh DuckDB whose tables `tables` (name -> rows) stand for the analyses it reads: the
+    same SQL over the rows of every export of a job (through Parquet: DuckDB reads Polars frames only with pyarrow)."""
+    from . import macros, views
+    from .export import _to_polars
+    q = catalog.get(query_id)
     con = connect()
     try:
-        _frame_table(con, "comm_instances", instances, folder)
-        return pl.DataFrame(con.sql(catalog.get("analysis.comm_waits").sql))
+        macros.install(con)
+        with tempfile.TemporaryDirectory(prefix="nsysql-job-") as tmp:
+            for name, frame in tables.items():
+                path = Path(tmp) / f"{name}.parquet"
+                frame.write_parquet(path)
+                con.execute(f"CREATE TABLE {quote_ident(name)} AS SELECT * FROM read_parquet($p)", {"p": str(path)})
+            bound = q.bound_params({**views.stated_defaults(q), **params})
+            return _to_polars(con.sql(q.sql, params=bound))
     finally:
         con.close()
+
+
+def _match(instances: pl.DataFrame) -> pl.DataFrame:
+    """analysis.comm_waits over `instances` (every export's, on one clock)."""
+    return run_over("analysis.comm_waits", {"comm_instances": instances})
+
+
+def match_counts(waits: pl.DataFrame) -> tuple[int, int, int]:
+    """(collectives matched, instances left unmatched, collectives whose ranks name different operations)."""
+    matched = waits.filter(pl.col("matched"))["collective"].n_unique()
+    mismatched = (waits.group_by("collective").agg(pl.col("operation").n_unique().alias("ops"))
+                  .filter(pl.col("ops") > 1).height)
+    return matched, waits.filter(~pl.col("matched")).height, mismatched
 
 
 def _end_gaps(waits: pl.DataFrame, n: int) -> list[pl.Series]:
@@ -110,10 +126,9 @@ def link(exports: list) -> Alignment | None:
                                          pl.col("start_ns") + sh, pl.col("end_ns") + sh)
                           for i, (f, sh) in enumerate(zip(frames, shifts))])
 
-    with tempfile.TemporaryDirectory(prefix="nsysql-job-") as tmp:
-        waits = _match(shifted(coarse), Path(tmp))
-        shifts = [c + r for c, r in zip(coarse, _refine(waits, len(frames)))]
-        waits = _match(shifted(shifts), Path(tmp))
+    waits = _match(shifted(coarse))
+    shifts = [c + r for c, r in zip(coarse, _refine(waits, len(frames)))]
+    waits = _match(shifted(shifts))
     # what is left after the shift: per export the median |gap| of its collective ends to the first export's
     residual = max(int(g.abs().median()) if len(g) else 0 for g in _end_gaps(waits, len(frames)))  # type: ignore[arg-type]
     time_cols = ["start_ns", "end_ns", "first_start_ns", "last_start_ns", "wait_end_ns"]
@@ -121,10 +136,7 @@ def link(exports: list) -> Alignment | None:
         own = (waits.filter(pl.col("source") == i)
                .with_columns([pl.col(c) - shifts[i] for c in time_cols]))
         ex.inject(WAITS, own)
-    keys = waits.filter(pl.col("matched")).select("collective").unique()
-    mismatched = (waits.group_by("collective").agg(pl.col("operation").n_unique().alias("ops"))
-                  .filter(pl.col("ops") > 1).height)
-    return Alignment(tuple(shifts), residual, keys.height, waits.filter(~pl.col("matched")).height, mismatched)
+    return Alignment(tuple(shifts), residual, *match_counts(waits))
 
 
 def match_note(waits: pl.DataFrame) -> str | None:
@@ -134,9 +146,7 @@ def match_note(waits: pl.DataFrame) -> str | None:
     ranks = waits.select("source", "pid", "device_id").unique().height
     if ranks < 2:
         return None
-    unmatched = waits.filter(~pl.col("matched")).height
-    mismatched = (waits.group_by("collective").agg(pl.col("operation").n_unique().alias("ops"))
-                  .filter(pl.col("ops") > 1).height)
+    _, unmatched, mismatched = match_counts(waits)
     if not unmatched:
         return None
     text = (f"note: {unmatched:,} of {waits.height:,} communication kernels of {ranks} ranks were not matched across "

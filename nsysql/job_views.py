@@ -8,35 +8,14 @@ or by adding up per-name totals (top kernels, CUDA calls, ranges). Processes of 
 """
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import polars as pl
 
-from . import catalog, macros, views
-from .engine import connect
+from . import catalog
 from .errors import NsysqlError
 from .findings import empty, per_job, rule_params, run_findings
-from .overview import Overview, capture_gpus
+from .job import restraggle, run_over
+from .overview import Overview, capture_gpus, rank_maps
 from .overview import build as build_overview
-
-
-def run_over(query_id: str, tables: dict[str, pl.DataFrame], **params) -> pl.DataFrame:
-    """Query `query_id` in a fresh DuckDB whose tables `tables` (name -> rows) stand for the analyses it reads."""
-    from .export import _to_polars
-    q = catalog.get(query_id)
-    con = connect()
-    try:
-        macros.install(con)
-        with tempfile.TemporaryDirectory(prefix="nsysql-job-") as tmp:
-            for name, frame in tables.items():
-                path = Path(tmp) / f"{name}.parquet"
-                frame.write_parquet(path)
-                con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet($p)", {"p": str(path)})
-            bound = q.bound_params({**views.stated_defaults(q), **params})
-            return _to_polars(con.sql(q.sql, params=bound))
-    finally:
-        con.close()
 
 
 def check_pids(exports: list) -> None:
@@ -56,14 +35,11 @@ def _concat(exports: list, query_id: str) -> pl.DataFrame:
 
 def ranks(exports: list) -> dict:
     """The job's {'pid': {pid: rank}, 'device': {device: rank}} (as nsysql.findings reads them)."""
-    rows = _concat(exports, "analysis.comm_instances").select("pid", "device_id", "rank").unique()
-    return {"pid": dict(rows.select("pid", "rank").unique().iter_rows()),
-            "device": dict(rows.select("device_id", "rank").unique().iter_rows())}
+    return rank_maps(_concat(exports, "analysis.comm_instances"))
 
 
 def comm(exports: list) -> pl.DataFrame:
     """analysis.comm of every rank, the straggler decided over all of them."""
-    from .job import restraggle
     return restraggle(_concat(exports, "analysis.comm")).sort("step", "rank", "pid", "device_id")
 
 

@@ -109,17 +109,24 @@ def gather(paths: list[Path], analysis: Callable, opener: Callable,
     return out
 
 
-def open_job(paths: list[Path], opener: Callable) -> tuple[list, list[str]] | None:
+def open_job(paths: list[Path], opener: Callable, *, strict: bool = False) -> tuple[list, list[str]] | None:
     """The exports at `paths` opened and linked (nsysql/job.py) when they are the ranks of one job, with their
-    labels; None (nothing left open) when they are not: separate runs, or one cannot be opened (the caller's own
-    handling of several exports names it)."""
+    labels; None (nothing left open) when they are not: separate runs, or one cannot be opened and not `strict` (the
+    caller's own handling of several exports names it; `strict`: its error is raised, with the export's label)."""
     opened = []
     try:
-        for path in paths:
-            opened.append(opener(path))
+        for path, name in zip(paths, labels(paths)):
+            try:
+                opened.append(opener(path))
+            except NsysqlError as exc:
+                if strict:
+                    raise NsysqlError(f"{name}: {str(exc).removeprefix(f'{name}: ')}") from None
+                raise
     except NsysqlError:
         for ex in opened:
             ex.close()
+        if strict:
+            raise
         return None
     names = labels(paths)
     if _link_job(opened, names):

@@ -113,6 +113,13 @@ def capture_gpus(export: Export) -> set[int]:
     return {int(part.split(":", 1)[0]) for part in text.split("; ") if part.split(":", 1)[0].strip().isdigit()}
 
 
+def rank_maps(instances: pl.DataFrame) -> dict:
+    """{'pid': {pid: rank}, 'device': {device: rank}} from analysis.comm_instances' rows (of one export or of every
+    export of a job), as the findings name the ranks."""
+    return {"pid": dict(instances.select("pid", "rank").unique().iter_rows()),
+            "device": dict(instances.select("device_id", "rank").unique().iter_rows())}
+
+
 def ranks_of(export: Export) -> dict | None:
     """pid -> rank of the processes that ran communication kernels, when there are several; else None."""
     if not (export.has("kernel") and export.has("runtime")) or not export.run("analysis._comm_present")["present"][0]:

@@ -76,6 +76,10 @@ class Raw:
         self.rank = int(env[0].split("=")[1].strip('"')) if env else None
         self.utc = db.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()[0]
 
+    def steps_by_pid(self) -> list[tuple[int, int]]:
+        """Every (start, end) of the step ranges, of every process."""
+        return [se for steps in self.steps.values() for se in steps.values()]
+
     def step_of(self, op) -> int | None:
         """The step whose span holds the launching call, start to end."""
         call = op[7]
@@ -378,3 +382,89 @@ def test_open_job_gives_the_job_view_in_python(sample, tmp_path):
         assert sorted(ov.gpus["device_id"].to_list()) == [0, 1] and ov.breakdown["pid"].n_unique() == 2
     with pytest.raises(nsysql.NsysqlError, match="not the ranks of one job"):
         nsysql.open_job([sample["rank0"], sample["torchrun"]], cache_dir=tmp_path)
+
+
+def test_commands_answer_for_the_job_given_one_export_per_rank(tmp_path):
+    """Our per-rank fixtures through the CLI: summarize, overview and findings read them as one job (the ranks
+    first, the straggler finding first, every rank's steps); a missing export or exports that are not one job get
+    one line and exit 1."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from nsysql.cli import app
+    pair = [str(OWN / "ddp-2gpu-rank0" / "export.sqlite.xz"), str(OWN / "ddp-2gpu-rank1" / "export.sqlite.xz")]
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    runner = CliRunner()
+    res = runner.invoke(app, ["summarize", *pair, "-f", "json", *cache])
+    assert res.exit_code == 0, res.output
+    assert "2 exports of one job" in res.stderr
+    doc = json.loads(res.stdout)
+    rows = doc["communication"]["rows"]
+    assert {r["rank"] for r in rows} == {0, 1} and {r["step"] for r in rows} == {1, 2, 3, 4}
+    assert [r["rank"] for r in rows if r["straggler"] and r["step"] == 2] == [1]
+    assert doc["findings"][0]["rule"] == "straggler" and doc["findings"][0]["title"].startswith("Rank 1 arrives late")
+    assert len({f["rule"] for f in doc["findings"]}) == len(doc["findings"])
+    assert sorted(g["device_id"] for g in doc["overview"]["gpus"]) == [0, 1]
+    res = runner.invoke(app, ["findings", *pair, "--top", "1", *cache], env={"COLUMNS": "80"})
+    assert res.exit_code == 0 and "1. Rank 1 arrives late" in res.stdout, res.output
+    res = runner.invoke(app, ["overview", *pair, *cache], env={"COLUMNS": "80"})
+    assert res.exit_code == 0 and "2 r1" in res.stdout and "waiting for other ranks" in res.stdout, res.output
+    assert max(len(line) for line in res.stdout.splitlines()) <= 80
+    for bad, words in (([pair[0], str(tmp_path / "nope.sqlite")], "nope: "),
+                       ([pair[0], str(OWN / "cnn-pinned-train" / "export.sqlite.xz")], "not the ranks of one job")):
+        for command in ("findings", "overview"):
+            res = runner.invoke(app, [command, *bad, *cache])
+            assert res.exit_code == 1 and words in res.output and len(res.output.strip().splitlines()) == 1, \
+                res.output
+
+
+def test_job_overview_step_statistics_over_every_rank(sample, tmp_path):
+    """The job's step statistics are over both ranks' analysed steps: count, mean, median and max wall time of the
+    `profiled_step` ranges read from the raw rows of each export."""
+    import statistics
+
+    import nsysql
+    walls = [e - s for name in ("own-rank0", "own-rank1") for s, e in Raw(sample[name]).steps_by_pid()]
+    with nsysql.open_job([sample["own-rank0"], sample["own-rank1"]], cache_dir=tmp_path) as job:
+        stats = job.overview().stats
+    assert stats["analysed_steps"] == len(walls) == 8 and stats["max_ns"] == max(walls)
+    assert stats["mean_ns"] == pytest.approx(statistics.fmean(walls))
+    assert stats["median_ns"] == pytest.approx(statistics.median(walls))
+
+
+@pytest.mark.parametrize("name,overruns", [("torchrun", True), ("own-torchrun", False), ("own-fsdp", False)])
+def test_steps_overrun_is_the_busy_time_past_each_step(sample, tmp_path, name, overruns):
+    """steps' overrun_ns: the union of the step's ops (launched inside it on any thread of its process) after the
+    step's end; GPU busy above 100 % only with an overrun."""
+    import nsysql
+    raw = Raw(sample[name])
+    want = defaultdict(list)
+    for o in raw.ops:
+        step = raw.step_of(o)
+        if step is not None:
+            end = raw.steps[o[1]][step][1]
+            if o[5] > end:
+                want[(o[1], step)].append((max(o[4], end), o[5]))
+    with nsysql.open(sample[name], cache_dir=tmp_path) as ex:
+        steps = ex.steps()
+    for r in steps.iter_rows(named=True):
+        assert r["overrun_ns"] == length(merge(want[(r["pid"], r["step"])])), (r["pid"], r["step"])
+        assert r["gpu_busy_pct"] <= 100 or r["overrun_ns"] > 0
+    if overruns:  # the shared capture's all-reduces run past the step (148 % busy in rank 0's step 2)
+        assert steps["overrun_ns"].max() > 0 and steps["gpu_busy_pct"].max() > 100
+
+
+@pytest.mark.skipif(not (FORMATS / "export.sqlite.xz").exists(), reason="no formats sample")
+def test_collectives_command_says_what_payloads_would_add(tmp_path):
+    """`nsysql collectives` without NCCL's payloads: one note naming `--include-blobs=true`, and no empty size or
+    bandwidth columns in the table; with them, no note and both columns."""
+    from typer.testing import CliRunner
+
+    from nsysql.cli import app
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    res = CliRunner().invoke(app, ["collectives", str(FORMATS / "export.sqlite.xz"), *cache], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    assert "--include-blobs=true" in res.stderr and "bus_gb" not in res.stdout and "AllReduce" in res.stdout
+    res = CliRunner().invoke(app, ["collectives", str(FORMATS / "export-include-blobs.sqlite.xz"), "--wide", *cache])
+    assert res.exit_code == 0 and not res.stderr and "bus_gb" in res.stdout, res.output

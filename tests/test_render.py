@@ -299,3 +299,16 @@ def test_export_labels_keep_the_word_that_tells_them_apart():
     text = to_table(df, width=40, columns={})
     assert "…rank0" in text and "…rank1" in text, text
     assert max(len(line) for line in text.splitlines()) <= 40
+
+
+def test_notes_wrap_at_the_terminal_and_keep_numbers_with_their_units(monkeypatch):
+    """A stderr note (the job's alignment line) wraps at the terminal's width, later lines indented, and never
+    parts a number from its unit."""
+    from nsysql.render import wrap_note
+    monkeypatch.setenv("COLUMNS", "40")
+    text = wrap_note("note: 2 exports of one job, put on rank0's clock (rank1 -37.41 ms; ends 984 ns apart)")
+    lines = text.splitlines()
+    assert len(lines) > 1 and all(len(line) <= 40 for line in lines) and lines[1].startswith("  ")
+    assert "-37.41 ms" in text and "984 ns" in text  # each on one line
+    assert " ".join(line.strip() for line in lines) == ("note: 2 exports of one job, put on rank0's clock (rank1 "
+                                                        "-37.41 ms; ends 984 ns apart)")

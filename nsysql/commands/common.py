@@ -183,7 +183,7 @@ class Source:
             with self.open(paths[0]) as ex:
                 yield [ex], None
             return
-        job = multi.open_job(paths, self.open)
+        job = multi.open_job(paths, self.open, strict=True)
         if job is None:
             raise NsysqlError("these exports are not the ranks of one job (each needs NCCL kernels, and their captures "
                               "must overlap in time); compare separate runs with `nsysql summarize A B` or `nsysql diff`")
