@@ -316,6 +316,8 @@ COMMAND_MODULES = (
     "attribution",
     "diff",
     "plot",
+    "html",
+    "perfetto",
     "db",
     "sql",
     "parquet",

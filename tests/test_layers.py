@@ -19,7 +19,8 @@ LAYERS = {
              "catalog", "analyses", "macros", "views", "answers", "busy", "build_graph", "importer", "rules", "export"],
     "rendering": ["formats", "render"],
     "features": ["annotate", "multi", "adhoc", "attribution", "sanity", "diff", "dataset", "dataset_schemas",
-                 "overview", "findings", "plot", "summary", "summary_many", "ahead", "comm", "job", "job_views"],
+                 "overview", "findings", "plot", "summary", "summary_many", "ahead", "comm", "job", "job_views",
+                 "tracedata", "perfetto", "html_report"],
     "facade": ["nsysql", "api"],  # nsysql/__init__.py and the Export users get from nsysql.open()
     "commands": ["commands", "commands.*"],
     "cli": ["cli", "__main__"],
