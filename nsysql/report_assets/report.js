@@ -132,7 +132,8 @@ function columnSpec(key, values) {
     return [`${base} (${unit})`, scale, "num"];
   }
   if (/(^|_)pct(_|$)/.test(key) || key.endsWith("(%)")) {
-    return [`${key.replace(/_?pct/, "").replace(/ \(%\)$/, "").replace(/_/g, " ")} (%)`, 1, "pct"];
+    const base = key.replace(/_?pct/, "").replace(/ \(%\)$/, "").replace(/_/g, " ").trim();
+    return [`${base || "share"} (%)`, 1, "pct"];
   }
   if (key.endsWith("_bytes")) return [`${key.replace(/_bytes$/, "").replace(/_/g, " ")} (MB)`, 1e6, "num"];
   if (values.some(v => typeof v === "number")) return [key.replace(/_/g, " "), null, "count"];
@@ -219,6 +220,34 @@ function layout(extra) {
                          plot_bgcolor: "#fff", legend: { orientation: "h", y: -0.18 } }, extra);
 }
 
+// A legend below the plot, at the bottom of the figure, with room for as many lines as it wraps to at this width
+// (a narrow window wraps it; a fixed margin would let it run over the next section).
+function legendRoom(node, names, xTitle) {
+  const width = Math.max(node.clientWidth || 800, 200);
+  const chars = names.reduce((a, n) => a + n.length * 7 + 50, 0);
+  return 22 * Math.max(1, Math.ceil(chars / (width - 40))) + (xTitle ? 50 : 34);
+}
+function legendBelow(node, traces, lay, xTitle) {
+  const names = traces.map(t => t.name || "");
+  const base = lay.height || 300;
+  const room = legendRoom(node, names, xTitle);
+  lay.legend = { orientation: "h", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom" };
+  lay.margin = Object.assign({}, lay.margin, { b: room });
+  lay.height = base + room - 40;
+  node.dataset.legend = "1";
+  node._legend = { names, base, xTitle };
+  return lay;
+}
+let resizeTimer = null;
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => document.querySelectorAll("[data-legend]").forEach(node => {
+    const { names, base, xTitle } = node._legend;
+    const room = legendRoom(node, names, xTitle);
+    if (room !== node.layout.margin.b) Plotly.relayout(node, { "margin.b": room, height: base + room - 40 });
+  }), 150);
+});
+
 function drawSteps() {
   const steps = OV.steps || [];
   const node = document.getElementById("chart-steps");
@@ -237,8 +266,8 @@ function drawSteps() {
   const annotations = steps.filter(s => outliers.has(`${s.step}/${s.pid}`)).map(s => ({
     x: stepLabel(s, several), y: ms(s.wall_ns), text: "▲ outlier", showarrow: false, yanchor: "bottom",
     font: { color: "#cf222e", size: 11 } }));
-  return Plotly.newPlot(node, traces, layout({ barmode: "stack", height: 340, annotations,
-    yaxis: { title: { text: "ms per step" }, rangemode: "tozero" }, xaxis: { type: "category" } }), PLOT_CONFIG);
+  return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ barmode: "stack", height: 340, annotations,
+    yaxis: { title: { text: "ms per step" }, rangemode: "tozero" }, xaxis: { type: "category" } })), PLOT_CONFIG);
 }
 
 function drawGpus() {
@@ -251,8 +280,8 @@ function drawGpus() {
   const traces = metrics.filter(([k]) => gpus.some(g => g[k] !== null && g[k] !== undefined)).map(([k, name]) => ({
     type: "bar", name, x: gpus.map(g => `GPU ${g.device_id}`), y: gpus.map(g => g[k]),
     hovertemplate: `%{x}<br>${name}: %{y:.1f} %<extra></extra>` }));
-  return Plotly.newPlot(node, traces, layout({ barmode: "group", height: 260,
-    yaxis: { title: { text: "%" }, range: [0, 100] }, xaxis: { type: "category" } }), PLOT_CONFIG);
+  return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ barmode: "group", height: 260,
+    yaxis: { title: { text: "%" }, range: [0, 100] }, xaxis: { type: "category" } })), PLOT_CONFIG);
 }
 
 function drawLayers() {
@@ -272,9 +301,9 @@ function drawLayers() {
     y: shown.map(r => r.layer), x: shown.map(r => ms(r[d + "_ns"] || 0)),
     customdata: shown.map(r => fmtNs(r[d + "_ns"] || 0)),
     hovertemplate: `%{y}<br>${DIRECTIONS[d][0]}: %{customdata}<extra></extra>` }));
-  return Plotly.newPlot(node, traces, layout({ barmode: "stack", height: 90 + 26 * rows.length,
+  return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ barmode: "stack", height: 90 + 26 * rows.length,
     margin: { l: 10, r: 20, t: 10, b: 40 }, yaxis: { automargin: true, type: "category" },
-    xaxis: { title: { text: "GPU time (ms), analysed and warm-up steps" } } }), PLOT_CONFIG);
+    xaxis: { title: { text: "GPU time (ms), analysed and warm-up steps" } } }), true), PLOT_CONFIG);
 }
 
 function rankRows() { return (S.communication && S.communication.rows) || []; }
@@ -294,8 +323,8 @@ function drawRanks() {
   const annotations = rows.filter(r => r.straggler).map(r => ({
     x: [`step ${r.step}`, `rank ${r.rank}`], y: ms((r.compute_ns || 0) + (r.transfer_ns || 0) + (r.wait_ns || 0)),
     text: "straggler", showarrow: true, arrowhead: 2, ay: -24, font: { color: "#cf222e", size: 11 } }));
-  return Plotly.newPlot(node, traces, layout({ barmode: "stack", height: 320, annotations,
-    yaxis: { title: { text: "ms per step" } } }), PLOT_CONFIG);
+  return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ barmode: "stack", height: 320, annotations,
+    yaxis: { title: { text: "ms per step" } } })), PLOT_CONFIG);
 }
 
 // -- findings -----------------------------------------------------------------------------------------------
@@ -320,7 +349,7 @@ function evidence(f, node) {
       const traces = Object.entries(byRank).map(([name, rs]) => ({
         type: "bar", name, x: rs.map(r => `step ${r.step}`),
         y: rs.map(r => ms(f.rule === "straggler" ? r.wait_ns : r.exposed_comm_ns || 0)) }));
-      return Plotly.newPlot(node, traces, small({ barmode: "group", showlegend: true, legend: { orientation: "h", y: -0.3 },
+      return Plotly.newPlot(node, traces, small({ barmode: "group", showlegend: true, legend: { orientation: "h", y: -0.15 },
         title: title(f.rule === "straggler" ? "wait per rank and step (ms)" : "exposed communication (ms)") }),
         { staticPlot: false, displayModeBar: false, responsive: true });
     }
