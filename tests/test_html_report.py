@@ -18,11 +18,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, unxz
 from typer.testing import CliRunner
 
 from nsysql.cli import app
 from nsysql.summary import human_ns
+
+from conftest import FIXTURES, unxz
 
 CASES = {
     "gpt": [FIXTURES / "gpt-tiny-train-annotated" / "export.sqlite.xz"],
@@ -221,3 +222,29 @@ def test_page_is_self_contained(tmp_path):
     assert data
     embedded = json.loads(data.group(1))["summary"]
     assert embedded == doc
+
+
+def test_summarize_open_writes_and_opens_the_page(tmp_path, monkeypatch):
+    import webbrowser
+    opened: list[str] = []
+    monkeypatch.setattr(webbrowser, "open", lambda uri, *a, **k: opened.append(uri) or True)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    result = CliRunner().invoke(app, ["summarize", str(CASES["gpt"][0]), "--open",
+                                      "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    path = Path(result.stdout.strip().splitlines()[-1])
+    assert path.parent == tmp_path and path.suffix == ".html"
+    assert opened == [path.resolve().as_uri()]
+    assert 'id="report-data"' in path.read_text(encoding="utf-8")
+
+
+def test_export_html(tmp_path):
+    import nsysql
+    with nsysql.open(CASES["gpt"][0], cache_dir=tmp_path / "cache") as ex:
+        written = ex.html(tmp_path / "page.html")
+    text = written.read_text(encoding="utf-8")
+    data = json.loads(re.search(r'<script id="report-data" type="application/json">(.*?)</script>', text, re.S)[1])
+    assert data["summary"]["overview"]["step_time"]["analysed_steps"] == 3
+    assert data["timeline"]["steps"] and data["timeline"]["median"] in {s["step"] for s in data["timeline"]["steps"]}

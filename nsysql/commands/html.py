@@ -25,5 +25,28 @@ def html(
         typer.echo(f"wrote {written}", err=True)
 
 
+def open_report(exports: list[Path], src: Source) -> Path:
+    """`summarize --open`: the page in a temporary file (kept: the browser reads it after this process ends),
+    opened in the browser where `webbrowser` finds one; the path printed either way."""
+    import tempfile
+    import webbrowser
+
+    from .. import html_report
+    with src.errors():
+        with src.job(exports) as (opened, title):
+            fd, name = tempfile.mkstemp(prefix="nsysql-report-", suffix=".html")
+            import os
+            os.close(fd)
+            written = html_report.write(opened, name, title=title)
+    typer.echo(str(written))
+    try:
+        shown = webbrowser.open(written.resolve().as_uri())
+    except webbrowser.Error:
+        shown = False
+    if not shown:
+        typer.echo("note: no browser found here; open the file above in one", err=True)
+    return written
+
+
 def register(app: typer.Typer) -> None:
     add_commands(app, html=html)

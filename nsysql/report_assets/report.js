@@ -231,7 +231,8 @@ function legendBelow(node, traces, lay, xTitle) {
   const names = traces.map(t => t.name || "");
   const base = lay.height || 300;
   const room = legendRoom(node, names, xTitle);
-  lay.legend = { orientation: "h", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom" };
+  lay.legend = { orientation: "h", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom",
+                 traceorder: "normal" };
   lay.margin = Object.assign({}, lay.margin, { b: room });
   lay.height = base + room - 40;
   node.dataset.legend = "1";
@@ -324,7 +325,7 @@ function drawRanks() {
     x: [`step ${r.step}`, `rank ${r.rank}`], y: ms((r.compute_ns || 0) + (r.transfer_ns || 0) + (r.wait_ns || 0)),
     text: "straggler", showarrow: true, arrowhead: 2, ay: -24, font: { color: "#cf222e", size: 11 } }));
   return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ barmode: "stack", height: 320, annotations,
-    yaxis: { title: { text: "ms per step" } } })), PLOT_CONFIG);
+    yaxis: { title: { text: "ms per step" } } }), true), PLOT_CONFIG);
 }
 
 // -- findings -----------------------------------------------------------------------------------------------
@@ -339,7 +340,10 @@ function evidence(f, node) {
   const st = OV.step_time || {};
   const several = (st.processes || 1) > 1;
   const small = extra => layout(Object.assign({ height: 200, margin: { l: 50, r: 10, t: 24, b: 40 },
-                                                showlegend: false }, extra));
+                                                showlegend: false,
+                                                xaxis: { type: "category", tickangle: 0, automargin: true,
+                                                         title: { text: several ? "step · pid" : "step", font: { size: 11 } } } },
+                                              extra));
   const title = text => ({ text, font: { size: 12 }, x: 0, xanchor: "left" });
   if (f.rule === "straggler" || f.rule === "exposed_comm") {
     const rows = rankRows();
@@ -350,12 +354,13 @@ function evidence(f, node) {
         type: "bar", name, x: rs.map(r => `step ${r.step}`),
         y: rs.map(r => ms(f.rule === "straggler" ? r.wait_ns : r.exposed_comm_ns || 0)) }));
       return Plotly.newPlot(node, traces, small({ barmode: "group", showlegend: true, legend: { orientation: "h", y: -0.15 },
+        xaxis: { type: "category" },
         title: title(f.rule === "straggler" ? "wait per rank and step (ms)" : "exposed communication (ms)") }),
         { staticPlot: false, displayModeBar: false, responsive: true });
     }
   }
   if (!steps.length) return null;
-  const x = steps.map(s => stepLabel(s, several));
+  const x = steps.map(s => several ? `${s.step}·${s.pid}` : String(s.step));  // short: the chart is small
   const gpuBusy = s => (s.breakdown.kernel_ns || 0) + (s.breakdown.memcpy_ns || 0) + (s.breakdown.memset_ns || 0) +
     (s.breakdown.comm_transfer_ns || 0) + (s.breakdown.comm_wait_ns || 0);
   let traces, t;
@@ -449,13 +454,13 @@ function drawTimeline(index) {
     `${fmtCount(step.gpu_ops)} GPU ops, ${fmtCount(b.row.length - step.gpu_ops)} ranges and API calls.`;
   node.dataset.gpuOps = String(step.gpu_ops);
   const pad = span * 0.01;
-  return Plotly.react(node, traces, layout({
+  return Plotly.react(node, traces, legendBelow(node, traces, layout({
     barmode: "overlay", height, uniformtext: { mode: "hide", minsize: 9 }, margin: { l: 10, r: 20, t: 10, b: 40 }, hovermode: "closest", dragmode: "zoom",
     yaxis: { type: "category", categoryorder: "array", categoryarray: labels, autorange: "reversed",
              automargin: true, fixedrange: true, tickfont: { size: 11 } },
     xaxis: { title: { text: "ms since the step's start" }, range: [-pad / 1e6, (span + pad) / 1e6], zeroline: false },
-    legend: { orientation: "h", y: 1.0, yanchor: "bottom" }, margin: { l: 10, r: 20, t: 30, b: 40 },
-  }), Object.assign({}, PLOT_CONFIG, { scrollZoom: true }));
+    margin: { l: 10, r: 20, t: 30, b: 40 },
+  }), true), Object.assign({}, PLOT_CONFIG, { scrollZoom: true }));
 }
 
 function renderTimelineSelector() {
@@ -497,11 +502,14 @@ async function main() {
   renderTables();
   const findingCharts = renderFindings();
   const first = renderTimelineSelector();
+  performance.mark("nsysql-tables");
   await loadPlotly();
+  performance.mark("nsysql-plotly");
   const drawn = [drawSteps(), drawGpus(), drawLayers(), drawRanks(), drawTimeline(first)];
   for (const f of findingCharts) drawn.push(f());
   await Promise.all(drawn.filter(Boolean));
   renderToc();
+  performance.mark("nsysql-charts");
   document.body.dataset.ready = "1";
 }
 
