@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from nsysql import catalog
+from nsysql.sql import catalog
 
 from conftest import REPO, load_script
 

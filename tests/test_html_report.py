@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysql.cli import app
-from nsysql.summary import human_ns
+from nsysql.answers.summary import human_ns
+from nsysql.cli.app import app
 
 from conftest import FIXTURES, unxz
 

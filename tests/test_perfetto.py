@@ -11,8 +11,8 @@ from collections import defaultdict
 import pytest
 from typer.testing import CliRunner
 
-from nsysql.cli import app
-from nsysql.perfetto import GPU_PID_BASE, JOB_PID_STRIDE
+from nsysql.answers.perfetto import GPU_PID_BASE, JOB_PID_STRIDE
+from nsysql.cli.app import app
 
 from conftest import FIXTURES, unxz
 
