@@ -10,7 +10,7 @@ from nsysql.cli.common import SOURCE, ExportsArg, Source, add_commands
 
 StepsOpt = Annotated[Optional[str], typer.Option(
     "--steps", help="Only these steps, e.g. 3-5 or 4 (numbered per process, as `nsysql steps` does) "
-                    "[default: the analysed steps, warm-up left out].", show_default=False)]
+                    "[default: the analysed steps, not the warm-up ones].", show_default=False)]
 WindowOpt = Annotated[Optional[str], typer.Option(
     "--window", help="Only this window, START-END in ms since the capture's first event, e.g. 120-180.",
     show_default=False)]
