@@ -12,7 +12,7 @@ computes them in the command, before its own answer (as tests and bench/bench_st
 when the command returns); NSYSQL_AHEAD=off not at all. While the process runs, `running_marker()` names a file
 holding its pid. It gives way to commands: it waits between its queries while a command works on the same cache
 (nsysql/store/busy.py), so the two do not share the cores (the nine reports one after another on the 1.7M-kernel
-benchmark: 46.5 / 49.4 s before, 40.4 s after, `bench/bench_commands.py`; docs/performance.md)."""
+benchmark: 46.5 / 49.4 s before, 40.4 s after, `bench/bench_commands.py`; docs/performance-history.md)."""
 from __future__ import annotations
 
 import os

@@ -13,6 +13,7 @@ import re
 
 import polars as pl
 
+from nsysql.core import units
 from nsysql.errors import MissingDataError
 from nsysql.sql import catalog
 
@@ -147,7 +148,7 @@ def describe_steps(steps: pl.DataFrame) -> str:
     if analysed.height and analysed["step"].max() == 0:
         return "No step ranges: the whole GPU activity is analysed as one window."
     wall = int(analysed["wall_ns"].sum() or 0)
-    line = f"Analysed {_process_step_list(analysed)} ({analysed.height} of {steps.height}, {format_ns(wall)} wall)"
+    line = f"Analysed {_process_step_list(analysed)} ({analysed.height} of {steps.height}, {units.duration(wall)} wall)"
     left = steps.filter(~pl.col("analysed"))
     if left.height:
         reasons = sorted(set(left["excluded_because"].drop_nulls().to_list()))
@@ -176,23 +177,6 @@ def _step_list(steps: list[int]) -> str:
     return ("step " if len(steps) == 1 else "steps ") + text
 
 
-def format_ns(ns: int | None) -> str:
-    """A duration in the unit that reads best: 72.3 ms, 850 µs, 1.25 s."""
-    if ns is None:
-        return "-"
-    if abs(ns) >= 10_000_000_000:
-        return f"{ns / 1e9:.1f} s"
-    if abs(ns) >= 1_000_000_000:
-        return f"{ns / 1e9:.2f} s"
-    if abs(ns) >= 100_000_000:
-        return f"{ns / 1e6:.0f} ms"
-    if abs(ns) >= 1_000_000:
-        return f"{ns / 1e6:.1f} ms"
-    if abs(ns) >= 1_000:
-        return f"{ns / 1e3:.0f} µs"
-    return f"{ns} ns"
-
-
 # -- text output (the CLI's table and markdown formats, and summarize's findings section) -------------------------
 def render_text(findings: pl.DataFrame, width: int = 100, header: str | None = None) -> str:
     """The findings as a numbered list that fits `width` columns:
@@ -213,7 +197,7 @@ def render_text(findings: pl.DataFrame, width: int = 100, header: str | None = N
     indent = " " * (number_width + 2)
     for i, row in enumerate(findings.iter_rows(named=True), 1):
         prefix = f"{i:>{number_width}}. "
-        bound = f"up to {format_ns(row['recoverable_ns'])}"
+        bound = f"up to {units.duration(row['recoverable_ns'])}"
         title = textwrap.wrap(row["title"] or row["rule"], max(width - len(prefix) - len(bound) - 2, 20))
         first = prefix + title[0]
         lines.append(first + " " * max(width - len(first) - len(bound), 2) + bound)
@@ -232,7 +216,7 @@ def render_markdown(findings: pl.DataFrame, header: str | None = None) -> str:
     if findings.height == 0:
         return "\n".join(lines + ["No findings: no rule fired on the analysed steps."]) + "\n"
     for i, row in enumerate(findings.iter_rows(named=True), 1):
-        lines.append(f"{i}. **{_md(row['title'])}** (`{row['rule']}`): up to {format_ns(row['recoverable_ns'])}")
+        lines.append(f"{i}. **{_md(row['title'])}** (`{row['rule']}`): up to {units.duration(row['recoverable_ns'])}")
         for label, key in (("where", "where"), ("evidence", "evidence"), ("do", "action")):
             if row.get(key):
                 lines.append(f"   - {label}: {_md(row[key])}")

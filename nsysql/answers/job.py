@@ -15,6 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
+from nsysql.core import units
 from nsysql.errors import NsysqlError
 from nsysql.sql import catalog
 from nsysql.sql.engine import connect, quote_ident
@@ -34,11 +35,10 @@ class Alignment:
 
     def line(self, names: list[str]) -> str:
         """One line for stderr: the shifts and the residual."""
-        from nsysql.answers.summary import human_ns
-        shifts = ", ".join(f"{n} {'+' if s >= 0 else '-'}{human_ns(abs(s))}"
+        shifts = ", ".join(f"{n} {'+' if s >= 0 else '-'}{units.duration(abs(s))}"
                            for n, s in zip(names[1:], self.shifts_ns[1:]))
         text = (f"note: {len(names)} exports of one job, put on {names[0]}'s clock ({shifts}; matched collectives "
-                f"then end {human_ns(self.residual_ns)} apart, median); {self.collectives:,} collectives matched")
+                f"then end {units.duration(self.residual_ns)} apart, median); {self.collectives:,} collectives matched")
         if self.unmatched:
             text += f", {self.unmatched:,} instances unmatched"
         if self.mismatched:

@@ -11,7 +11,7 @@ import polars as pl
 
 from nsysql.answers.overview import BREAKDOWN, BREAKDOWN_KEYS, Overview
 from nsysql.answers.overview import build as build_overview
-from nsysql.core import progress
+from nsysql.core import progress, units
 from nsysql.present.render import Format, Meta, cell_text, middle, table_width, time_origin, to_markdown, to_table
 from nsysql.query.export import Export
 from nsysql.sql import catalog
@@ -106,7 +106,7 @@ def ranks_section(rows: pl.DataFrame) -> Section:
         if worst["straggler_steps"]:
             note = (f"straggler: rank {worst['rank']} (pid {worst['pid']}, GPU {worst['device_id']}) arrives last in "
                     f"{worst['straggler_steps']} of {worst['steps']} analysed steps, "
-                    f"{human_ns(int(worst['late_ns']))} late per step; " + note)
+                    f"{units.duration(int(worst['late_ns']))} late per step; " + note)
         else:
             note = "no straggler: no rank arrives late at the collectives; " + note
     return Section("Ranks per analysed step" if several else "Communication per analysed step",
@@ -273,18 +273,6 @@ def render_sections(title: str, sections: list[Section], fmt: Format, *, color: 
 
 
 # -- the summary for people ---------------------------------------------------------------------------------
-def human_ns(ns: float | None) -> str:
-    """A duration with a unit chosen for its size: 850 ns, 12.3 µs, 4.56 ms, 1.23 s."""
-    if ns is None:
-        return "n/a"
-    ns = float(ns)
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(ns) >= scale:
-            value = ns / scale
-            return f"{value:,.{2 if abs(value) < 100 else 1}f} {unit}"
-    return f"{ns:,.0f} ns"
-
-
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
@@ -329,7 +317,7 @@ def _header_lines(summary: Summary, width: int) -> list[str]:
         share = c["capture_gpu_busy_pct"]
         busy = f", GPU busy {share:.{1 if share >= 0.1 else 3}f}% of it (start-up and warm-up included)"
     processes = f"{c['processes']:,} process{'' if c['processes'] == 1 else 'es'}"
-    lines += _wrap(f"Capture {human_ns(c['duration_ns'])}{busy}; {processes}, {_plural(c['threads'], 'thread')}, "
+    lines += _wrap(f"Capture {units.duration(c['duration_ns'])}{busy}; {processes}, {_plural(c['threads'], 'thread')}, "
                    f"{_plural(c['kernels'], 'kernel')}; nsys {c['nsys_version'] or '?'}", width)
     return lines
 
@@ -343,10 +331,10 @@ def _scope_lines(ov: Overview, width: int) -> list[str]:
         if st["processes"] > 1:  # each process numbers its own steps
             text = (f"Analysed: {len(analysed):,} of {_plural(ov.windows.height, 'step')} in {st['processes']} "
                     f"processes ({', '.join(names[:3])}; {_process_steps_text(analysed)}), "
-                    f"{human_ns(st['total_ns'])} in all; ")
+                    f"{units.duration(st['total_ns'])} in all; ")
         else:
             text = (f"Analysed: {_plural(len(analysed), 'step')} ({_process_steps_text(analysed)} of "
-                    f"{ov.windows.height}; {', '.join(names[:3])}), {human_ns(st['total_ns'])} in all; ")
+                    f"{ov.windows.height}; {', '.join(names[:3])}), {units.duration(st['total_ns'])} in all; ")
         if excluded:
             why = {"warmup_range": "inside a warm-up range", "slow_leading_step": "slow leading steps"}
             reasons = sorted({why.get(r["excluded_because"], r["excluded_because"]) for r in excluded})
@@ -357,7 +345,7 @@ def _scope_lines(ov: Overview, width: int) -> list[str]:
     elif ov.windows.height:
         w = ov.windows.row(0, named=True)
         text = (f"Analysed: no step ranges found, so the span from the first to the last GPU op "
-                f"({human_ns(w['wall_ns'])}) stands for one step.")
+                f"({units.duration(w['wall_ns'])}) stands for one step.")
     else:
         text = "Analysed: nothing (no step ranges and no GPU activity)."
     return _wrap(text, width)
@@ -369,11 +357,11 @@ def _step_time_line(ov: Overview, width: int) -> list[str]:
         return []
     outliers = st["outlier_steps"] or []
     if st["analysed_steps"] == 1:
-        return _wrap(f"Step time: {human_ns(st['max_ns'])} (one step).", width)
+        return _wrap(f"Step time: {units.duration(st['max_ns'])} (one step).", width)
     several = st["processes"] > 1  # each process numbers its own steps: say whose
     slowest = f"step {st['slowest_step']}" + (f" of pid {st['slowest_pid']}" if several else "")
-    text = (f"Step time: mean {human_ns(st['mean_ns'])}, median {human_ns(st['median_ns'])}, "
-            f"max {human_ns(st['max_ns'])} ({slowest}); ")
+    text = (f"Step time: mean {units.duration(st['mean_ns'])}, median {units.duration(st['median_ns'])}, "
+            f"max {units.duration(st['max_ns'])} ({slowest}); ")
     judged = "its process's median" if several else "median"
     listed = _process_steps_text([{"pid": p, "step": s} for p, s in zip(st["outlier_pids"] or [], outliers)])
     text += (f"outlier steps (> 1.5 x {judged}): {listed}." if outliers
@@ -463,7 +451,7 @@ def _top_tables(ov: Overview, width: int, top: int, color: bool, wide: bool) -> 
                                title="Top kernels by GPU time", columns="analysis.top_kernels", width=width,
                                color=color, wide=wide, optional=("avg_ns",)).rstrip("\n").split("\n")
         if ov.comm_wait_ns:  # NCCL kernels spin while they wait for a late rank: their time is not all work
-            out += _wrap(f"NCCL kernels' time includes {human_ns(ov.comm_wait_ns)} of waiting for other ranks.",
+            out += _wrap(f"NCCL kernels' time includes {units.duration(ov.comm_wait_ns)} of waiting for other ranks.",
                          width, "  ")
     api = ov.top_api.head(top)
     if api.height:
@@ -537,7 +525,7 @@ def render_markdown(summary: Summary, top: int = 5) -> str:
     if summary.findings is not None:
         parts += ["## Findings", ""]
         for i, f in enumerate(summary.findings.head(SUMMARY_TOP_FINDINGS).iter_rows(named=True), 1):
-            parts += [f"{i}. **{f['title']}** (up to {human_ns(f['recoverable_ns'])} recoverable): {f['evidence']}; "
+            parts += [f"{i}. **{f['title']}** (up to {units.duration(f['recoverable_ns'])} recoverable): {f['evidence']}; "
                       f"where: {f['where']}; do: {f['action']}"]
         if not summary.findings.height:
             parts.append("No rule fired.")

@@ -8,7 +8,8 @@ from typing import Callable
 import polars as pl
 
 from nsysql.answers import multi
-from nsysql.answers.summary import Section, human_ns
+from nsysql.answers.summary import Section
+from nsysql.core import units
 from nsysql.errors import MissingDataError, NsysqlError
 
 
@@ -64,7 +65,7 @@ def _totals(df: pl.DataFrame, deviation_pct: float) -> Section:
         .alias("busy_vs_median_pct"))
     df = df.with_columns((pl.col("busy_vs_median_pct").abs() > deviation_pct).alias("deviates"))
     odd = df.filter(pl.col("deviates"))["export"].to_list()
-    note = (f"median GPU busy {human_ns(median)}; exports more than {deviation_pct:g}% from it: "  # type: ignore[arg-type]
+    note = (f"median GPU busy {units.duration(median)}; exports more than {deviation_pct:g}% from it: "  # type: ignore[arg-type]
             + (", ".join(odd) if odd else "none"))
     return Section("Exports", df, note, key="exports", optional=("rank",), own_decimals={"busy_vs_median_pct": 1},
                    own_units={"duration_ns": "ns", "kernels": "count", "kernel_ns": "ns", "gpu_busy_ns": "ns",

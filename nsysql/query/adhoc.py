@@ -76,7 +76,7 @@ def add_catalog_views(ex: Export, sql: str | None = None) -> list[views.CatalogV
     An analysis other views read (`steady_steps`, `_step_busy`, ...) is a TEMP table instead, made as nsysql's own
     commands make it (Export.make_inputs: from its stored answer where one is kept): as a view it would be computed
     again inside every view that reads it, at every depth (`SELECT count(*) FROM top_ops` took 30 s on a 1.7M-kernel
-    export, 3 s this way: docs/performance.md)."""
+    export, 3 s this way: docs/performance-history.md)."""
     taken = {r[0] for r in ex.con.execute(
         "SELECT table_name FROM information_schema.tables "
         "WHERE table_schema = 'main' AND table_catalog = current_database()").fetchall()}

@@ -47,7 +47,7 @@ MEMORY_ENV = "NSYSQL_MEMORY_LIMIT"
 # DuckDB's own default is 80 % of RAM, which let `gaps` and `kernels` on a 1.7M-kernel export take 3-6 GB; under
 # this cap it spills to its temp directory instead. 1.5 GB cost the first `summarize` of that export ~6 s of 32 s
 # (bench_summarize: 32.3 s / 1.55 GB capped, 26.5 s / 1.46 GB uncapped), so the cap is set where it only stops
-# the outliers (docs/performance.md).
+# the outliers (docs/performance-history.md).
 DEFAULT_MEMORY_LIMIT_MB = 4000  # per statement running at once
 
 

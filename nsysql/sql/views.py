@@ -17,7 +17,7 @@ public ones: never documented in `nsysql_views`, no note when they cannot be vie
 
 A view that other views read (`steps`, `steady_steps`, `_step_busy`, ...) would be computed again inside each of
 them, for every reader at every depth: on a 1.7M-kernel export `SELECT * FROM gpu_idle_in_step` took 105 s that way
-(docs/performance.md).
+(docs/performance-history.md).
 In a database file (`store_inputs=True`, `nsysql db`) such a view reads a table of its rows, computed once when
 the file is written (`nsysql_input_<view>`); its readers then cost what `nsysql` itself spends on them.
 """

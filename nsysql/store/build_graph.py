@@ -3,7 +3,7 @@
 DuckDB's SQLite scanner reads an attached table on one thread, so a build that runs one statement at a time
 leaves the other cores idle while the big raw tables are read. Here up to `workers` statements run at once,
 each on its own cursor of the one DuckDB database; those that start the longest chains of dependent
-statements go first (docs/performance.md has the measurements).
+statements go first (docs/performance-history.md has the measurements).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def build_workers() -> int:
     raw reads (kernels, runtime calls, OS-runtime calls, NVTX) each run on one thread (DuckDB's SQLite scanner
     reads an attached file single-threaded), so a second statement uses the core the first leaves idle; with
     names stored as ENUMs two at once fit the memory limit. The first summarize of the 1.7M-kernel benchmark
-    export measured with this default is in docs/performance.md (2026-11-25); the gain of the second worker
+    export measured with this default is in docs/performance-history.md (2026-11-25); the gain of the second worker
     alone was a one-off timing on a shared machine, not a bench/ run. With more cores each statement still
     gets two threads."""
     wanted = os.environ.get(WORKERS_ENV, "").strip()

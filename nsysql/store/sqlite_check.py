@@ -5,7 +5,7 @@ some, and the sums come out wrong without a sign. `PRAGMA quick_check(TABLE)` wa
 finds these. It runs once per cache build, in its own process beside the build (nsysql/store/sqlite_check_worker.py),
 and only over the tables the normalize SQL reads (not OSRT_CALLCHAINS and the like). Its findings are kept in the cache (normalized table
 `sqlite_check`), so later commands only read them back. Memory-mapped reads make it cheap: about 3 s on a 790 MB export whose cold
-`summarize` takes about 25 s, against 17 s with SQLite's default reads (docs/performance.md).
+`summarize` takes about 25 s, against 17 s with SQLite's default reads (docs/performance-history.md).
 """
 from __future__ import annotations
 
