@@ -113,14 +113,14 @@ def gather(ex, lo: int, hi: int) -> Events:
     params = dict(from_ns=lo - sh, to_ns=hi - sh)
     ranges = _run_or_empty(ex, "analysis._trace_ranges", "nvtx_range", params)
     calls = _run_or_empty(ex, "analysis._trace_calls", "runtime", params)
-    ops = _run_or_empty(ex, "analysis._trace_ops", "gpu_op", params)
+    ops = _run_or_empty(ex, "analysis._trace_ops", ("gpu_op", "runtime"), params)
     return Events(ranges.with_columns(times), calls.with_columns(times), ops.with_columns(times))
 
 
-def _run_or_empty(ex, query_id: str, table: str, params: dict) -> pl.DataFrame:
+def _run_or_empty(ex, query_id: str, tables: str | tuple[str, ...], params: dict) -> pl.DataFrame:
     """The query's rows, or none (with its columns) where the export lacks what it reads (a CPU-only capture has no
     CUDA tables, a CUDA program may have no NVTX)."""
-    if ex.has(table):
+    if all(ex.has(t) for t in ((tables,) if isinstance(tables, str) else tables)):
         return ex.run(query_id, **params)
     from nsysql.sql import catalog
     q = catalog.get(query_id)
