@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysql.answers.summary import human_ns
 from nsysql.cli.app import app
+from nsysql.core.units import duration
 
 from conftest import FIXTURES, REPO, unxz
 
@@ -116,8 +116,8 @@ def raw_gpu_ops(path: Path, tmp_path: Path, lo: int, hi: int) -> int:
                          "CUPTI_ACTIVITY_KIND_GRAPH_TRACE") if t in tables)
 
 
-SHOWN_TEXT = {  # how the page writes each kind of number (nsysql's own human_ns for durations)
-    "_ns": human_ns,
+SHOWN_TEXT = {  # how the page writes each kind of number (nsysql's own duration() for durations)
+    "_ns": duration,
     "_pct": lambda v: f"{v:,.1f} %",
 }
 

@@ -45,8 +45,13 @@ def timelines(exports: list) -> dict:
     per step the rows (a thread's NVTX levels and its CUDA API calls, a GPU stream) and the bars on them."""
     table = tracedata.steps_on_clock(exports)
     chosen = table.filter(pl.col("analysed")) if table["analysed"].any() else table
-    if chosen.is_empty():
-        return {"steps": [], "median": None}
+    if chosen.is_empty():  # no steps and no GPU work (a CPU-only capture): the whole capture, if anything is in it
+        win = exports[0].run("analysis._plot_window", start_ms=None, end_ms=None).row(0, named=True)
+        if win["origin_ns"] is None:
+            return {"steps": [], "median": None}
+        whole = _step_events(exports, 0, "the whole capture", int(win["from_ns"]), int(win["to_ns"]),
+                             int(win["origin_ns"]))
+        return {"steps": [whole], "median": 0, "gpu_span": False}
     per_step = (chosen.group_by("step").agg(pl.col("start_ns").min(), pl.col("end_ns").max(),
                                            pl.col("wall_ns").mean().alias("wall"), pl.col("name").first())
                 .sort("step"))

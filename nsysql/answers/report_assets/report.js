@@ -28,20 +28,20 @@ const HOST_KINDS = { range: ["NVTX range", "#BFD3E6"], marker: ["op marker", "#E
 const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
 const FONT = { family: "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size: 12 };
 
-// -- formatting: the same rules as nsysql's human_ns ----------------------------------------------------------
+// -- formatting ----------------------------------------------------------------------------------------------
 function fixed(v, d) {
   return v.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
 }
+// nsysql/core/units.py's duration(): three significant digits, the unit chosen by size, "-" for none
+const DURATION_STEPS = [[1e11, 1e9, 0, "s"], [1e10, 1e9, 1, "s"], [1e9, 1e9, 2, "s"], [1e8, 1e6, 0, "ms"],
+  [1e7, 1e6, 1, "ms"], [1e6, 1e6, 2, "ms"], [1e5, 1e3, 0, "µs"], [1e4, 1e3, 1, "µs"], [1e3, 1e3, 2, "µs"]];
 function fmtNs(ns) {
-  if (ns === null || ns === undefined) return "n/a";
-  const units = [["s", 1e9], ["ms", 1e6], ["µs", 1e3]];
-  for (const [unit, scale] of units) {
-    if (Math.abs(ns) >= scale) {
-      const v = ns / scale;
-      return fixed(v, Math.abs(v) < 100 ? 2 : 1) + " " + unit;
-    }
+  if (ns === null || ns === undefined) return "-";
+  const size = Math.abs(ns);
+  for (const [floor, scale, decimals, unit] of DURATION_STEPS) {
+    if (size >= floor) return (ns / scale).toFixed(decimals) + " " + unit;
   }
-  return fixed(ns, 0) + " ns";
+  return ns.toFixed(0) + " ns";
 }
 function fmtPct(v) { return v === null || v === undefined ? "n/a" : fixed(v, 1) + " %"; }
 function fmtCount(v) { return v === null || v === undefined ? "n/a" : fixed(v, 0); }
@@ -85,7 +85,7 @@ function renderHeader() {
     } else scope += "; no warm-up step left out";
   } else if (OV.scope === "gpu_span") {
     scope = "No steps found: the figures cover the GPU's active span (first to last GPU op).";
-  } else scope = "No steps and no GPU work: nothing to break down.";
+  } else scope = "No steps and no GPU work: nothing to break down";
   document.getElementById("scope").textContent = scope + ".";
   document.getElementById("command").append(
     "Reproduce these numbers: ", el("code", { text: DATA.command + " --full --top 10 -f json" }));
@@ -252,7 +252,7 @@ window.addEventListener("resize", () => {
 function drawSteps() {
   const steps = OV.steps || [];
   const node = document.getElementById("chart-steps");
-  if (!steps.length) { node.append(el("p", { class: "empty", text: "no analysed steps" })); return null; }
+  if (!steps.length) { node.classList.add("hidden"); return null; }  // the cards say so
   const st = OV.step_time || {};
   const several = (st.processes || 1) > 1;
   const labels = steps.map(s => stepLabel(s, several)).concat(["mean"]);
@@ -274,7 +274,7 @@ function drawSteps() {
 function drawGpus() {
   const gpus = OV.gpus || [];
   const node = document.getElementById("chart-gpus");
-  if (!gpus.length) { node.append(el("p", { class: "empty", text: "no GPU work in the analysed steps" })); return null; }
+  if (!gpus.length) { node.classList.add("hidden"); return null; }  // the table says none
   const metrics = [["utilization_pct", "utilization"], ["sm_efficiency_pct", "SM efficiency (est.)"],
                    ["achieved_occupancy_pct", "achieved occupancy"], ["tensor_core_pct", "tensor-core share"],
                    ["comm_wait_pct", "communication wait"]];
@@ -417,7 +417,11 @@ const TL = DATA.timeline || { steps: [] };
 function drawTimeline(index) {
   const node = document.getElementById("chart-timeline");
   const step = TL.steps[index];
-  if (!step) { node.append(el("p", { class: "empty", text: "no steps to draw" })); return null; }
+  if (!step) {
+    document.querySelector("#timeline .controls").classList.add("hidden");
+    node.append(el("p", { class: "empty", text: "nothing to draw: no NVTX ranges, CUDA API calls or GPU ops" }));
+    return null;
+  }
   const b = step.bars, str = step.strings;
   const labels = step.rows.map(r => r.label);
   const span = step.wall_ns;
@@ -450,7 +454,7 @@ function drawTimeline(index) {
   }
   const height = Math.max(260, 70 + 22 * labels.length);
   document.getElementById("timeline-note").textContent =
-    `Step ${step.step} (${step.name}), ${fmtNs(step.wall_ns)}, from ${fixed(step.from_ms, 3)} ms after the capture's first event: ` +
+    (step.step ? `Step ${step.step} (${step.name})` : "The whole capture") + `, ${fmtNs(step.wall_ns)}, from ${fixed(step.from_ms, 3)} ms after the capture's first event: ` +
     `${fmtCount(step.gpu_ops)} GPU ops, ${fmtCount(b.row.length - step.gpu_ops)} ranges and API calls.`;
   node.dataset.gpuOps = String(step.gpu_ops);
   const pad = span * 0.01;
@@ -458,7 +462,7 @@ function drawTimeline(index) {
     barmode: "overlay", height, uniformtext: { mode: "hide", minsize: 9 }, margin: { l: 10, r: 20, t: 10, b: 40 }, hovermode: "closest", dragmode: "zoom",
     yaxis: { type: "category", categoryorder: "array", categoryarray: labels, autorange: "reversed",
              automargin: true, fixedrange: true, tickfont: { size: 11 } },
-    xaxis: { title: { text: "ms since the step's start" }, range: [-pad / 1e6, (span + pad) / 1e6], zeroline: false },
+    xaxis: { title: { text: step.step ? "ms since the step's start" : "ms since the first event" }, range: [-pad / 1e6, (span + pad) / 1e6], zeroline: false },
     margin: { l: 10, r: 20, t: 30, b: 40 },
   }), true), Object.assign({}, PLOT_CONFIG, { scrollZoom: true }));
 }
@@ -466,7 +470,8 @@ function drawTimeline(index) {
 function renderTimelineSelector() {
   const sel = document.getElementById("step-select");
   TL.steps.forEach((s, i) => {
-    sel.append(el("option", { value: String(i), text: `step ${s.step}` + (s.step === TL.median ? " (median)" : "") +
+    sel.append(el("option", { value: String(i), text: (s.step ? `step ${s.step}` : s.name) +
+                                                       (s.step && s.step === TL.median ? " (median)" : "") +
                                                        ` — ${fmtNs(s.wall_ns)}` }));
   });
   const median = TL.steps.findIndex(s => s.step === TL.median);
