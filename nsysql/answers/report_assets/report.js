@@ -341,7 +341,7 @@ function evidence(f, node) {
   const several = (st.processes || 1) > 1;
   const small = extra => layout(Object.assign({ height: 200, margin: { l: 50, r: 10, t: 24, b: 40 },
                                                 showlegend: false,
-                                                xaxis: { type: "category", tickangle: 0, automargin: true,
+                                                xaxis: { type: "category", automargin: true,
                                                          title: { text: several ? "step · pid" : "step", font: { size: 11 } } } },
                                               extra));
   const title = text => ({ text, font: { size: 12 }, x: 0, xanchor: "left" });
