@@ -181,3 +181,21 @@ def test_step_and_pid_go_with_the_pyprof_style(export_files, cache_dir):
     from nsysql.cli import app
     res = CliRunner().invoke(app, ["kernels", str(export_files["ncf-train"]), "--pid", "1", "--cache-dir", str(cache_dir)])
     assert res.exit_code == 1 and "--style pyprof" in res.output and "Traceback" not in res.output, res.output
+
+
+def test_pyprof_step_of_an_export_without_steps(tmp_path):
+    """`--step N` on an export without step ranges is one clear error, never every kernel; no --step (or
+    --step 0) gives every kernel."""
+    from conftest import make_synthetic
+    from nsysql.cli import app
+    path = make_synthetic().no_steps().write(tmp_path / "no-steps.sqlite")
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    kernels = sqlite3.connect(path).execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    for step in ("1", "2"):
+        res = CliRunner().invoke(app, ["kernels", str(path), "--style", "pyprof", "--step", step, *cache])
+        assert res.exit_code == 1, res.output
+        assert res.output.count("\n") == 1 and "has no step ranges" in res.output and "Traceback" not in res.output
+    for extra in ([], ["--step", "0"]):
+        res = CliRunner().invoke(app, ["kernels", str(path), "--style", "pyprof", "-f", "csv", *extra, *cache])
+        assert res.exit_code == 0, res.output
+        assert len(res.output.strip().splitlines()) == 1 + kernels

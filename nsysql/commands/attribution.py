@@ -26,9 +26,10 @@ def kernels(
     style: Annotated[str, typer.Option(
         "--style", help="`full`: every column of every GPU op; `pyprof`: the seed tables' columns "
                         "(Idx, Direction, Layer, Op, Params, Kernel) for one step's kernels.")] = "full",
-    step: Annotated[int, typer.Option(
+    step: Annotated[int | None, typer.Option(
         "--step", min=0, help="With --style pyprof: which step, numbered within its process as `nsysql steps` "
-                              "numbers them (1 = first; 0 = every kernel).")] = 1,
+                              "numbers them (0 = every kernel) [default: the first; every kernel without "
+                              "steps].")] = None,
     pid: Annotated[int | None, typer.Option(
         "--pid", help="With --style pyprof: the process whose step, when several processes have steps.")] = None,
     src: Source = SOURCE,
@@ -45,7 +46,7 @@ def kernels(
     with src.errors():
         if style not in ("full", "pyprof"):
             raise NsysqlError(f"--style is full or pyprof, not {style!r}")
-        if style == "full" and (step != 1 or pid is not None):
+        if style == "full" and (step is not None or pid is not None):
             raise NsysqlError("--step and --pid choose the step of --style pyprof; the full table has every GPU op")
         origins = TimeOrigins(out.for_people and style == "full")
         if style == "pyprof":
