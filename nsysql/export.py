@@ -447,11 +447,15 @@ class Export:
         """Every GPU op charged to direction (fprop/bprop/optim/comm/other), layer, op, input shapes, seq."""
         return self.run("analysis.kernel_table")
 
-    def layers(self, depth: int = 0, merge_repeats: bool = False) -> pl.DataFrame:
-        """Kernel time per layer path split fprop/bprop/optim/comm; `depth` keeps N path components."""
+    def layers(self, depth: int = 0, merge_repeats: bool = False, step: int = 0, pid: int | None = None) -> pl.DataFrame:
+        """Kernel time per layer path split fprop/bprop/optim/comm; `depth` keeps N path components; `step` (of
+        process `pid`, as pyprof_table chooses it): only that step's kernels (0 = every kernel)."""
         if depth < 0:
             raise NsysqlError(f"depth must be 0 (whole path) or more, not {depth}")
-        return self.run("analysis.layers", depth=depth, merge_repeats=merge_repeats)
+        if pid is not None and not step:
+            raise NsysqlError("`pid=` picks the process of `step=`; give both")
+        process = self._step_process(step, pid)
+        return self.run("analysis.layers", depth=depth, merge_repeats=merge_repeats, step=step, process=process)
 
     def attribution_coverage(self) -> dict:
         """Kernel time with a known layer, per direction and per way the layer was found."""

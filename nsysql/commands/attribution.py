@@ -63,11 +63,17 @@ def layers(
     exports: ExportsArg,
     depth: DepthOpt = 0,
     merge_repeats: MergeRepeatsOpt = False,
+    step: Annotated[int, typer.Option(
+        "--step", min=0, help="Only the kernels of step N, numbered within its process as `nsysql steps` numbers "
+                              "them (0 = every kernel).")] = 0,
+    pid: Annotated[int | None, typer.Option(
+        "--pid", help="With --step: the process whose step, when several processes have steps.")] = None,
     out: Output = OUTPUT,
     src: Source = SOURCE,
 ) -> None:
     """Kernel time per layer: forward, backward, optimizer and communication (NCCL's kernels), share of all
-    kernel time, backward/forward ratio; ends with the coverage line (share of kernel time with a known layer).
+    kernel time, backward/forward ratio; kernels outside every layer are the row `?`, so the rows add up to the
+    kernel time. Ends with the coverage line (share of kernel time with a known layer, whole export).
 
     Table and markdown show times in ms or µs; csv, json and parquet keep nanoseconds."""
     import textwrap
@@ -78,7 +84,7 @@ def layers(
         covs = []
 
         def per_export(ex):
-            df = ex.layers(depth=depth, merge_repeats=merge_repeats)
+            df = ex.layers(depth=depth, merge_repeats=merge_repeats, step=step, pid=pid)
             covs.append(ex.attribution_coverage())
             return df
 
