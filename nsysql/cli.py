@@ -11,8 +11,17 @@ import typer
 from typer.core import TyperGroup
 
 from . import catalog, inputs, signals
-from .commands.common import (OUTPUT, SOURCE, ExportFilesArg, ExportsArg, Output, OutputOpt, Source, TimeOrigins,
-                              add_commands)
+from .commands.common import (
+    OUTPUT,
+    SOURCE,
+    ExportFilesArg,
+    ExportsArg,
+    Output,
+    OutputOpt,
+    Source,
+    TimeOrigins,
+    add_commands,
+)
 from .commands.tables import add_declared
 from .errors import NsysqlError, cli_text
 from .formats import Format, TextFormat

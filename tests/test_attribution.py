@@ -186,8 +186,9 @@ def test_step_and_pid_go_with_the_pyprof_style(export_files, cache_dir):
 def test_pyprof_step_of_an_export_without_steps(tmp_path):
     """`--step N` on an export without step ranges is one clear error, never every kernel; no --step (or
     --step 0) gives every kernel."""
-    from conftest import make_synthetic
     from nsysql.cli import app
+
+    from conftest import make_synthetic
     path = make_synthetic().no_steps().write(tmp_path / "no-steps.sqlite")
     cache = ["--cache-dir", str(tmp_path / "cache")]
     kernels = sqlite3.connect(path).execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]

@@ -10,6 +10,7 @@ from collections import defaultdict
 import pytest
 
 import nsysql
+
 from conftest import load_script
 
 

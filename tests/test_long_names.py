@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from conftest import load_script
 from nsysql import plot, render
 from nsysql.cli import app
+
+from conftest import load_script
 
 MIB = 1 << 20
 

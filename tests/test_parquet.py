@@ -7,6 +7,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+from spark_session import spark_or_skip
 from typer.testing import CliRunner
 
 from nsysql import catalog
@@ -17,7 +18,6 @@ from nsysql.views import param_defaults
 
 from conftest import golden_exports
 from plainwalk import Plain
-from spark_session import spark_or_skip
 
 runner = CliRunner()
 REPORTS = catalog.group("reports")

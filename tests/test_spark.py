@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from spark_session import spark_or_skip
 from typer.testing import CliRunner
 
 from nsysql.cli import app
-from spark_session import spark_or_skip
 
 RANKS = ["ddp-2gpu-rank0", "ddp-2gpu-rank1"]
 
