@@ -13,9 +13,9 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import catalog, views
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.errors import MissingDataError
+from nsysql.sql import catalog, views
 
 from conftest import golden_exports
 from plainwalk import Plain
@@ -169,7 +169,7 @@ def test_views_give_what_export_run_gives(built, opened, golden):
         for q in VIEW_QUERIES:
             if names[q.id] not in made:
                 continue  # not a view: see the test above
-            defaults = views.param_defaults(q)  # a view of a parameterized query has its header defaults
+            defaults = q.defaults()  # a view of a parameterized query has its header defaults
             try:
                 want = ex.run(q.id, **defaults).rows()
             except MissingDataError:  # the export lacks its raw table (unified memory, syscalls): nothing to compare
@@ -309,7 +309,7 @@ def test_the_printed_try_line_works_with_what_is_installed(export_files, tmp_pat
         (bin_dir / "duckdb").symlink_to(shell_path)
     env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin", "NSYSQL_CACHE_DIR": str(cache_dir), "NSYSQL_AHEAD": "off"}
     out = tmp_path / "x.duckdb"
-    done = subprocess.run([sys.executable, "-m", "nsysql.cli", "db", str(export_files["gpt-tiny-forward"]), "-o",
+    done = subprocess.run([sys.executable, "-m", "nsysql", "db", str(export_files["gpt-tiny-forward"]), "-o",
                            str(out)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("try: ")]

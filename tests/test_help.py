@@ -7,7 +7,7 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from nsysql.cli import app
+from nsysql.cli.app import app
 
 runner = CliRunner()
 
@@ -130,7 +130,7 @@ def test_plot_writes_every_suffix_its_help_lists(export_files, cache_dir, tmp_pa
 
 
 def test_top_level_help_is_one_line_per_command_grouped():
-    from nsysql.commands.index import GROUPS
+    from nsysql.cli.index import GROUPS
     res = runner.invoke(app, ["--help"], env={"COLUMNS": "80"})
     lines = res.output.splitlines()
     assert all(len(line) <= 80 for line in lines)

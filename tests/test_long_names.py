@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import plot, render
-from nsysql.cli import app
+from nsysql.cli.app import app
+from nsysql.present import plot, render
 
 from conftest import load_script
 

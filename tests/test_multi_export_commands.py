@@ -15,9 +15,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import catalog, views
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.errors import MissingDataError
+from nsysql.sql import catalog, views
 
 from conftest import make_synthetic
 from test_db import _rows_match, stock_duckdb_cli
@@ -153,7 +153,7 @@ def test_db_one_schema_per_export(run, opened, tmp_path, export_files):
             for q in queries:  # each schema's views read that schema's tables, not another export's
                 if names[q.id] in made:
                     try:
-                        want = ex.run(q.id, **views.param_defaults(q)).rows()
+                        want = ex.run(q.id, **q.defaults()).rows()
                     except MissingDataError:  # the export lacks its raw table (unified memory, syscalls): nothing to compare
                         continue
                     _rows_match(con.execute(f'SELECT * FROM {schema}."{names[q.id]}"').fetchall(), want)

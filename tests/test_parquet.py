@@ -10,11 +10,10 @@ import pytest
 from spark_session import spark_or_skip
 from typer.testing import CliRunner
 
-from nsysql import catalog
-from nsysql.cli import app
-from nsysql.dataset import export_name
+from nsysql.answers.dataset import export_name
+from nsysql.cli.app import app
 from nsysql.errors import MissingDataError
-from nsysql.views import param_defaults
+from nsysql.sql import catalog
 
 from conftest import golden_exports
 from plainwalk import Plain
@@ -113,7 +112,7 @@ def test_reports_run_unchanged_on_duckdb_over_the_dataset(dataset, opened, two, 
     for name, (ident, _) in zip(("first", "second"), two):
         with duckdb_over(dataset, name) as con:
             # the kernel reports' arguments are $params (name_form, nvtx_name): bound at their header defaults
-            rel = con.execute(q.sql, q.bound_params(param_defaults(q)))
+            rel = con.execute(q.sql, q.bound_params(q.defaults()))
             assert [d[0] for d in rel.description] == [c.name for c in q.columns]
             try:
                 want = opened[ident].report(q.name).rows()
@@ -161,7 +160,7 @@ def test_spark_sql_runs_the_reports_unchanged(dataset, opened, two):
         except MissingDataError:  # the export lacks its raw table (unified memory, syscalls): nothing to compare
             continue
         sql = re.sub(r"\$([a-z_]+)", r":\1", q.sql.rstrip().rstrip(";"))  # Spark wants no ';', and :name
-        got = spark.sql(sql, args=q.bound_params(param_defaults(q))).collect()
+        got = spark.sql(sql, args=q.bound_params(q.defaults())).collect()
         _rows_match([tuple(r) for r in got], want)
         ran += 1
     assert ran >= 10 and len(SPARK_CANNOT) <= 6

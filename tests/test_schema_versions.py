@@ -19,10 +19,11 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql import catalog, importer
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.errors import MissingDataError, NsysqlError
-from nsysql.render import to_csv
+from nsysql.present.render import to_csv
+from nsysql.sql import catalog
+from nsysql.store import importer
 
 from conftest import make_synthetic, unxz
 
@@ -187,7 +188,7 @@ def test_cuda_methods_fail_with_one_line(ex, method):
         getattr(ex, method)()
 
 
-@pytest.mark.parametrize("q", [q for q in catalog.group("analysis") if q.params == "none"], ids=lambda q: q.id)
+@pytest.mark.parametrize("q", [q for q in catalog.group("analysis") if not q.params], ids=lambda q: q.id)
 def test_every_analysis_runs_or_names_what_is_missing(ex, q):
     missing = run_or_missing(ex, q)
     assert missing is None or ("\n" not in missing and "capture with --trace=" in missing)

@@ -9,7 +9,7 @@ import pytest
 from spark_session import spark_or_skip
 from typer.testing import CliRunner
 
-from nsysql.cli import app
+from nsysql.cli.app import app
 
 RANKS = ["ddp-2gpu-rank0", "ddp-2gpu-rank1"]
 
