@@ -92,11 +92,11 @@ def test_raw_tables_kept_beside_the_cache_are_the_exports_tables(tmp_path):
             in_export = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert ex.store.raw_tables == in_export
         kept_file = answers.directory(ex.cache_path) / "raw_tables.json"
-    assert set(answers.load_facts(ex.cache_path, "raw_tables")) == in_export
+    assert set(answers.load_fact(ex.cache_path, "raw_tables")[1]) == in_export
     kept_file.write_text("{damaged")  # unreadable: read from the cache again, and kept again
     with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
         assert ex.store.raw_tables == in_export and ex.store._con is not None
-    assert set(answers.load_facts(ex.cache_path, "raw_tables")) == in_export
+    assert set(answers.load_fact(ex.cache_path, "raw_tables")[1]) == in_export
     with nsysql.open(EXPORT, use_cache=False) as ex:  # no cache: nothing kept anywhere
         assert ex.store.raw_tables == in_export
 

@@ -27,13 +27,12 @@ import duckdb
 from nsysql.answers.summary import build_summary
 from nsysql.core import progress, signals
 from nsysql.errors import NsysqlError
-from nsysql.present.render import time_origin
 from nsysql.query.queries import Queries
 from nsysql.store import stored as answers
 
 # (what, how): each computes the answers one command's default output reads, with that command's exact arguments
 DEFAULT_OUTPUTS: list[tuple[str, Callable[[Queries], object]]] = [
-    ("the time origin of tables (ms since the capture's first event)", time_origin),
+    ("the time origin of tables (ms since the capture's first event)", lambda ex: ex.time_origin()),
     ("steps", lambda ex: ex.steps()),
     ("layers", lambda ex: (ex.layers(depth=0, merge_repeats=False), ex.attribution_coverage())),
     ("memcpy", lambda ex: ex.memcpy(by="kind")),

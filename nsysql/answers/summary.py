@@ -12,7 +12,7 @@ import polars as pl
 from nsysql.answers.overview import BREAKDOWN, BREAKDOWN_KEYS, Overview
 from nsysql.answers.overview import build as build_overview
 from nsysql.core import progress, units
-from nsysql.present.render import Format, Meta, cell_text, middle, table_width, time_origin, to_markdown, to_table
+from nsysql.present.render import Format, Meta, cell_text, middle, table_width, to_markdown, to_table
 from nsysql.query.queries import Queries
 from nsysql.sql import catalog
 from nsysql.store.inputs import printable
@@ -71,7 +71,7 @@ def _build_summary(export: Queries, *, top: int, full: bool) -> Summary:
     from nsysql.answers.findings import run_findings
     findings = run_findings(export)
     details = detail_sections(export, top=top) if full else []
-    origin = time_origin(export) if full else None
+    origin = export.time_origin() if full else None
     return Summary(export, capture, build_overview(export), findings, details, origin, communication_section(export))
 
 

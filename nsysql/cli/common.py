@@ -119,8 +119,7 @@ class TimeOrigins:
     def wrap(self, analysis):
         def run(ex):
             if self.wanted:
-                from nsysql.present.render import time_origin
-                self.by_path[ex.path] = time_origin(ex)
+                self.by_path[ex.path] = ex.time_origin()
             return analysis(ex)
         return run
 

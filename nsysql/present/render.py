@@ -806,12 +806,6 @@ def write_text(text: str, output: Path | str | None = None) -> None:
         Path(output).write_text(text, encoding="utf-8")
 
 
-def time_origin(export) -> int | None:
-    """The capture's first event on the export's clock (ns): where `ns timestamp` columns count from in tables and
-    markdown, and the zero of `nsysql plot timeline` (both read analysis._plot_window). None without events."""
-    return export.run("analysis._plot_window", start_ms=None, end_ms=None)["origin_ns"][0]
-
-
 def human_format(fmt: Format) -> bool:
     """Whether `fmt` is for people (table, markdown): only then is a time origin worth looking up."""
     return fmt in (Format.table, Format.markdown)

@@ -211,6 +211,13 @@ class Queries:
         self.store.store_answer(inner, {}, to_polars(con.table(quote_ident(name))))
         return self.store.answer_file(inner, {})
 
+    def time_origin(self) -> int | None:
+        """The capture's first event on the export's clock (ns): where `ns timestamp` columns count from in tables
+        and markdown, and the zero of `nsysql plot timeline`. A fact of the export, computed once and kept beside
+        its cache (analysis._plot_window). None without events."""
+        return self.store.fact("time_origin", lambda: self.run(
+            "analysis._plot_window", start_ms=None, end_ms=None)["origin_ns"][0])
+
     def info(self) -> dict[str, str]:
         rows = self.store.connection().execute("SELECT key, value FROM export_info UNION ALL SELECT key, value FROM nsysql_meta").fetchall()
         return dict(rows)

@@ -287,11 +287,11 @@ class Store:
     # -- facts and answers kept beside the cache ---------------------------------------------------------
     def fact(self, name: str, compute: Callable[[], Any]) -> Any:
         """A fact about the export (JSON-able), computed once and kept beside the cache."""
-        kept = answers.load_facts(self.cache_path, name) if self.keeps_answers else None
-        if kept is None:
+        found, kept = answers.load_fact(self.cache_path, name) if self.keeps_answers else (False, None)
+        if not found:
             kept = compute()
             if self.keeps_answers:
-                answers.store_facts(self.cache_path, name, kept)
+                answers.store_fact(self.cache_path, name, kept)
         return kept
 
     def load_answer(self, q: catalog.Query, bound: dict) -> pl.DataFrame | None:

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -117,17 +118,18 @@ def _facts_file(cache_path: Path, name: str) -> Path:
     return directory(cache_path) / f"{name}.json"
 
 
-def load_facts(cache_path: Path, name: str) -> list | None:
-    """A fact about the cached file kept beside it (e.g. the raw tables the export held), or None."""
+def load_fact(cache_path: Path, name: str) -> tuple[bool, Any]:
+    """(found, value) of a fact about the cached file kept beside it (the raw tables the export held, its time
+    origin); a value may be None (an export without events has no time origin)."""
     try:
-        value = json.loads(_facts_file(cache_path, name).read_text(encoding="utf-8"))
+        kept = json.loads(_facts_file(cache_path, name).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    return value if isinstance(value, list) else None
+        return False, None
+    return (True, kept["fact"]) if isinstance(kept, dict) and "fact" in kept else (False, None)
 
 
-def store_facts(cache_path: Path, name: str, value: list) -> None:
-    """Keep `value` beside the cached file; an unwritable cache directory only costs the speed-up."""
+def store_fact(cache_path: Path, name: str, value: Any) -> None:
+    """Keep `value` (JSON-able) beside the cached file; an unwritable cache directory only costs the speed-up."""
     with contextlib.suppress(OSError):
         _write_atomically(_facts_file(cache_path, name),
-                          lambda tmp: Path(tmp).write_text(json.dumps(value), encoding="utf-8"))
+                          lambda tmp: Path(tmp).write_text(json.dumps({"fact": value}), encoding="utf-8"))
