@@ -16,7 +16,7 @@ from typing import TypeVar
 import duckdb
 import polars as pl
 
-from . import analyses, answers, catalog, hygiene, importer, inputs, macros, progress, views
+from . import analyses, answers, catalog, formats_in, hygiene, importer, inputs, macros, nsys_rep, progress, views
 from .cache import cache_file, cache_key, default_cache_dir
 from .engine import connect, error_line, quote_ident
 from .errors import MissingDataError, NsysqlError
@@ -82,7 +82,11 @@ class Export:
         too (summarize reads them all: one build on every core beats two)."""
         self.path = Path(path)
         self._tmpdir = None
-        inputs.regular_file(self.path)  # before any cache directory is made: a FIFO or a typo fails at once
+        folder = formats_in.is_folder(self.path)
+        if folder:  # a Parquet or Arrow folder (nsysql/formats_in.py), checked before any cache directory is made
+            formats_in.folder(self.path)
+        else:
+            inputs.regular_file(self.path)  # before any cache directory is made: a FIFO or a typo fails at once
         if use_cache:
             directory = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
             try:
@@ -94,9 +98,12 @@ class Export:
         else:
             self._tmpdir = tempfile.TemporaryDirectory(prefix=f"nsysql-nocache-{hygiene.owner_tag()}-")
             directory = Path(self._tmpdir.name)
-        # The SQLite file actually read: the export itself, or an .xz export unpacked into the cache.
-        self.source = unpack_xz(self.path, directory) if self.path.name.endswith(".xz") else self.path
-        importer.check_sqlite_file(self.source)
+        # What is actually read: the export itself, an .xz export unpacked into the cache, or a .nsys-rep exported
+        # into the cache by nsys (nsysql/nsys_rep.py)
+        self.source = (unpack_xz(self.path, directory) if self.path.name.endswith(".xz") else
+                       nsys_rep.exported(self.path, directory) if nsys_rep.is_report(self.path) else self.path)
+        if not folder:
+            importer.check_sqlite_file(self.source)
         self.cache_path = (cache_file(directory, self.source, importer.views_version()) if use_cache
                            else directory / "export.duckdb")
         self.cache_hit = self.cache_path.exists()

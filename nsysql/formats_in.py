@@ -1,0 +1,215 @@
+"""Exports that are folders of tables: `nsys export --type parquetdir` (one `<TABLE>.parquet` per table, also
+NVIDIA's recipes' `<report>_pqtdir/`) and `--type arrowdir` (one `<TABLE>.arrow` per table, an Arrow IPC stream
+or file), read where they lie, never converted to SQLite and nothing written beside them.
+
+A folder is recognised by what it holds (files named after a table whose first and last bytes are Parquet's or
+Arrow's marks), not by its name. Its tables are attached to the build's DuckDB connection as the schema `nsys`,
+an in-memory database, shaped as DuckDB's SQLite scanner shows a SQLite export, so the same raw views, shims and
+normalize statements read either: each table gets the `rowid` SQLite gives it (its row number from 1: nsys writes
+the rows of every format in the same order), integers become BIGINT and floats DOUBLE as SQLite stores them
+(unsigned 64-bit values as the signed ones SQLite holds: nsys writes globalPid 0xFE00... as a negative number in
+SQLite). Parquet is read by DuckDB itself, through views; Arrow through Polars (a dependency already: DuckDB
+reads Arrow IPC only with an extension it would download) into in-memory tables, as the build's workers read on
+cursors of their own, which see no Python object a view could name.
+
+What is checked instead of SQLite's own integrity check: every table file's leading and trailing marks (a
+truncated Parquet file lacks its footer, a truncated Arrow stream its end-of-stream mark), and the page checksums
+and structure Parquet and Arrow readers verify while reading; a failure names the file.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import hygiene, inputs
+from .engine import quote_ident, quote_literal
+from .errors import NsysqlError
+
+PARQUET_MAGIC = b"PAR1"
+ARROW_FILE_MAGIC = b"ARROW1"
+ARROW_STREAM_START = b"\xff\xff\xff\xff"  # an IPC stream's first message (continuation mark)
+ARROW_STREAM_END = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # its end-of-stream mark
+SUFFIXES = {".parquet": "parquetdir", ".arrow": "arrowdir"}
+_TABLE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # nsys's table names; other files in the folder are ignored
+_EXPORT_HINT = ("give an nsys export: a .sqlite file, a .nsys-rep, or a folder made by nsys export --type "
+                "parquetdir or arrowdir")
+_AGAIN = "export it again (nsys export --type {kind} -f true -o FOLDER REPORT.nsys-rep)"
+_MAX_INT64 = 9223372036854775807
+_PROBE = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Folder:
+    """A folder export: its path, its kind (`parquetdir`, `arrowdir`) and its table files by table name."""
+    path: Path
+    kind: str
+    files: dict[str, Path]
+
+    def again(self) -> str:
+        return _AGAIN.format(kind=self.kind)
+
+
+def is_folder(path: Path) -> bool:
+    """Whether `path` names a directory (a folder export, or a directory that is not one: `folder` says which)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def folder(path: Path) -> Folder:
+    """The folder export at `path`, its table files checked; one NsysqlError line when it is not one."""
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as exc:
+        raise NsysqlError(f"{inputs.text(path)}: cannot list the folder ({exc.strerror or exc})") from None
+    found: dict[str, dict[str, Path]] = {kind: {} for kind in SUFFIXES.values()}
+    for name in names:
+        stem, suffix = os.path.splitext(name)
+        if suffix in SUFFIXES and _TABLE.fullmatch(stem) and (path / name).is_file():
+            found[SUFFIXES[suffix]][stem] = path / name
+    kind = "parquetdir" if found["parquetdir"] else "arrowdir"  # both: Parquet, which DuckDB reads in place
+    files = found[kind]
+    if not files:
+        raise NsysqlError(f"{inputs.text(path)} is a directory with no <TABLE>.parquet or <TABLE>.arrow files; "
+                          f"{_EXPORT_HINT}")
+    out = Folder(path, kind, files)
+    for table, file in files.items():
+        _check_marks(out, table, file)
+    return out
+
+
+def _check_marks(f: Folder, table: str, file: Path) -> None:
+    """The file's leading and trailing marks: a file cut short (an interrupted copy or export) fails here, named."""
+    try:
+        size = file.stat().st_size
+        with file.open("rb") as fh:
+            head = fh.read(8)
+            fh.seek(max(size - 8, 0))
+            tail = fh.read(8)
+    except OSError as exc:
+        raise NsysqlError(f"{inputs.text(file)}: cannot read ({exc.strerror or exc})") from None
+    if f.kind == "parquetdir":
+        if not head.startswith(PARQUET_MAGIC):
+            raise NsysqlError(f"{inputs.text(file)} is not a Parquet file; {f.again()}")
+        if not tail.endswith(PARQUET_MAGIC):
+            raise NsysqlError(f"{inputs.text(file)} is a truncated Parquet file (its footer is missing); {f.again()}")
+    elif head.startswith(ARROW_FILE_MAGIC):
+        if not tail.endswith(ARROW_FILE_MAGIC):
+            raise NsysqlError(f"{inputs.text(file)} is a truncated Arrow file (its footer is missing); {f.again()}")
+    elif head.startswith(ARROW_STREAM_START):
+        if tail != ARROW_STREAM_END:
+            raise NsysqlError(f"{inputs.text(file)} is a truncated Arrow stream (its end mark is missing); "
+                              f"{f.again()}")
+    else:
+        raise NsysqlError(f"{inputs.text(file)} is not an Arrow IPC file or stream; {f.again()}")
+
+
+def identity(f: Folder) -> str:
+    """What the cache key covers for a folder: each table file's name, size, mtime and a hash of its first and
+    last 64 KiB (as cache.content_probe hashes a file), and the kind."""
+    h = hashlib.sha256(f.kind.encode())
+    for table, file in sorted(f.files.items()):
+        st = file.stat()
+        h.update(f"|{table}|{st.st_size}|{st.st_mtime_ns}|".encode())
+        with file.open("rb") as fh:
+            h.update(fh.read(_PROBE))
+            if st.st_size > _PROBE:
+                fh.seek(max(st.st_size - _PROBE, _PROBE))
+                h.update(fh.read(_PROBE))
+    return h.hexdigest()
+
+
+@contextmanager
+def attached(con, f: Folder, stubs: dict[str, list[tuple[str, str]]]) -> Iterator[set[str]]:
+    """Attach the folder's tables to `con` as the schema `nsys` (see the module's text); yields their names.
+    `stubs`: table -> the columns the normalized views read (importer.stub_columns): a table file that holds
+    none of them is another table's, or not nsys's, and is refused in one line."""
+    with tempfile.TemporaryDirectory(prefix=f"nsysql-{hygiene.owner_tag()}-") as tmp:
+        # the files are named through a link in a private directory: the user's path never enters SQL text
+        link = Path(tmp) / "export"
+        os.symlink(f.path.resolve(), link)
+        con.execute("ATTACH ':memory:' AS nsys")
+        try:
+            for table in sorted(f.files):
+                file = link / f.files[table].name
+                if f.kind == "parquetdir":
+                    _parquet_view(con, f, table, file, stubs)
+                else:
+                    _arrow_table(con, f, table, file, stubs)
+            yield set(f.files)
+        finally:
+            try:
+                con.execute("DETACH nsys")
+            except Exception:  # noqa: BLE001 - already detached, or the connection is gone: nothing to release
+                pass
+
+
+def _sqlite_typed(column: str, dtype: str) -> str:
+    """The column as DuckDB's SQLite scanner would show nsys's SQLite value: integers BIGINT (an unsigned 64-bit
+    value above the signed range wraps round, as SQLite stores it), floats DOUBLE, the rest as they are."""
+    q = quote_ident(column)
+    if dtype == "UBIGINT":
+        return (f"CASE WHEN {q} > {_MAX_INT64} THEN CAST({q} - {_MAX_INT64} - 1 AS BIGINT) - {_MAX_INT64} - 1 "
+                f"ELSE CAST({q} AS BIGINT) END AS {q}")
+    if dtype in ("TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT", "UINTEGER", "BOOLEAN"):
+        return f"CAST({q} AS BIGINT) AS {q}"
+    if dtype == "FLOAT":
+        return f"CAST({q} AS DOUBLE) AS {q}"
+    return q
+
+
+def _check_columns(f: Folder, table: str, file: Path, columns: list[str], stubs: dict) -> None:
+    wanted = {c.lower() for c, _ in stubs.get(table, []) if c != "rowid"}
+    if wanted and not wanted & {c.lower() for c in columns}:
+        some = ", ".join(sorted(c for c, _ in stubs[table] if c != "rowid")[:3])
+        raise NsysqlError(f"{inputs.text(f.path / file.name)} does not hold nsys's {table} table (none of its "
+                          f"columns {some}, ...); {f.again()}")
+
+
+def _parquet_view(con, f: Folder, table: str, file: Path, stubs: dict) -> None:
+    source = f"read_parquet({quote_literal(str(file))}, file_row_number = true)"
+    try:
+        described = con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
+    except Exception as exc:  # noqa: BLE001 - duckdb.Error of any kind: a damaged file
+        raise NsysqlError(f"{inputs.text(f.path / file.name)}: cannot read it as Parquet "
+                          f"({str(exc).splitlines()[0]}); {f.again()}") from None
+    columns = [(name, dtype) for name, dtype, *_ in described if name != "file_row_number"]
+    _check_columns(f, table, file, [c for c, _ in columns], stubs)
+    select = ", ".join(["file_row_number + 1 AS rowid"] + [_sqlite_typed(c, t) for c, t in columns])
+    con.execute(f"CREATE VIEW nsys.{quote_ident(table)} AS SELECT {select} FROM {source}")
+
+
+class _Stream:
+    """A Polars frame as an Arrow C stream for DuckDB (the PyCapsule interface: no pyarrow needed)."""
+
+    def __init__(self, frame):
+        self.frame = frame
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self.frame.__arrow_c_stream__(requested_schema)
+
+
+def _arrow_table(con, f: Folder, table: str, file: Path, stubs: dict) -> None:
+    import polars as pl
+    try:
+        with file.open("rb") as fh:
+            is_file = fh.read(6) == ARROW_FILE_MAGIC
+        frame = pl.read_ipc(file, memory_map=False) if is_file else pl.read_ipc_stream(file)
+    except Exception as exc:  # noqa: BLE001 - Polars' errors of a damaged stream have no common base
+        raise NsysqlError(f"{inputs.text(f.path / file.name)}: cannot read it as Arrow "
+                          f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); {f.again()}") from None
+    _check_columns(f, table, file, frame.columns, stubs)
+    signed = {pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16, pl.UInt32, pl.Boolean}
+    casts = [pl.col(c).reinterpret(signed=True) if t == pl.UInt64 else
+             pl.col(c).cast(pl.Int64) if t in signed else
+             pl.col(c).cast(pl.Float64) if t == pl.Float32 else pl.col(c)
+             for c, t in frame.schema.items()]
+    frame = frame.select(casts).with_row_index("rowid", offset=1).with_columns(pl.col("rowid").cast(pl.Int64))
+    con.from_arrow(_Stream(frame)).create(f"nsys.{quote_ident(table)}")
