@@ -46,25 +46,35 @@ _PROBE = 64 * 1024
 
 @dataclass(frozen=True)
 class Folder:
-    """A folder export: its path, its kind (`parquetdir`, `arrowdir`) and its table files by table name."""
+    """A folder export: its path, its kind (`parquetdir`, `arrowdir`, or `arrow`: nsys's single `.arrows` file)
+    and its table files by table name (for `arrow`, the one file, and each table's stream in it: `segments`)."""
     path: Path
     kind: str
     files: dict[str, Path]
+    segments: dict[str, tuple[int, int]] | None = None
 
     def again(self) -> str:
         return _AGAIN.format(kind=self.kind)
 
 
 def is_folder(path: Path) -> bool:
-    """Whether `path` names a directory (a folder export, or a directory that is not one: `folder` says which)."""
+    """Whether this module reads `path`: a directory (a folder export, or one that is not: `folder` says which),
+    or a file that starts as an Arrow IPC stream (nsys's `.arrows`)."""
     try:
-        return path.is_dir()
+        if path.is_dir():
+            return True
+        if not path.is_file():
+            return False
+        with path.open("rb") as fh:
+            return fh.read(4) == ARROW_STREAM_START
     except OSError:
         return False
 
 
 def folder(path: Path) -> Folder:
     """The folder export at `path`, its table files checked; one NsysqlError line when it is not one."""
+    if not path.is_dir():
+        return _arrows(path)
     try:
         names = sorted(os.listdir(path))
     except OSError as exc:
@@ -83,6 +93,18 @@ def folder(path: Path) -> Folder:
     for table, file in files.items():
         _check_marks(out, table, file)
     return out
+
+
+def _arrows(path: Path) -> Folder:
+    """nsys's single-file Arrow export, its streams found (a file cut short fails here, named)."""
+    try:
+        segments = arrows_tables(path.read_bytes())
+    except (OSError, ValueError, IndexError) as exc:
+        raise NsysqlError(f"{inputs.text(path)} is a damaged or truncated Arrow stream ({exc}); "
+                          f"{_AGAIN.format(kind='arrow')}") from None
+    if not segments:
+        raise NsysqlError(f"{inputs.text(path)} is an Arrow stream with no nsys table in it; {_EXPORT_HINT}")
+    return Folder(path, "arrow", {table: path for table in segments}, segments)
 
 
 def _check_marks(f: Folder, table: str, file: Path) -> None:
@@ -115,7 +137,7 @@ def identity(f: Folder) -> str:
     """What the cache key covers for a folder: each table file's name, size, mtime and a hash of its first and
     last 64 KiB (as cache.content_probe hashes a file), and the kind."""
     h = hashlib.sha256(f.kind.encode())
-    for table, file in sorted(f.files.items()):
+    for table, file in sorted(f.files.items() if f.segments is None else [("", f.path)]):
         st = file.stat()
         h.update(f"|{table}|{st.st_size}|{st.st_mtime_ns}|".encode())
         with file.open("rb") as fh:
@@ -136,13 +158,15 @@ def attached(con, f: Folder, stubs: dict[str, list[tuple[str, str]]]) -> Iterato
         link = Path(tmp) / "export"
         os.symlink(f.path.resolve(), link)
         con.execute("ATTACH ':memory:' AS nsys")
+        data = f.path.read_bytes() if f.segments is not None else None
         try:
             for table in sorted(f.files):
-                file = link / f.files[table].name
+                file = link / f.files[table].name if f.segments is None else f.path
                 if f.kind == "parquetdir":
                     _parquet_view(con, f, table, file, stubs)
                 else:
-                    _arrow_table(con, f, table, file, stubs)
+                    part = data[slice(*f.segments[table])] if data is not None and f.segments else None
+                    _arrow_table(con, f, table, file, stubs, part)
             yield set(f.files)
         finally:
             try:
@@ -165,11 +189,11 @@ def _sqlite_typed(column: str, dtype: str) -> str:
     return q
 
 
-def _check_columns(f: Folder, table: str, file: Path, columns: list[str], stubs: dict) -> None:
+def _check_columns(f: Folder, table: str, where: str, columns: list[str], stubs: dict) -> None:
     wanted = {c.lower() for c, _ in stubs.get(table, []) if c != "rowid"}
     if wanted and not wanted & {c.lower() for c in columns}:
         some = ", ".join(sorted(c for c, _ in stubs[table] if c != "rowid")[:3])
-        raise NsysqlError(f"{inputs.text(f.path / file.name)} does not hold nsys's {table} table (none of its "
+        raise NsysqlError(f"{where} does not hold nsys's {table} table (none of its "
                           f"columns {some}, ...); {f.again()}")
 
 
@@ -181,9 +205,29 @@ def _parquet_view(con, f: Folder, table: str, file: Path, stubs: dict) -> None:
         raise NsysqlError(f"{inputs.text(f.path / file.name)}: cannot read it as Parquet "
                           f"({str(exc).splitlines()[0]}); {f.again()}") from None
     columns = [(name, dtype) for name, dtype, *_ in described if name != "file_row_number"]
-    _check_columns(f, table, file, [c for c, _ in columns], stubs)
+    for name, dtype in list(columns):
+        if (table, name) in BLOBS_AS_TEXT and dtype == "VARCHAR" and not _text_reads(con, source, name):
+            columns.remove((name, dtype))  # read as absent: the raw view gets the stub's NULLs
+    _check_columns(f, table, inputs.text(f.path / file.name), [c for c, _ in columns], stubs)
     select = ", ".join(["file_row_number + 1 AS rowid"] + [_sqlite_typed(c, t) for c, t in columns])
     con.execute(f"CREATE VIEW nsys.{quote_ident(table)} AS SELECT {select} FROM {source}")
+
+
+# Columns of blobs that nsys (2025.3) declares as text in Parquet and Arrow: with --include-blobs=true they hold
+# NVTX payloads, bytes that are not UTF-8, which DuckDB's Parquet reader and Polars refuse to read as text, and
+# neither reads them as bytes. Such a column is left out (NULL, like an export without blobs) rather than failing
+# the whole table; the SQLite export of the same report has them (`--type sqlite --include-blobs=true`).
+BLOBS_AS_TEXT = {("NVTX_EVENTS", "binaryData")}
+
+
+def _text_reads(con, source: str, column: str) -> bool:
+    try:
+        con.execute(f"SELECT count({quote_ident(column)}) FROM {source}").fetchall()
+        return True
+    except Exception as exc:  # noqa: BLE001 - duckdb.InvalidInputException: "Invalid string encoding"
+        if "encoding" not in str(exc) and "UTF8" not in str(exc):
+            raise
+        return False
 
 
 class _Stream:
@@ -196,16 +240,33 @@ class _Stream:
         return self.frame.__arrow_c_stream__(requested_schema)
 
 
-def _arrow_table(con, f: Folder, table: str, file: Path, stubs: dict) -> None:
+def _arrow_table(con, f: Folder, table: str, file: Path, stubs: dict, part: bytes | None = None) -> None:
+    """One table of an arrowdir (`file`) or of an `.arrows` file (`part`: its stream's bytes)."""
+    import io
+
     import polars as pl
+    where = f"{inputs.text(f.path)} ({table})" if part is not None else inputs.text(f.path / file.name)
     try:
-        with file.open("rb") as fh:
-            is_file = fh.read(6) == ARROW_FILE_MAGIC
-        frame = pl.read_ipc(file, memory_map=False) if is_file else pl.read_ipc_stream(file)
+        if part is not None:
+            is_file = False
+        else:
+            with file.open("rb") as fh:
+                is_file = fh.read(6) == ARROW_FILE_MAGIC
+        source = io.BytesIO(part) if part is not None else file
+        read = (lambda **how: pl.read_ipc(source, memory_map=False, **how)) if is_file else \
+            (lambda **how: pl.read_ipc_stream(source, **how))
+        try:
+            frame = read()
+        except pl.exceptions.ComputeError as exc:
+            if "utf" not in str(exc).lower():
+                raise
+            names = _schema(part[8:8 + _u32(part, 4)])[0] if part is not None else arrow_column_names(file)
+            # a blob column declared as text (BLOBS_AS_TEXT): read the others
+            frame = read(columns=[n for n in names if (table, n) not in BLOBS_AS_TEXT])
     except Exception as exc:  # noqa: BLE001 - Polars' errors of a damaged stream have no common base
-        raise NsysqlError(f"{inputs.text(f.path / file.name)}: cannot read it as Arrow "
+        raise NsysqlError(f"{where}: cannot read it as Arrow "
                           f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); {f.again()}") from None
-    _check_columns(f, table, file, frame.columns, stubs)
+    _check_columns(f, table, where, frame.columns, stubs)
     signed = {pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16, pl.UInt32, pl.Boolean}
     casts = [pl.col(c).reinterpret(signed=True) if t == pl.UInt64 else
              pl.col(c).cast(pl.Int64) if t in signed else
@@ -213,3 +274,83 @@ def _arrow_table(con, f: Folder, table: str, file: Path, stubs: dict) -> None:
              for c, t in frame.schema.items()]
     frame = frame.select(casts).with_row_index("rowid", offset=1).with_columns(pl.col("rowid").cast(pl.Int64))
     con.from_arrow(_Stream(frame)).create(f"nsys.{quote_ident(table)}")
+
+
+
+# -- Arrow IPC metadata, read from its flatbuffers directly: Polars reads no schema alone from a stream, nor
+# splits nsys's `.arrows` file (every table's stream one after another) into its streams
+def _u32(buf: bytes, at: int) -> int:
+    return int.from_bytes(buf[at:at + 4], "little")
+
+
+def _slot(buf: bytes, table: int, index: int) -> int | None:
+    """Where field `index` of the flatbuffer table at `table` is stored; None when absent."""
+    vtable = table - int.from_bytes(buf[table:table + 4], "little", signed=True)
+    if 4 + 2 * index >= int.from_bytes(buf[vtable:vtable + 2], "little"):
+        return None
+    offset = int.from_bytes(buf[vtable + 4 + 2 * index:vtable + 6 + 2 * index], "little")
+    return None if offset == 0 else table + offset
+
+
+def _ref(buf: bytes, table: int, index: int) -> int | None:
+    """The table, vector or string that field `index` points to."""
+    at = _slot(buf, table, index)
+    return None if at is None else at + _u32(buf, at)
+
+
+def _vector(buf: bytes, at: int | None) -> list[int]:
+    return [] if at is None else [at + 4 + 4 * i + _u32(buf, at + 4 + 4 * i) for i in range(_u32(buf, at))]
+
+
+def _string(buf: bytes, at: int | None) -> str:
+    return "" if at is None else buf[at + 4:at + 4 + _u32(buf, at)].decode("utf-8", "replace")
+
+
+def _schema(message: bytes) -> tuple[list[str], dict[str, str]]:
+    """(column names, custom metadata) of a Schema message: Message.header -> Schema.fields -> Field.name."""
+    root = _u32(message, 0)
+    schema = _ref(message, root, 2)
+    if schema is None:
+        raise ValueError("no schema message")
+    names = [_string(message, _ref(message, f, 0)) for f in _vector(message, _ref(message, schema, 1))]
+    meta = {_string(message, _ref(message, kv, 0)): _string(message, _ref(message, kv, 1))
+            for kv in _vector(message, _ref(message, schema, 2))}
+    return names, meta
+
+
+def _messages(data: bytes, at: int) -> tuple[bytes, int]:
+    """The first message (a stream's schema) at `at`, and where the stream's end-of-stream mark ends."""
+    first = None
+    while True:
+        if data[at:at + 4] != ARROW_STREAM_START or at + 8 > len(data):
+            raise ValueError(f"no Arrow message at byte {at}")
+        size = _u32(data, at + 4)
+        if size == 0:
+            return first or b"", at + 8
+        message = data[at + 8:at + 8 + size]
+        body_at = _slot(message, _u32(message, 0), 3)  # Message.bodyLength
+        body = int.from_bytes(message[body_at:body_at + 8], "little") if body_at is not None else 0
+        first = first if first is not None else message
+        at += 8 + size + body
+
+
+def arrow_column_names(file: Path) -> list[str]:
+    """The column names in the schema of an Arrow IPC stream or file."""
+    with file.open("rb") as fh:
+        data = fh.read(1 << 20)
+    at = 8 if data.startswith(ARROW_FILE_MAGIC) else 0  # a file: "ARROW1" and padding, then a stream
+    size = _u32(data, at + 4)
+    return _schema(data[at + 8:at + 8 + size])[0]
+
+
+def arrows_tables(data: bytes) -> dict[str, tuple[int, int]]:
+    """nsys's `.arrows` (`nsys export --type arrow`): each table's stream, one after another, its schema naming
+    the table (custom metadata `table_name`): table -> (start, end) of its stream."""
+    out, at = {}, 0
+    while at < len(data):
+        start = at
+        first, at = _messages(data, at)
+        name = _schema(first)[1].get("table_name", "")
+        if _TABLE.fullmatch(name):
+            out[name] = (start, at)
+    return out

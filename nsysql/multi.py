@@ -42,8 +42,8 @@ def expand(paths: list[Path]) -> list[Path]:
 
 
 def label(path: Path) -> str:
-    """The export's name in multi-export output: the file name without .sqlite/.xz."""
-    name = path.name
+    """The export's name in multi-export output: the file name without .sqlite/.xz (or .nsys-rep)."""
+    name = path.name.removesuffix(".nsys-rep")
     for suffix in (".xz", ".sqlite"):
         name = name.removesuffix(suffix)
     return name
