@@ -128,6 +128,26 @@ def test_every_value_equals_a_plain_decode(ddp, ddp_opened):
 
 
 @needs_ddp
+def test_payloads_from_parquet_and_arrow_equal_a_plain_decode(ddp, tmp_path):
+    """The same blobs read from Parquet and Arrow folders (nsysql/formats_in.py): the export with blobs written as
+    a parquetdir (bench/parquetdir_of.py: binaryData as bytes), and as an arrowdir of IPC streams written here
+    with Polars; nccl_payload equals the plain decode of the SQLite export's blobs."""
+    import polars as pl
+
+    import nsysql
+    parquetdir = tmp_path / "run_pqtdir"
+    load_script("bench/parquetdir_of.py").convert(ddp["blobs"], parquetdir)
+    arrowdir = tmp_path / "run_arwdir"
+    arrowdir.mkdir()
+    for file in parquetdir.iterdir():
+        pl.read_parquet(file).write_ipc_stream(arrowdir / f"{file.stem}.arrow")
+    want = plain_decode(ddp["blobs"])
+    for folder in (parquetdir, arrowdir):
+        with nsysql.open(folder, cache_dir=tmp_path / "cache") as ex:
+            assert table(ex) == want, folder.name
+
+
+@needs_ddp
 def test_one_communicator_shared_by_both_ranks(ddp_opened):
     """DDP's one process group is one communicator: ranks 0 and 1 (one process each) have the same communicator id,
     and run its collectives in the same order with the same sizes."""
