@@ -1,7 +1,10 @@
 """A .nsys-rep given as an export (nsysql/nsys_rep.py), with a stand-in `nsys` script: the call path that the GPU
 machine runs with the real nsys (docs/getting-started.md). The stand-in answers `--version`, and `export` by
 copying a real SQLite export to the `-o` path (or failing, for a report whose bytes say `broken`), logging every
-call, so the test sees which nsys ran, with what arguments, and how often."""
+call, so the test sees which nsys ran, with what arguments, and how often. Its messages are the real nsys's: on the
+GPU machine, nsys 2025.3.1 answered a report cut to 1 MB with "Exportation error: Section Table Reference magic
+number mismatch." and exit 1, and exported ddp2.nsys-rep (--type sqlite --include-blobs=true) to a SQLite file
+that gives the same kernels and comm CSVs as ../shared's export-include-blobs.sqlite."""
 from __future__ import annotations
 
 import os
@@ -27,7 +30,7 @@ out, report = args[args.index("-o") + 1], args[-1]
 print("Processing events...")
 if b"broken" in open(report, "rb").read():
     open(out, "wb").write(b"half an export")  # what an export cut short leaves
-    print("Failed to open the report: it is damaged")
+    print("Exportation error: Section Table Reference magic number mismatch.")  # nsys 2025.3.1, a cut report
     sys.exit(1)
 shutil.copyfile(os.environ["STANDIN_SQLITE"], out)
 '''
@@ -124,7 +127,7 @@ def test_a_failed_export_leaves_nothing(stand_in, tmp_path):
     res = _run(["summarize", str(report), "--cache-dir", str(cache), "--nsys", str(bin_dir / "nsys")])
     assert res.exit_code == 1 and len(_exports(log)) == 1
     [line] = res.stderr.splitlines()
-    assert "nsys could not export this report (Failed to open the report: it is damaged)" in line
+    assert "nsys could not export this report (Exportation error: Section Table Reference magic number" in line
     assert "nsys export --type sqlite --include-blobs=true" in line
     assert not list(cache.glob("*.sqlite")) and not list(cache.glob(".building-*"))  # no export, whole or half
     assert sorted(p.name for p in report.parent.iterdir()) == ["run.nsys-rep"]
