@@ -9,6 +9,7 @@ import polars as pl
 
 from . import multi
 from .errors import MissingDataError, NsysqlError
+from .open_many import open_all
 from .summary import Section, human_ns
 
 
@@ -18,11 +19,9 @@ def build(paths: list[Path], opener: Callable, top: int = 10, deviation_pct: flo
     ranges: list[pl.DataFrame] = []
     steps: list[pl.DataFrame] = []
     failures: list[tuple[str, str]] = []
-    for path, name in zip(paths, names):
-        try:
-            ex = opener(path)
-        except NsysqlError as exc:  # cannot be opened: skipped and named; the command fails only when none succeeds
-            failures.append((name, str(exc)))
+    for path, name, ex in zip(paths, names, open_all(paths, names, opener)):  # several at a time
+        if isinstance(ex, NsysqlError):  # cannot be opened: skipped and named; the command fails only when none succeeds
+            failures.append((name, str(ex)))
             continue
         try:
             _one(ex, name, multi.rank_of(path), totals, ranges, steps)

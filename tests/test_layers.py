@@ -16,9 +16,10 @@ PACKAGE = ROOT / "nsysql"
 LAYERS = {
     "core": ["errors", "signals", "progress", "inputs", "hygiene", "cache", "engine", "readonly", "sqlite_check",
              "sqlite_check_worker",
+             "formats_in", "nsys_rep",
              "catalog", "analyses", "macros", "views", "answers", "busy", "build_graph", "importer", "rules", "export"],
     "rendering": ["formats", "render"],
-    "features": ["annotate", "multi", "adhoc", "attribution", "sanity", "diff", "dataset", "dataset_schemas",
+    "features": ["annotate", "open_many", "multi", "adhoc", "attribution", "sanity", "diff", "dataset", "dataset_schemas",
                  "overview", "findings", "plot", "summary", "summary_many", "ahead", "comm", "job", "job_views"],
     "facade": ["nsysql", "api"],  # nsysql/__init__.py and the Export users get from nsysql.open()
     "commands": ["commands", "commands.*"],
