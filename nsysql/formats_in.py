@@ -13,8 +13,9 @@ reads Arrow IPC only with an extension it would download) into in-memory tables,
 cursors of their own, which see no Python object a view could name.
 
 What is checked instead of SQLite's own integrity check: every table file's leading and trailing marks (a
-truncated Parquet file lacks its footer, a truncated Arrow stream its end-of-stream mark), and the page checksums
-and structure Parquet and Arrow readers verify while reading; a failure names the file.
+truncated Parquet file lacks its footer, a truncated Arrow stream its end-of-stream mark), that each table holds
+at least one column nsysql reads from it (not another table's file), and the structure the Parquet and Arrow
+readers verify while reading; a failure names the file.
 """
 from __future__ import annotations
 

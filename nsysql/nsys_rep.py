@@ -4,9 +4,10 @@ SQLite export.
 nsys is found where the user says (`--nsys PATH`, then `$NSYS`), else on PATH, else in the folders NVIDIA installs
 it to. The export goes into the cache directory, never beside the report, keyed by the report (path, size,
 mtime, its first and last 64 KiB) and by `nsys --version`, so a new report or another nsys exports again. It is
-SQLite with `--include-blobs=true` (NCCL's NVTX payloads come along): of the formats nsys writes, the one whose
-first open measured fastest here (docs/performance.md, "First open by input format"), and one file the cache's
-size cap counts and removes like an unpacked `.xz`. It is written under a `.building-` name in the cache and
+SQLite with `--include-blobs=true`, so NCCL's NVTX payloads come along: a parquetdir opens faster
+(docs/performance.md, "First open by input format"), but nsys 2025.3 declares the payload column text in Parquet and
+Arrow, where the payloads' bytes cannot be read (nsysql/formats_in.py, BLOBS_AS_TEXT), so only SQLite brings them;
+it is also one file, which the cache's size cap counts and removes like an unpacked `.xz`. It is written under a `.building-` name in the cache and
 renamed only when nsys succeeded: a failed or interrupted export leaves nothing (hygiene removes what a killed run
 left).
 """
