@@ -36,8 +36,8 @@ def main() -> None:
     p.add_argument("--warm", action="store_true", help="also time layers() and kernel_table() on the warm cache")
     a = p.parse_args()
     import nsysql
-    from nsysql import catalog
-    from nsysql.engine import connect
+    from nsysql.sql import catalog
+    from nsysql.sql.engine import connect
 
     work = a.workdir or Path(tempfile.mkdtemp(prefix="nsysql-bench-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -9,12 +9,12 @@ Each measurement is a fresh `nsysql` child process, output to /dev/null (or a fi
   timed together as issue 12 counts them.
 - every other row: twice, `first use` (the first time that command runs on an export another command opened
   first: the cache as `nsysql report nvtx_sum` left it, restored from a copy before each row; what the first open
-  answers ahead, nsysql/ahead.py, is read there) and `kept` (the same command again, reading its stored answer).
+  answers ahead, nsysql/answers/ahead.py, is read there) and `kept` (the same command again, reading its stored answer).
   Issue 12's tiers: summarize, steps, layers, memcpy and report nvtx_gpu_proj_sum are answered on the first open,
   so their target applies to `first use`; gaps, overhead (by range) and the full kernel table are built on
   first use and kept, so theirs applies to `kept`.
 The first open answers the common commands ahead in a background process after the command returns
-(nsysql/ahead.py): its time and CPU are not in the first-open rows; the script waits for it to end before the
+(nsysql/answers/ahead.py): its time and CPU are not in the first-open rows; the script waits for it to end before the
 next row (and says how long after the command it ended), so each `first use` row starts from the cache with
 every answer ahead stored. The rows print as a Markdown table for docs/performance.md.
 """

@@ -6,8 +6,8 @@ Writes EXPORT as a parquetdir (bench/parquetdir_of.py: one <TABLE>.parquet per t
 rowid order), then times the first open of each, alternating, `--runs` times: one fresh `nsysql sql EXPORT
 'SELECT count(*) FROM kernel'` on an empty cache with the answers ahead off (NSYSQL_AHEAD=off), so that only
 the normalize build is timed. From SQLite that build reads through DuckDB's SQLite scanner (a page decode per row)
-with SQLite's own integrity check beside it (nsysql/sqlite_check.py); from Parquet DuckDB reads the columns
-itself and the files' marks are checked (nsysql/formats_in.py). Prints Markdown: wall seconds (min / median), CPU
+with SQLite's own integrity check beside it (nsysql/store/sqlite_check.py); from Parquet DuckDB reads the columns
+itself and the files' marks are checked (nsysql/store/formats_in.py). Prints Markdown: wall seconds (min / median), CPU
 seconds (user + system of the nsysql process and its children, median) and peak RSS of the largest process.
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@ nine NVIDIA reports (bench_commands.py's `NINE`) and of `summarize` has to pay, 
   leaving it): what any reader of the export pays, however clever.
 - scan: the same columns read by DuckDB's SQLite scanner (the reader nsysql's query layer has), one table per
   connection, on one thread each; and the same four reads on two connections at once (wall).
-- check: SQLite's integrity check of the tables a build reads, as every first open runs it (nsysql/sqlite_check.py,
+- check: SQLite's integrity check of the tables a build reads, as every first open runs it (nsysql/store/sqlite_check.py,
   its worker process: issue 17's guard against damaged pages, before the first answer).
 - compute: the nine reports' grouping on those columns already in memory (DuckDB, one thread): the per-name
   count / total / average / median / minimum / maximum / deviation of osrt_sum, cuda_api_sum, cuda_gpu_kern_sum,
@@ -40,8 +40,11 @@ from pathlib import Path
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from nsysql import readonly, sqlite_check  # noqa: E402  (the repository's own, not an installed copy)
-from nsysql.engine import sqlite_scanner_path  # noqa: E402
+from nsysql.sql.engine import sqlite_scanner_path  # noqa: E402
+from nsysql.store import (
+    readonly,
+    sqlite_check,  # noqa: E402  (the repository's own, not an installed copy)
+)
 
 # raw table -> the columns the nine reports read from it (with summarize's: the same tables)
 COLUMNS = {

@@ -4,7 +4,7 @@
 
 Runs `nsysql summarize EXPORT` on an empty cache with one build statement at a time (NSYSQL_BUILD_WORKERS=1),
 one DuckDB thread (NSYSQL_THREADS=1) and the answers ahead in the command (NSYSQL_AHEAD=foreground, so that all
-of a first open's work is timed), and reads the stage log (NSYSQL_STAGE_LOG, nsysql/progress.py). Wall-clock
+of a first open's work is timed), and reads the stage log (NSYSQL_STAGE_LOG, nsysql/core/progress.py). Wall-clock
 timings on a shared 2-core machine swing with whatever else runs; one thread's stage times swing much less, and
 their sum is the CPU a two-core first open has to spread over its cores (docs/performance.md uses it to say what a
 target needs). Prints Markdown: the phases (build, answers ahead, summarize's sections) and the slowest stages.

@@ -5,7 +5,7 @@
 For each N: bench/replicate.py builds the N-copy export, then `nsysql summarize` runs in a child process
 three times: with a fresh cache directory (cold: normalize + summarize), with the normalized cache but its
 stored answers removed (warm: every section recomputed from the tables), and once more (answered: the
-sections read from the answers the warm run stored, nsysql/answers.py). Wall time and the child's peak RSS
+sections read from the answers the warm run stored, nsysql/store/stored.py). Wall time and the child's peak RSS
 (ru_maxrss) are printed as a Markdown table, with the row counts of the replicated export, for
 docs/performance.md.
 """
@@ -86,7 +86,7 @@ def main() -> None:
         cmd = [a.nsysql, "summarize", str(export), "--format", "json", "--cache-dir", str(cache)]
         stage_log = work / f"stages{n}.tsv"
         stage_log.unlink(missing_ok=True)
-        cold, cold_rss = measured(cmd, dict(env, NSYSQL_STAGE_LOG=str(stage_log)))  # nsysql/progress.py
+        cold, cold_rss = measured(cmd, dict(env, NSYSQL_STAGE_LOG=str(stage_log)))  # nsysql/core/progress.py
         stages[n] = stage_log
         for stored in cache.glob("*.answers"):
             shutil.rmtree(stored)

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 def convert(src: Path, out: Path, tables: set[str] | None = None) -> list[str]:
     """Write `src`'s tables (or only `tables`) to `out`; returns the tables written."""
-    from nsysql.engine import connect, quote_ident, quote_literal
+    from nsysql.sql.engine import connect, quote_ident, quote_literal
     out.mkdir(parents=False)
     con = connect(None, with_sqlite=True)
     con.execute(f"ATTACH {quote_literal(str(src.resolve()))} AS s (TYPE sqlite, READ_ONLY)")

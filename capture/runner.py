@@ -48,7 +48,7 @@ NCCL_RECIPES: tuple[str, ...] = ("nccl_sum", "nccl_gpu_overlap_trace", "nccl_gpu
 MULTICAST_OFF: dict[str, str] = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
                                  "NVSHMEM_DISABLE_NVLS": "1"}
 
-# per-rank output: nsys replaces %q{RANK} with the RANK torchrun set (nsysql.multi.rank_of reads `_rank3`)
+# per-rank output: nsys replaces %q{RANK} with the RANK torchrun set (nsysql.answers.multi.rank_of reads `_rank3`)
 RANK_SUFFIX = "_rank"
 _RANK_PATTERN = RANK_SUFFIX + "%q{RANK}"
 

@@ -3,23 +3,23 @@
 The heavy imports (DuckDB, Polars) happen on first use, so `nsysql capture` runs where only
 torch and nsys are installed, and `nsysql.annotate` where only torch is (it imports torch when called).
 """
-from .annotate import annotate
-from .errors import MissingDataError, NsysqlError
+from nsysql.annotate import annotate
+from nsysql.errors import MissingDataError, NsysqlError
 
 __version__ = "0.1.0"
 
 
 def open(path, *, cache_dir=None, use_cache=True):  # noqa: A001
     """Open an Nsight Systems SQLite export (.sqlite or .sqlite.xz), read-only. Returns an `Export`."""
-    from .api import Export
+    from nsysql.api import Export
     return Export(path, cache_dir=cache_dir, use_cache=use_cache)
 
 
 def open_job(paths, *, cache_dir=None, use_cache=True):
     """Open the exports of one multi-GPU job, one per rank (one nsys per rank), as one job: their clocks aligned and
     their collectives matched. Returns a `Job`; raises NsysqlError when they are not the ranks of one job."""
-    from .api import Export, Job
-    from .job import link
+    from nsysql.answers.job import link
+    from nsysql.api import Export, Job
     exports = [Export(p, cache_dir=cache_dir, use_cache=use_cache) for p in paths]
     alignment = link(exports)
     if alignment is None:
@@ -33,14 +33,22 @@ def open_job(paths, *, cache_dir=None, use_cache=True):
 def reports() -> list[str]:
     """Names of the reports identical to NVIDIA's: `nsys stats` reports, and nccl_gpu_overlap_trace, the
     rank_trace.csv of the recipe `nsys recipe nccl_gpu_overlap_trace`."""
-    from . import catalog
+    from nsysql.sql import catalog
     return [q.name for q in catalog.group("reports")]
+
+
+# what users reach by name besides the functions above: the Export class, the plots, and the two extension points
+# (`nsysql.catalog.add_queries(DIR)` for one's own query files, `nsysql.analyses.declare(...)` for their commands)
+_FACE = {"plot": "nsysql.present.plot", "catalog": "nsysql.sql.catalog", "analyses": "nsysql.sql.analyses"}
 
 
 def __getattr__(name):
     if name == "Export":
-        from .api import Export
+        from nsysql.api import Export
         return Export
+    if name in _FACE:
+        import importlib
+        return importlib.import_module(_FACE[name])
     raise AttributeError(name)
 
 

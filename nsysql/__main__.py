@@ -1,5 +1,5 @@
 """`python -m nsysql ...`: the same command line as `nsysql ...`."""
-from .cli import main
+from nsysql.cli.app import main
 
 if __name__ == "__main__":
     main()

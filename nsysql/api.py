@@ -1,4 +1,4 @@
-"""`nsysql.Export`, what `nsysql.open` returns: the export handle (nsysql/export.py, the core) plus the features
+"""`nsysql.Export`, what `nsysql.open` returns: the export handle (nsysql/query/export.py, the core) plus the features
 as methods that delegate in one line (sanity warnings, diff, overview, findings, standalone copies).
 
 The feature modules take the handle and never import this module, so imports run downhill:
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import export
+from nsysql.query import export
 
 
 class Export(export.Export):
@@ -19,7 +19,7 @@ class Export(export.Export):
     def sanity(self) -> list[str]:
         """Warnings about rows no profiler writes (end before start, duplicated rows, a missing or duplicated
         StringIds), one line each naming the raw table and the count; empty for a sound export."""
-        from .sanity import check
+        from nsysql.answers.sanity import check
         return check(self)
 
     def diff(self, other: export.Export, by: str = "range", match: str = "exact") -> pl.DataFrame:
@@ -27,19 +27,19 @@ class Export(export.Export):
 
         `match="base"` (kernels only) matches kernels by base name, e.g. all GEMMs as `gemm*` across dtypes.
         """
-        from .diff import diff
+        from nsysql.answers.diff import diff
         return diff(self, other, by=by, match=match)
 
     def overview(self):
         """The steady-state overview: step time and its breakdown, GPU utilization, SM efficiency, occupancy,
-        tensor-core share, top operators, kernels and CUDA calls (an `nsysql.overview.Overview`)."""
-        from .overview import build
+        tensor-core share, top operators, kernels and CUDA calls (an `nsysql.answers.overview.Overview`)."""
+        from nsysql.answers.overview import build
         return build(self)
 
     def findings(self, top: int | None = None, **params) -> pl.DataFrame:
-        """What to fix first (nsysql/findings.py): per rule of queries/findings/, rule, title, where, evidence, action
+        """What to fix first (nsysql/answers/findings.py): per rule of queries/findings/, rule, title, where, evidence, action
         and recoverable_ns (an upper bound of wall time, over the analysed steady-state steps), largest first."""
-        from .findings import run_findings
+        from nsysql.answers.findings import run_findings
         return run_findings(self, top=top, **params)
 
     def comm(self) -> pl.DataFrame:
@@ -49,39 +49,39 @@ class Export(export.Export):
         and per step the `straggler`: the rank the others wait for (analysis.comm)."""
         return self.run("analysis.comm")
 
-    # -- standalone copies (logic in nsysql/dataset.py) ------------------------------------------
+    # -- standalone copies (logic in nsysql/answers/dataset.py) ------------------------------------------
     def to_duckdb(self, path: str | os.PathLike, *, force: bool = False):
         """Write a DuckDB file: the normalized tables plus every report and analysis as a documented view."""
-        from . import dataset
+        from nsysql.answers import dataset
         return dataset.write_duckdb(self, Path(path), force=force)
 
     def to_parquet(self, directory: str | os.PathLike, *, name: str | None = None, force: bool = False):
         """Write the normalized tables as a Parquet dataset: DIR/<table>/export=<name>/part-0.parquet."""
-        from . import dataset
+        from nsysql.answers import dataset
         return dataset.write_parquet(self, Path(directory), name=name, force=force)
 
 
 class Job:
     """The exports of one multi-GPU job, one per rank, put on one clock with their collectives matched
-    (nsysql/job.py): the answers one export of the whole job gives. Use `nsysql.open_job(paths)`."""
+    (nsysql/answers/job.py): the answers one export of the whole job gives. Use `nsysql.open_job(paths)`."""
 
     def __init__(self, exports: list[Export], alignment):
         self.exports = exports
-        self.alignment = alignment  # nsysql.job.Alignment: the shift of each export and what is left of it
+        self.alignment = alignment  # nsysql.answers.job.Alignment: the shift of each export and what is left of it
 
     def comm(self) -> pl.DataFrame:
         """analysis.comm of every rank, the straggler of each step decided over all of them."""
-        from .job_views import comm
+        from nsysql.answers.job_views import comm
         return comm(self.exports)
 
     def findings(self, **params) -> pl.DataFrame:
         """The job's findings: one per rule, the straggler first (as `nsysql findings A B`)."""
-        from .job_views import findings
+        from nsysql.answers.job_views import findings
         return findings(self.exports, **params)
 
     def overview(self):
-        """The job's overview (an `nsysql.overview.Overview`), as `nsysql overview A B`."""
-        from .job_views import overview
+        """The job's overview (an `nsysql.answers.overview.Overview`), as `nsysql overview A B`."""
+        from nsysql.answers.job_views import overview
         return overview(self.exports)
 
     def close(self) -> None:

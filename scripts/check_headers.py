@@ -2,7 +2,7 @@
 
 queries/headers.lock pins, per query id, its version and its column signature (each column's name, type and unit,
 the unit without its parenthesised remark; decimals are presentation and not pinned). This script, run by
-scripts/check.sh, parses every header strictly (nsysql/catalog.py) and compares:
+scripts/check.sh, parses every header strictly (nsysql/sql/catalog.py) and compares:
 
     python scripts/check_headers.py            # fails when a header and the lock disagree, saying what to do
     python scripts/check_headers.py --update   # rewrites the lock; refuses while a changed query keeps its version
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nsysql import catalog  # noqa: E402  (after the path, so a source checkout needs no install)
+from nsysql.sql import catalog  # noqa: E402  (after the path, so a source checkout needs no install)
 
 LOCK = ROOT / "queries" / "headers.lock"
 

@@ -207,7 +207,7 @@ CASES: list[tuple[str, Callable[[Path, Path], Path], str, str]] = [
     ("huge-timestamps", lambda g, d: _edit(g, d, f'UPDATE {K} SET start = start + 4611686018427387904, '
                                                  f'"end" = "end" + 4611686018427387904'), "either", ""),
     ("zero-length-kernels", lambda g, d: _edit(g, d, f'UPDATE {K} SET "end" = start'), "ok", ""),
-    # folder exports (nsys export --type parquetdir | arrowdir; nsysql/formats_in.py) and nsys reports
+    # folder exports (nsys export --type parquetdir | arrowdir; nsysql/store/formats_in.py) and nsys reports
     ("parquetdir-good", lambda g, d: _parquetdir(g, d), "ok", ""),
     ("arrowdir-good", lambda g, d: _arrowdir(g, d), "ok", ""),
     ("parquetdir-kernel-missing", lambda g, d: _parquetdir(g, d, drop=K), "either", ""),

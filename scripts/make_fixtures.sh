@@ -202,8 +202,8 @@ ready() {  # ready LABEL PY_MODULE: time and the module are there for an optiona
 cli_check() {
   echo
   echo "== nsysql capture gpt --size tiny --mode train -o $WORK/cli/x --stats $(elapsed)"
-  local limit; limit=$(ready "nsysql CLI check" nsysql.cli) || { echo "$limit"; return 0; }
-  timeout -k 10 "$limit" "$PY" -c 'import sys; from nsysql.cli import main; sys.argv[0] = "nsysql"; sys.exit(main())' \
+  local limit; limit=$(ready "nsysql CLI check" nsysql.cli.app) || { echo "$limit"; return 0; }
+  timeout -k 10 "$limit" "$PY" -c 'import sys; from nsysql.cli.app import main; sys.argv[0] = "nsysql"; sys.exit(main())' \
       capture gpt --size tiny --mode train -o "$WORK/cli/x" --stats
   echo "nsysql capture exit status: $?"
   ls -l "$WORK/cli" 2>/dev/null

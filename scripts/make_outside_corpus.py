@@ -13,7 +13,7 @@ and, for every case and command: no traceback, no hang, nothing written in the c
 
 Library use (tests/test_outside_corpus.py):  cases = build(root, fixture_xz)
 CLI, every case through every command in a subprocess with a timeout, failures listed:
-    python scripts/make_outside_corpus.py OUTDIR [--fixture X.sqlite.xz] [--external DIR] [--nsysql 'python -m nsysql.cli']
+    python scripts/make_outside_corpus.py OUTDIR [--fixture X.sqlite.xz] [--external DIR] [--nsysql 'python -m nsysql.cli.app']
 """
 from __future__ import annotations
 
@@ -720,7 +720,7 @@ def main() -> int:
     ap.add_argument("outdir", type=Path)
     ap.add_argument("--fixture", type=Path, default=FIXTURE)
     ap.add_argument("--external", type=Path, default=EXTERNAL)
-    ap.add_argument("--nsysql", default=f"{sys.executable} -m nsysql.cli", help="how to run nsysql")
+    ap.add_argument("--nsysql", default=f"{sys.executable} -m nsysql.cli.app", help="how to run nsysql")
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per run: exit status, first stderr line")

@@ -3,7 +3,7 @@
 - docs/cli-reference.md: the `--help` of every command and sub-command, as `nsysql CMD --help` prints it;
 - docs/sql-reference.md: every public query of the catalog (normalized tables, reports, analyses, findings, rules,
   macros, shims) with its purpose, requirements, parameters and columns (type, unit, printed decimals), from the
-  SQL headers (nsysql/catalog.py).
+  SQL headers (nsysql/sql/catalog.py).
 
     python scripts/make_reference_docs.py          # rewrite both pages
     python scripts/make_reference_docs.py --check  # exit 1 and name the stale pages (tests/test_docs.py does this)
@@ -52,7 +52,7 @@ def command_paths() -> list[str]:
     """Every command as typed after `nsysql`: 'summarize', 'cache list', ..."""
     import typer.main
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     root = typer.main.get_command(app)
     ctx = root.context_class(root, info_name="nsysql")
     return [sub.command_path.split(" ", 1)[1] for sub, _ in _commands(root, ctx)]
@@ -61,7 +61,7 @@ def command_paths() -> list[str]:
 def cli_reference() -> str:
     import typer.main
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     root = typer.main.get_command(app)
     ctx = root.context_class(root, info_name="nsysql", terminal_width=WIDTH, max_content_width=WIDTH)
     out = [GENERATED, "", "# CLI reference", "",
@@ -78,7 +78,7 @@ def _cell(text: str) -> str:
 
 
 def sql_reference() -> str:
-    from nsysql import catalog
+    from nsysql.sql import catalog
     queries = catalog.all_queries()
     out = [GENERATED, "", "# SQL reference", "",
            "Every public query of the catalog, from its SQL header (the first comment lines of its file under",

@@ -19,7 +19,7 @@ SHARED_SAMPLE = REPO.parent / "shared" / "samples" / "small-train"
 FIXTURES = REPO / "fixtures"
 
 # A command that builds a cache answers the common commands ahead in a detached process once it has answered
-# (nsysql/ahead.py). Tests want everything done when a command returns, and no process outliving its temporary
+# (nsysql/answers/ahead.py). Tests want everything done when a command returns, and no process outliving its temporary
 # directory: the answers ahead are computed in the command (test_ahead.py tests the background run itself).
 os.environ["NSYSQL_AHEAD"] = "foreground"
 

@@ -1,4 +1,4 @@
-"""Answers ahead in the background (nsysql/ahead.py): the command that builds a cache answers first, then a
+"""Answers ahead in the background (nsysql/answers/ahead.py): the command that builds a cache answers first, then a
 detached process at the lowest priority stores what the common commands read; NSYSQL_AHEAD picks the mode."""
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import time
 import pytest
 
 import nsysql
-from nsysql import ahead, answers, catalog, views
+from nsysql.answers import ahead
+from nsysql.sql import catalog, views
+from nsysql.store import stored as answers
 
 from conftest import FIXTURES
 
@@ -19,7 +21,7 @@ EXPORT = FIXTURES / "gpt-tiny-forward" / "export.sqlite.xz"
 
 
 def nsysql_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from nsysql.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from nsysql.cli.app import main; main()", *args],
                           env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -62,7 +64,7 @@ def test_a_bad_mode_is_one_line(tmp_path):
 def test_the_background_run_never_builds_a_cache(tmp_path):
     """Started for a cache that is gone (pruned, or the export changed), it leaves the directory as it was."""
     gone = tmp_path / "gone.duckdb"
-    subprocess.run([sys.executable, "-m", "nsysql.commands.answer_ahead", str(EXPORT), str(tmp_path), str(gone), str(EXPORT), "1"],
+    subprocess.run([sys.executable, "-m", "nsysql.cli.answer_ahead", str(EXPORT), str(tmp_path), str(gone), str(EXPORT), "1"],
                    check=True, timeout=120)
     assert list(tmp_path.iterdir()) == []
 
@@ -91,9 +93,9 @@ def test_a_command_marks_the_cache_it_works_on_until_it_exits(tmp_path):
     """The mark is what the background run waits on: a `.busy-PID` file that a command's process holds for its
     lifetime, gone once the process has exited."""
     env = {**os.environ, "NSYSQL_AHEAD": "off", "NSYSQL_CACHE_DIR": str(tmp_path)}
-    script = ("import os, sys; from pathlib import Path; from nsysql.commands.common import open_export; "
+    script = ("import os, sys; from pathlib import Path; from nsysql.cli.common import open_export; "
               f"ex = open_export(Path({str(EXPORT)!r}), None, False); "
-              "from nsysql import answers; "
+              "from nsysql.store import stored as answers; "
               "print(sorted(p.name for p in answers.directory(ex.cache_path).glob('.busy-*')), os.getpid())")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     marks, pid = done.stdout.strip().rsplit(" ", 1)
@@ -103,7 +105,7 @@ def test_a_command_marks_the_cache_it_works_on_until_it_exits(tmp_path):
 
 
 def test_the_background_run_waits_for_a_live_command_and_not_for_a_dead_one(tmp_path):
-    from nsysql import busy
+    from nsysql.store import busy
     with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
         cache = ex.cache_path
     directory = answers.directory(cache)
@@ -130,7 +132,7 @@ def test_the_background_run_waits_for_a_live_command_and_not_for_a_dead_one(tmp_
 def test_the_background_run_gives_way_in_its_own_session_too():
     # autogroups share the CPU fairly between sessions whatever the processes' nice: a run in a session of its
     # own (as ahead.start_pending starts it) must lower its group's nice, or it takes half the cores from commands
-    probe = ("from pathlib import Path; from nsysql.commands.answer_ahead import lowest_priority; "
+    probe = ("from pathlib import Path; from nsysql.cli.answer_ahead import lowest_priority; "
              "before = Path('/proc/self/autogroup').read_text(); lowest_priority(); "
              "print(before.split()[-1], Path('/proc/self/autogroup').read_text().split()[-1], __import__('os').nice(0))")
     out = subprocess.run([sys.executable, "-c", probe], start_new_session=True, capture_output=True, text=True,

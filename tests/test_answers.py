@@ -5,7 +5,8 @@ import polars as pl
 import pytest
 
 import nsysql
-from nsysql import answers, catalog
+from nsysql.sql import catalog
+from nsysql.store import stored as answers
 
 from conftest import FIXTURES
 
@@ -64,7 +65,7 @@ def test_parameters_and_sql_are_part_of_the_key(tmp_path):
 
 def test_cached_summarize_runs_no_query(tmp_path):
     """Issue 12's guard: once the answers exist, `summarize` reads them and queries no table."""
-    from nsysql import summary
+    from nsysql.answers import summary
     with reopen(tmp_path) as ex:
         summary.build_summary(ex, full=True)
     with reopen(tmp_path) as ex:
@@ -75,13 +76,13 @@ def test_cached_summarize_runs_no_query(tmp_path):
 def test_a_command_whose_answers_are_stored_opens_no_duckdb(tmp_path):
     """The cache's DuckDB file is opened on first use: a repeated summarize only reads stored answers (and the
     raw tables the export held, kept beside the cache), so it never connects."""
-    from nsysql import summary
+    from nsysql.answers import summary
     with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
         summary.build_summary(ex, full=True)
-        assert ex._con is not None
+        assert ex.store._con is not None
     with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
         summary.build_summary(ex, full=True)
-        assert ex._con is None
+        assert ex.store._con is None
 
 
 def test_raw_tables_kept_beside_the_cache_are_the_exports_tables(tmp_path):
@@ -89,15 +90,15 @@ def test_raw_tables_kept_beside_the_cache_are_the_exports_tables(tmp_path):
     with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
         with sqlite3.connect(f"file:{ex.source}?mode=ro", uri=True) as raw:  # independent: SQLite's own list
             in_export = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert ex._tables == in_export
+        assert ex.store.raw_tables == in_export
         kept_file = answers.directory(ex.cache_path) / "raw_tables.json"
     assert set(answers.load_facts(ex.cache_path, "raw_tables")) == in_export
     kept_file.write_text("{damaged")  # unreadable: read from the cache again, and kept again
     with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
-        assert ex._tables == in_export and ex._con is not None
+        assert ex.store.raw_tables == in_export and ex.store._con is not None
     assert set(answers.load_facts(ex.cache_path, "raw_tables")) == in_export
     with nsysql.open(EXPORT, use_cache=False) as ex:  # no cache: nothing kept anywhere
-        assert ex._tables == in_export
+        assert ex.store.raw_tables == in_export
 
 
 def test_unwritable_cache_directory_only_costs_the_speed_up(tmp_path, monkeypatch):
@@ -114,7 +115,7 @@ def test_unwritable_cache_directory_only_costs_the_speed_up(tmp_path, monkeypatc
 @pytest.mark.parametrize("group", ["reports", "analysis", "findings"])
 def test_every_answer_round_trips_exactly(tmp_path, group):
     from nsysql.errors import NsysqlError
-    from nsysql.views import _NO_DEFAULT, param_defaults
+    from nsysql.sql.views import _NO_DEFAULT, param_defaults
     with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
         for q in catalog.group(group):
             params = param_defaults(q)

@@ -96,7 +96,7 @@ def test_layers_gpt_forward_and_backward_per_layer(opened):
 
 
 def test_pyprof_style_cli(export_files, tmp_path):
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     out = tmp_path / "k.csv"
     res = CliRunner().invoke(app, ["kernels", str(export_files["ncf-train"]), "--style", "pyprof", "-f", "csv",
                                    "-o", str(out), "--cache-dir", str(tmp_path / "c")])
@@ -110,7 +110,7 @@ def test_pyprof_style_cli(export_files, tmp_path):
 
 
 def test_layers_cli_prints_coverage_line(export_files, tmp_path):
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     res = CliRunner().invoke(app, ["layers", str(export_files["gpt-tiny-train-fp32"]), "--depth", "2",
                                    "--merge-repeats", "-f", "markdown", "--cache-dir", str(tmp_path / "c")])
     assert res.exit_code == 0, res.output
@@ -122,7 +122,7 @@ def test_table_output_keeps_bracketed_names():
     """Kernel names like `[CUDA memcpy Host-to-Device]` must not be eaten as rich markup."""
     import polars as pl
 
-    from nsysql.render import to_table
+    from nsysql.present.render import to_table
     text = to_table(pl.DataFrame({"kernel": ["[CUDA memcpy Host-to-Device]", "[gemm]"]}), {}, width=100)
     assert "[CUDA memcpy Host-to-Device]" in text and "[gemm]" in text
 
@@ -147,7 +147,7 @@ def test_pyprof_step_is_each_process_own_step(opened, export_files, cache_dir):
     """fixtures/mpi-2rank: two ranks, each with steps 1-3. Step 2 is each rank's own second step; asked without
     a process, the table says which processes have it; with one, it lists the kernels launched (call start) inside
     that process's step span, in GPU start order, as a plain walk of the raw rows finds them."""
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     from nsysql.errors import NsysqlError
     if "mpi-2rank" not in export_files:
         pytest.skip("fixtures/mpi-2rank absent")
@@ -178,6 +178,6 @@ def test_pyprof_step_is_each_process_own_step(opened, export_files, cache_dir):
 
 
 def test_step_and_pid_go_with_the_pyprof_style(export_files, cache_dir):
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     res = CliRunner().invoke(app, ["kernels", str(export_files["ncf-train"]), "--pid", "1", "--cache-dir", str(cache_dir)])
     assert res.exit_code == 1 and "--style pyprof" in res.output and "Traceback" not in res.output, res.output

@@ -129,7 +129,7 @@ def test_coverage_counts_the_inferred_kernel_time(opened, measured, name):
 
 
 def test_layers_shows_backward_per_layer_and_says_what_was_inferred(export_files, tmp_path):
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     res = CliRunner().invoke(app, ["layers", str(export_files["bwdtruth-gpt-tiny"]), "--depth", "2", "-f", "csv",
                                    "-o", str(tmp_path / "l.csv"), "--cache-dir", str(tmp_path / "c")])
     assert res.exit_code == 0, res.output

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysql.cli import app
+from nsysql.cli.app import app
 
 from conftest import load_script
 
@@ -67,7 +67,7 @@ def test_case(cases, tmp_path, name):
 
 def test_full_disk_is_named_as_such():
     """Not the export's fault: the line says where space ran out instead of blaming the export's schema."""
-    from nsysql.importer import damage
+    from nsysql.store.importer import damage
     line = damage(Path("run.sqlite"), Exception('IO Error: Could not write file "x": No space left on device'))
     assert line.startswith("cannot write the cache") and "`cache_dir=`" in line  # the CLI: --cache-dir
     from nsysql.errors import NsysqlError, cli_text

@@ -1,4 +1,4 @@
-"""The normalize statements run as a graph (nsysql/build_graph.py): several at once build the same tables as one
+"""The normalize statements run as a graph (nsysql/store/build_graph.py): several at once build the same tables as one
 at a time, a failing statement stops the others and names itself, and the order follows the longest chains."""
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import time
 import duckdb
 import pytest
 
-from nsysql import build_graph, catalog, importer
-from nsysql.engine import connect
+from nsysql.sql import catalog
+from nsysql.sql.engine import connect
+from nsysql.store import build_graph, importer
 
 from conftest import FIXTURES, unxz
 
@@ -92,7 +93,7 @@ def test_a_cycle_is_an_error_not_a_hang():
 
 
 def test_memory_limit_is_one_share_per_statement(monkeypatch):
-    from nsysql import engine
+    from nsysql.sql import engine
     monkeypatch.delenv(engine.MEMORY_ENV, raising=False)
     con = engine.connect(share=2)
     limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
@@ -107,8 +108,8 @@ def test_memory_limit_is_one_share_per_statement(monkeypatch):
 def test_threads_setting_reaches_every_connection(monkeypatch, tmp_path):
     from typer.testing import CliRunner
 
-    from nsysql import engine
-    from nsysql.cli import app
+    from nsysql.cli.app import app
+    from nsysql.sql import engine
     monkeypatch.setenv(engine.THREADS_ENV, "1")
     con = engine.connect()
     assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 1
@@ -122,7 +123,7 @@ def test_threads_setting_reaches_every_connection(monkeypatch, tmp_path):
 def test_bad_worker_count_is_one_line(monkeypatch, tmp_path):
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     monkeypatch.setenv(build_graph.WORKERS_ENV, "two")
     res = CliRunner().invoke(app, ["summarize", str(EXPORT), "--cache-dir", str(tmp_path)])
     assert res.exit_code == 1 and res.output.count("\n") == 1
@@ -130,7 +131,7 @@ def test_bad_worker_count_is_one_line(monkeypatch, tmp_path):
 
 
 def test_in_memory_spill_stays_out_of_the_working_directory(tmp_path, monkeypatch):
-    from nsysql import engine
+    from nsysql.sql import engine
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(engine.MEMORY_ENV, "40MB")  # small enough that this aggregate must spill
     con = engine.connect()
@@ -145,8 +146,8 @@ def test_in_memory_spill_stays_out_of_the_working_directory(tmp_path, monkeypatc
 def test_out_of_memory_names_the_setting_and_the_xz_given(monkeypatch, tmp_path):
     from typer.testing import CliRunner
 
-    from nsysql import engine
-    from nsysql.cli import app
+    from nsysql.cli.app import app
+    from nsysql.sql import engine
     monkeypatch.setenv(engine.MEMORY_ENV, "30MB")
     res = CliRunner().invoke(app, ["summarize", str(EXPORT), "--cache-dir", str(tmp_path)])
     assert res.exit_code == 1 and res.output.count("\n") == 1, res.output

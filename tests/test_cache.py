@@ -45,7 +45,8 @@ def test_no_cache_leaves_nothing(export_files, tmp_path, monkeypatch):
 
 def test_a_macro_a_normalize_query_calls_is_part_of_the_cache_key(monkeypatch):
     """gpu_busy calls macros.union_islands: editing the macro must not leave caches built with the old one in use."""
-    from nsysql import catalog, importer
+    from nsysql.sql import catalog
+    from nsysql.store import importer
     before = importer.views_version()
     macro = catalog.get("macros.union_islands")
     changed = dataclasses.replace(macro, sql=macro.sql + "\n-- edited\n")

@@ -9,9 +9,10 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import ahead, answers, summary
-from nsysql.cli import app
-from nsysql.export import Export
+from nsysql.answers import ahead, summary
+from nsysql.cli.app import app
+from nsysql.query.export import Export
+from nsysql.store import stored as answers
 
 runner = CliRunner()
 BIG_ROWS = 2000  # "a few thousand": the fixture's kernel, runtime, NVTX and OS-runtime tables each have more

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from capture import runner
 from capture.models import MODEL_NAMES
 from capture.workload import DEFAULT_CHECKPOINT
-from nsysql.cli import app
+from nsysql.cli.app import app
 
 from test_capture_runner import fake_nsys
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from capture import runner
 from capture.runner import CaptureError
-from nsysql.commands.capture import capture as capture_command
+from nsysql.cli.capture import capture as capture_command
 
 NSYS = "/opt/nsys/bin/nsys"
 PY = "/usr/bin/python3"
@@ -413,7 +413,7 @@ def test_cli_cuda_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_command_module_imports_neither_torch_nor_duckdb_nor_polars() -> None:
     code = ("import sys; import nsysql; before = set(sys.modules); "
-            "import nsysql.commands.capture; "
+            "import nsysql.cli.capture; "
             "print(sorted(m for m in {'torch', 'duckdb', 'polars'} & (set(sys.modules) - before)))")
     root = Path(runner.__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
@@ -446,7 +446,7 @@ def test_nproc_runs_torchrun_under_one_nsys(tmp_path: Path) -> None:
 
 
 def test_per_rank_runs_one_nsys_per_rank_under_torchrun(tmp_path: Path) -> None:
-    from nsysql.multi import rank_of
+    from nsysql.answers.multi import rank_of
 
     out = str(tmp_path / "run")
     p = ranked(tmp_path, ["--duration=9"], nproc=2, per_rank=True, stats=True)

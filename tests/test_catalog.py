@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from nsysql import catalog
+from nsysql.sql import catalog
 
 from conftest import load_script
 

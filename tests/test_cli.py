@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from nsysql.cli import app
+from nsysql.cli.app import app
 
 runner = CliRunner()
 

@@ -84,7 +84,7 @@ def test_one_rank_has_no_wait_and_no_straggler(opened):
 def test_comm_command_csv_has_the_contract_columns(export_files, tmp_path):
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     result = CliRunner().invoke(app, ["comm", str(export_files["cnn-nccl-1gpu"]), "-f", "csv",
                                       "--cache-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
@@ -97,7 +97,7 @@ def test_comm_command_csv_has_the_contract_columns(export_files, tmp_path):
 def test_comm_command_over_several_exports_puts_export_and_rank_first(export_files, tmp_path):
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     paths = [str(export_files[f]) for f in ("cnn-nccl-1gpu", "cnn-pinned-train")]
     result = CliRunner().invoke(app, ["comm", *paths, "-f", "csv", "--cache-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
@@ -110,7 +110,7 @@ def test_comm_command_over_several_exports_puts_export_and_rank_first(export_fil
 def test_comm_command_without_steps_is_one_line(export_files, tmp_path):
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     cpu_only = Path(__file__).resolve().parent.parent / "fixtures" / "cpu-nvtx-osrt-nsys2022.4" / "export.sqlite.xz"
     result = CliRunner().invoke(app, ["comm", str(cpu_only), "--cache-dir", str(tmp_path)])
     assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output

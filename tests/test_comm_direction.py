@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 import nsysql
-from nsysql import plot
+from nsysql.present import plot
 
 from conftest import REPO, unxz
 from plainwalk import PlainAttribution, ops_in_steps, plain_steps, union_length
@@ -134,7 +134,7 @@ def test_layers_table_shows_comm_only_with_communication(ddp, tmp_path):
     """`nsysql layers`: the comm column in the table where NCCL's kernels ran; csv always has comm_ns."""
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     _, path = ddp
     runner = CliRunner()
     table = runner.invoke(app, ["layers", str(path), "--cache-dir", str(tmp_path / "cache"), "--wide"])

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 import nsysql
-from nsysql import catalog, plot
 from nsysql.errors import MissingDataError, cli_text
-from nsysql.render import to_csv
+from nsysql.present import plot
+from nsysql.present.render import to_csv
+from nsysql.sql import catalog
 
 from conftest import FIXTURES, unxz
 from plainwalk import pid_of, read_export, union_length
@@ -200,7 +201,7 @@ def test_timeline_draws_graphs(opened, raw, tmp_path):
 
 
 def test_summary_says_how_to_see_kernels_inside_graphs(opened):
-    from nsysql.overview import build
+    from nsysql.answers.overview import build
     graph_notes = " ".join(build(opened[GRAPH]).notes)
     assert "14 graph launches of 2 graphs" in graph_notes
     assert "--cuda-graph-trace=node" in graph_notes
@@ -245,7 +246,7 @@ def test_nonvtx_degrades_gracefully(nonvtx, tmp_path):
     assert "--by kernel" in cli_text(err.value)
     kernels = ex.diff(ex, by="kernel")
     assert kernels["a_count"].sum() == len([o for o in plain.ops if o["kind"] == "kernel"])
-    from nsysql.summary import build_summary, render_text
+    from nsysql.answers.summary import build_summary, render_text
     text = render_text(build_summary(ex, full=True), width=100)
     for absent in ("NVTX range", "PyTorch's autograd thread", "layers by kernel time", "NVTX coverage"):
         assert absent not in text, absent  # sections and sentences that need NVTX ranges
@@ -256,7 +257,7 @@ def test_nonvtx_degrades_gracefully(nonvtx, tmp_path):
 def test_several_exports_skip_what_cannot_answer(nonvtx, export_files, tmp_path):
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     _, nonvtx_path = nonvtx
     good = export_files[GRAPH]
     broken = tmp_path / "broken.sqlite"
@@ -292,7 +293,7 @@ def test_idle_gpus_are_counted_not_listed(export_files, tmp_path):
         assert set(gpus) == {0}
         assert gpus[0]["utilization_pct"] > 0
         assert gpus[0]["window_ns"] == int((windows["end_ns"] - windows["start_ns"]).sum())
-        from nsysql.summary import build_summary, render_text
+        from nsysql.answers.summary import build_summary, render_text
         text = render_text(build_summary(ex), width=200)
         assert "GPU 1 in the analysed steps" not in text
         assert "1 other GPU of the capture ran nothing in the analysed steps." in text

@@ -13,7 +13,7 @@ import pytest
 
 import nsysql
 
-NSYSQL = [sys.executable, "-m", "nsysql.cli"]
+NSYSQL = [sys.executable, "-m", "nsysql.cli.app"]
 EXPORT = "gpt-tiny-forward"
 
 

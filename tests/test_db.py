@@ -13,9 +13,9 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import catalog, views
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.errors import MissingDataError
+from nsysql.sql import catalog, views
 
 from conftest import golden_exports
 from plainwalk import Plain

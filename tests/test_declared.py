@@ -11,10 +11,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import analyses, catalog
-from nsysql.analyses import Analysis, Param
-from nsysql.commands.common import OUTPUT, SOURCE, ExportsArg, Output, Source, with_groups
-from nsysql.formats import Format
+from nsysql.cli.common import OUTPUT, SOURCE, ExportsArg, Output, Source, with_groups
+from nsysql.core.formats import Format
+from nsysql.sql import analyses, catalog
+from nsysql.sql.analyses import Analysis, Param
 
 runner = CliRunner()
 EXPORT = "gpt-tiny-train-bf16"
@@ -58,7 +58,7 @@ def toy(tmp_path, monkeypatch):
 
 
 def _app():
-    from nsysql.cli import make_app
+    from nsysql.cli.app import make_app
     return make_app()
 
 
@@ -123,7 +123,7 @@ def test_the_declared_commands_and_their_export_methods_agree():
     """Every declared analysis is a command with its `--by` choices; each Export method of a --by family runs the
     declared query of each choice, and refuses others in one line."""
     from nsysql import api
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     for a in analyses.DECLARED:
         shown = " ".join(runner.invoke(app, [a.name, "--help"], env={"COLUMNS": "100"}).output.split())
         assert " ".join(a.help.split()[:8]) in shown

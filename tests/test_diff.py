@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql.cli import app
+from nsysql.cli.app import app
 
 from conftest import plain_attribution
 from plainwalk import read_export, user_range_paths

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from nsysql import catalog
+from nsysql.sql import catalog
 
 from conftest import REPO, load_script
 
@@ -76,9 +76,12 @@ def test_strict_build(tmp_path):
 
 
 PATH_NAMED = re.compile(r"`((?:nsysql|queries|scripts|tests|docs|bench|capture|fixtures)/[^`\s]*)`")
+# records of past sessions, kept unchanged: they name the files of their day, some since moved
+RECORDS = {"docs/performance-history.md", "docs/changelog.md"}
 
 
-@pytest.mark.parametrize("page", _markdown_files(), ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("page", [p for p in _markdown_files() if str(p.relative_to(REPO)) not in RECORDS],
+                         ids=lambda p: str(p.relative_to(REPO)))
 def test_files_the_docs_name_exist(page):
     """A repository path in backticks (`queries/findings/launch_bound.sql`) names a file that is there; placeholders
     (NAME, <table>, *) only need their folder."""

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 import pytest
 from typer.testing import CliRunner
 
-from nsysql.cli import app
+from nsysql.cli.app import app
 
 from conftest import plain_attribution
 from plainwalk import kernel_names, op_instances, sizes_of

@@ -15,8 +15,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from nsysql import catalog
-from nsysql import findings as F
+from nsysql.answers import findings as F
+from nsysql.sql import catalog
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -182,7 +182,7 @@ def test_rules_without_their_data_are_skipped(tmp_path):
 
 def cli(*args, columns=80):
     env = dict(os.environ, COLUMNS=str(columns), NSYSQL_CACHE_DIR=os.environ.get("NSYSQL_CACHE_DIR", ""))
-    done = subprocess.run([sys.executable, "-m", "nsysql.cli", *args], capture_output=True, text=True, env=env,
+    done = subprocess.run([sys.executable, "-m", "nsysql.cli.app", *args], capture_output=True, text=True, env=env,
                           cwd=REPO)
     assert done.returncode == 0, done.stderr
     return done.stdout

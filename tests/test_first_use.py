@@ -14,8 +14,10 @@ import polars as pl
 import pytest
 
 import nsysql
-from nsysql import catalog, export, hygiene, importer
 from nsysql.api import Export
+from nsysql.query import export
+from nsysql.sql import catalog
+from nsysql.store import hygiene, importer
 
 from conftest import FIXTURES
 
@@ -116,7 +118,7 @@ def test_a_full_disk_while_they_are_built_is_one_line_with_what_to_do(tmp_path, 
 def test_the_command_says_it_in_one_line_and_exits_1(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     nsysql.open(EXPORT, cache_dir=tmp_path).close()
 
     def full(con, queries, *, workers, failed):
@@ -207,7 +209,7 @@ def test_processes_that_need_them_at_once_build_them_once(tmp_path):
 
 
 def test_summarize_builds_everything_on_its_first_open(tmp_path):
-    from nsysql.commands.common import open_export
+    from nsysql.cli.common import open_export
     ex = open_export(EXPORT, tmp_path, False, answer_summary=False)
     try:
         assert relations(ex.cache_path) >= ON_FIRST_USE
@@ -240,7 +242,7 @@ def test_a_cache_directory_it_cannot_write_costs_only_the_time(tmp_path, monkeyp
             Export(EXPORT, cache_dir=tmp_path / "whole", build_all=True) as whole:
         assert same(ex.layers(), whole.layers())
         assert same(ex.gaps(), whole.gaps())
-        private = ex._private.directory
+        private = ex.store._private.directory
         assert private.is_dir()
     assert os.stat(cache).st_ino == before and not relations(cache) & ON_FIRST_USE, "the shared cache untouched"
     assert not private.exists(), "the private copy goes with its handle"

@@ -1,4 +1,4 @@
-"""Parquet and Arrow folders as inputs (nsysql/formats_in.py): the shared formats sample (one 2-GPU DDP run
+"""Parquet and Arrow folders as inputs (nsysql/store/formats_in.py): the shared formats sample (one 2-GPU DDP run
 exported by nsys 2025.3.1 as SQLite, parquetdir and arrowdir) gives identical outputs from each, and nothing is
 written beside the folders. nsys's single-file `--type arrow` export (`.arrows`) is made here from the arrowdir:
 its tables' streams one after another, as nsys writes it (on the GPU machine, 54 of the 55 streams of a real

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.errors import MissingDataError, NsysqlError
 
 from conftest import make_synthetic

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.errors import MissingDataError
 
 from conftest import FIXTURES, REPO, golden_exports

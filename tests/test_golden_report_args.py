@@ -9,10 +9,10 @@ import lzma
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import catalog
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.errors import NsysqlError
-from nsysql.render import to_csv
+from nsysql.present.render import to_csv
+from nsysql.sql import catalog
 
 from conftest import golden_exports
 

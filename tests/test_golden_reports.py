@@ -7,8 +7,8 @@ import io
 import pytest
 
 import nsysql
-from nsysql import catalog
-from nsysql.render import to_csv
+from nsysql.present.render import to_csv
+from nsysql.sql import catalog
 
 from conftest import golden_exports
 

@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql import catalog, rules
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.errors import MissingDataError
-from nsysql.render import to_csv
+from nsysql.present.render import to_csv
+from nsysql.sql import catalog, rules
 
 from conftest import golden_exports
 
@@ -156,7 +156,7 @@ def test_cli_analyze_empty_and_bad_input(export_files, cache_dir):
 def test_negative_option_is_one_line_error(export_files, cache_dir):
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     res = CliRunner().invoke(app, ["analyze", "gpu_gaps", str(export_files["gpt-tiny-forward"]), "--gap", "-5",
                                    "--cache-dir", str(cache_dir)])
     assert res.exit_code == 1 and res.output == "Error: rule gpu_gaps: --gap must be 0 or more, not -5\n"

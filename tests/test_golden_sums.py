@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import nsysql
-from nsysql import catalog
 from nsysql.errors import MissingDataError
-from nsysql.render import to_csv
+from nsysql.present.render import to_csv
+from nsysql.sql import catalog
 
 from conftest import golden_exports, unxz
 

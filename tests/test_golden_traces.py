@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nsysql import catalog
-from nsysql.render import to_csv
+from nsysql.present.render import to_csv
+from nsysql.sql import catalog
 
 from conftest import golden_exports
 

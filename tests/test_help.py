@@ -7,7 +7,7 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from nsysql.cli import app
+from nsysql.cli.app import app
 
 runner = CliRunner()
 

@@ -13,10 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql import hygiene
-from nsysql.cli import app
+from nsysql.cli.app import app
+from nsysql.core import owner
+from nsysql.store import hygiene
 
-NSYSQL = [sys.executable, "-m", "nsysql.cli"]
+NSYSQL = [sys.executable, "-m", "nsysql.cli.app"]
 
 
 def _dead_pid() -> int:
@@ -41,7 +42,7 @@ def test_next_run_removes_leftovers_of_dead_runs_only(export_files, tmp_path):
     cache, tmp = tmp_path / "cache", tmp_path / "tmp"
     cache.mkdir()
     tmp.mkdir()
-    here, dead, live = hygiene.host(), _dead_pid(), os.getpid()
+    here, dead, live = owner.host(), _dead_pid(), os.getpid()
     gone = [_make(cache / f".building-{dead}@{here}-ab12.duckdb"),
             _make(cache / f".building-{dead}@{here}-ab12.duckdb.wal"),
             _make(cache / f".unpacking-{dead}@{here}-cd34"),
@@ -116,7 +117,7 @@ def test_cache_list_clear_prune(export_files, tmp_path):
     for k in ("gpt-tiny-forward", "ncf-train"):
         with nsysql.open(export_files[k], cache_dir=cache):
             pass
-    _make(cache / f".building-{_dead_pid()}@{hygiene.host()}-zz.duckdb")
+    _make(cache / f".building-{_dead_pid()}@{owner.host()}-zz.duckdb")
     run = CliRunner()
     res = run.invoke(app, ["cache", "list", "--cache-dir", str(cache)])
     assert res.exit_code == 0, res.output

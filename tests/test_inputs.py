@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import inputs, multi
-from nsysql.cli import app
+from nsysql.answers import multi
+from nsysql.cli.app import app
+from nsysql.store import inputs
 
-NSYSQL = [sys.executable, "-m", "nsysql.cli"]
+NSYSQL = [sys.executable, "-m", "nsysql.cli.app"]
 
 
 def _run(args, tmp_path, timeout=60):

@@ -1,7 +1,9 @@
-"""Imports run downhill only: CLI -> commands -> facade -> features -> rendering -> core (and the SQL under
-queries/, read as data). Read from the source with `ast`, every import counts: at the top, inside a function,
-or under TYPE_CHECKING. A module may import its own layer or any lower one, never a higher one, and no set of
-modules imports itself round in a circle. Every module has a layer: a new one is placed here, on purpose."""
+"""Imports run downhill only, and the folders are the layers (lowest first): the package's leaves (`errors`,
+`annotate`) -> core/ -> sql/ -> store/ -> query/ -> present/ -> answers/ -> the face (`nsysql`, `api`) -> cli/.
+Read from the source with `ast`, every import counts: at the top, inside a function, or under TYPE_CHECKING. A
+module may import its own folder or any lower one, never a higher one, and no set of modules imports itself round in
+a circle. A module's layer is its folder; a new top-level module needs a place here, on purpose (the top level keeps
+only the package's face)."""
 from __future__ import annotations
 
 import ast
@@ -12,24 +14,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "nsysql"
 
-# lowest first; a module imports its own layer or lower ones only
-LAYERS = {
-    "core": ["errors", "signals", "progress", "inputs", "hygiene", "cache", "engine", "readonly", "sqlite_check",
-             "sqlite_check_worker",
-             "formats_in", "nsys_rep",
-             "catalog", "analyses", "macros", "views", "answers", "busy", "build_graph", "importer", "rules", "export"],
-    "rendering": ["formats", "render"],
-    "features": ["annotate", "open_many", "multi", "adhoc", "attribution", "sanity", "diff", "dataset", "dataset_schemas",
-                 "overview", "findings", "plot", "summary", "summary_many", "ahead", "comm", "job", "job_views"],
-    "facade": ["nsysql", "api"],  # nsysql/__init__.py and the Export users get from nsysql.open()
-    "commands": ["commands", "commands.*"],
-    "cli": ["cli", "__main__"],
-}
-RANK = {name: rank for rank, names in enumerate(LAYERS.values()) for name in names}
+# lowest first: folders of nsysql/, and the few top-level modules by name
+LAYERS = ["errors", "annotate", "core", "sql", "store", "query", "present", "answers", "face", "cli"]
+TOP_LEVEL = {"nsysql.errors": "errors", "nsysql.annotate": "annotate", "nsysql": "face", "nsysql.api": "face",
+             "nsysql.__main__": "cli"}
+RANK = {name: rank for rank, name in enumerate(LAYERS)}
 
 
 def modules() -> dict[str, Path]:
-    """Dotted name (`nsysql.commands.gaps`) -> file, for every module of the package."""
+    """Dotted name (`nsysql.cli.gaps`) -> file, for every module of the package."""
     out = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(ROOT).with_suffix("").parts
@@ -40,13 +33,19 @@ def modules() -> dict[str, Path]:
 MODULES = modules()
 
 
+def layer_of(module: str) -> str:
+    if module in TOP_LEVEL:
+        return TOP_LEVEL[module]
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[1] in RANK and (PACKAGE / parts[1]).is_dir():
+        return parts[1]
+    if len(parts) == 2 and parts[1] in RANK and (PACKAGE / parts[1]).is_dir():
+        return parts[1]  # a layer folder's __init__
+    raise KeyError(f"{module} has no layer: put it in one of nsysql's layer folders ({', '.join(LAYERS[2:])})")
+
+
 def layer_rank(module: str) -> int:
-    short = module.removeprefix("nsysql.") if module != "nsysql" else "nsysql"
-    if short in RANK:
-        return RANK[short]
-    if short.startswith("commands."):
-        return RANK["commands.*"]
-    raise KeyError(f"{module} has no layer in tests/test_layers.py")
+    return RANK[layer_of(module)]
 
 
 def imports(module: str, path: Path) -> list[tuple[str, int]]:
@@ -62,7 +61,7 @@ def imports(module: str, path: Path) -> list[tuple[str, int]]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            for alias in node.names:  # `from . import catalog` imports the module nsysql.catalog
+            for alias in node.names:  # `from . import catalog` imports the module nsysql.sql.catalog
                 found.append((f"{target}.{alias.name}" if f"{target}.{alias.name}" in MODULES else target,
                               node.lineno))
     return [(name, line) for name, line in found if name.split(".")[0] in ("nsysql", "capture")]
@@ -74,6 +73,19 @@ GRAPH = {m: imports(m, p) for m, p in MODULES.items()}
 def test_every_module_has_a_layer():
     for module in MODULES:
         layer_rank(module)
+
+
+def test_the_top_level_keeps_only_the_face():
+    top = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert top == ["__init__", "__main__", "annotate", "api", "errors"], top
+    assert sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(LAYERS[2:8] + ["cli"])
+
+
+def test_a_module_outside_the_layer_folders_has_no_layer():
+    with pytest.raises(KeyError):
+        layer_rank("nsysql.stray")
+    with pytest.raises(KeyError):
+        layer_rank("nsysql.misc.thing")
 
 
 def test_imports_run_downhill():
@@ -116,25 +128,25 @@ def test_capture_side_imports_nothing_of_the_query_side():
             assert not target.startswith("nsysql") or target == "nsysql.annotate", f"{path}:{line} imports {target}"
     assert not GRAPH["nsysql.annotate"]
     users = {m for m, found in GRAPH.items() if any(t.startswith("capture") for t, _ in found)}
-    assert users == {"nsysql.commands.capture"}
+    assert users == {"nsysql.cli.capture"}
 
 
 def test_the_checker_sees_uphill_imports(tmp_path):
     """The parser resolves relative imports the way Python does (guards the tests above against passing empty)."""
     path = tmp_path / "probe.py"
-    path.write_text("from . import catalog\nfrom .commands.common import gather\nfrom .. import open\n"
-                    "import nsysql.render\n")
-    assert [t for t, _ in imports("nsysql.export", path)] == [
-        "nsysql.catalog", "nsysql.commands.common", "nsysql.render"]
-    path.write_text("from .common import gather\nfrom .. import open, catalog\n")
-    assert [t for t, _ in imports("nsysql.commands.gaps", path)] == [
-        "nsysql.commands.common", "nsysql", "nsysql.catalog"]
-    assert layer_rank("nsysql.commands.common") > layer_rank("nsysql.summary") > layer_rank("nsysql.export")
+    path.write_text("from ..sql import catalog\nfrom ..cli.common import gather\nfrom .. import open\n"
+                    "import nsysql.present.render\n")
+    assert [t for t, _ in imports("nsysql.query.export", path)] == [
+        "nsysql.sql.catalog", "nsysql.cli.common", "nsysql", "nsysql.present.render"]
+    path.write_text("from .common import gather\nfrom .. import open\nfrom ..sql import catalog\n")
+    assert [t for t, _ in imports("nsysql.cli.gaps", path)] == ["nsysql.cli.common", "nsysql", "nsysql.sql.catalog"]
+    assert layer_rank("nsysql.cli.common") > layer_rank("nsysql.answers.summary") > layer_rank("nsysql.query.export")
 
 
 def test_features_are_methods_of_the_facade_not_of_the_core_handle():
     import nsysql
-    from nsysql import api, export
+    from nsysql import api
+    from nsysql.query import export
     assert nsysql.Export is api.Export and issubclass(api.Export, export.Export)
     for method in ("sanity", "diff", "overview", "findings", "to_duckdb", "to_parquet"):
         assert method in vars(api.Export) and not hasattr(export.Export, method), method
@@ -142,8 +154,8 @@ def test_features_are_methods_of_the_facade_not_of_the_core_handle():
 
 # -- commands: every module registered, and a broken one is an error ------------------------------------------
 def test_every_command_module_is_registered():
-    from nsysql import cli
-    files = {p.stem for p in (PACKAGE / "commands").glob("*.py")
+    from nsysql.cli import app as cli
+    files = {p.stem for p in (PACKAGE / "cli").glob("*.py")
              if "def register(" in p.read_text(encoding="utf-8")}
     assert set(cli.COMMAND_MODULES) == files
 
@@ -151,7 +163,7 @@ def test_every_command_module_is_registered():
 def test_a_command_module_that_fails_to_import_is_an_error():
     import typer
 
-    from nsysql import cli
+    from nsysql.cli import app as cli
     with pytest.raises(ModuleNotFoundError):
         cli.register_commands(typer.Typer(), ("no_such_command",))
 
@@ -161,12 +173,12 @@ def test_capture_is_left_out_only_without_the_capture_package(monkeypatch):
 
     import typer
 
-    from nsysql import cli
+    from nsysql.cli import app as cli
     real = importlib.import_module
 
     def without(missing: str):
         def fake(name, *args):
-            if name == "nsysql.commands.capture":
+            if name == "nsysql.cli.capture":
                 raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
             return real(name, *args)
         return fake

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-from nsysql import catalog, macros
+from nsysql.sql import catalog, macros
 
 # two processes' disjoint busy intervals, as analysis._process_busy gives them (before_ns, idx)
 BUSY = {100: [(10, 20), (30, 50), (60, 61)], 200: [(0, 1000)]}

@@ -7,8 +7,8 @@ import shutil
 import polars as pl
 from typer.testing import CliRunner
 
-from nsysql import multi
-from nsysql.cli import app
+from nsysql.answers import multi
+from nsysql.cli.app import app
 
 
 def ranks(export_files, tmp_path):

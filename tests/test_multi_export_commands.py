@@ -15,9 +15,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import catalog, views
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.errors import MissingDataError
+from nsysql.sql import catalog, views
 
 from conftest import make_synthetic
 from test_db import _rows_match, stock_duckdb_cli

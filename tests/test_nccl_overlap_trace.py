@@ -22,9 +22,9 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql import catalog
-from nsysql.cli import app
-from nsysql.render import to_csv
+from nsysql.cli.app import app
+from nsysql.present.render import to_csv
+from nsysql.sql import catalog
 
 from conftest import FIXTURES, REPO, make_synthetic
 

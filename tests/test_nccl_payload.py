@@ -129,7 +129,7 @@ def test_every_value_equals_a_plain_decode(ddp, ddp_opened):
 
 @needs_ddp
 def test_payloads_from_parquet_and_arrow_equal_a_plain_decode(ddp, tmp_path):
-    """The same blobs read from Parquet and Arrow folders (nsysql/formats_in.py): the export with blobs written as
+    """The same blobs read from Parquet and Arrow folders (nsysql/store/formats_in.py): the export with blobs written as
     a parquetdir (bench/parquetdir_of.py: binaryData as bytes), and as an arrowdir of IPC streams written here
     with Polars; nccl_payload equals the plain decode of the SQLite export's blobs."""
     import polars as pl

@@ -1,4 +1,4 @@
-"""A .nsys-rep given as an export (nsysql/nsys_rep.py), with a stand-in `nsys` script: the call path that the GPU
+"""A .nsys-rep given as an export (nsysql/store/nsys_rep.py), with a stand-in `nsys` script: the call path that the GPU
 machine runs with the real nsys (docs/getting-started.md). The stand-in answers `--version`, and `export` by
 copying a real SQLite export to the `-o` path (or failing, for a report whose bytes say `broken`), logging every
 call, so the test sees which nsys ran, with what arguments, and how often. Its messages are the real nsys's: on the
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import nsys_rep
+from nsysql.store import nsys_rep
 from nsysql.cli import app
 
 STAND_IN = '''#!{python}

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql.cli import app
+from nsysql.cli.app import app
 
 from conftest import make_synthetic
 from plainwalk import PlainAttribution, plain_steps

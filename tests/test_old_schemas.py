@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql import catalog, rules
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.errors import MissingDataError
-from nsysql.render import to_csv
+from nsysql.present.render import to_csv
+from nsysql.sql import catalog, rules
 
 from conftest import load_script, opened_each
 from test_schema_versions import run_or_missing

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql import plot
-from nsysql.cli import app
+from nsysql.cli.app import app
+from nsysql.present import plot
 
 from conftest import FIXTURES, make_synthetic
 from test_old_schemas import EXTERNAL

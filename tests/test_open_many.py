@@ -1,4 +1,4 @@
-"""Several exports opened at once (nsysql/open_many.py): in parallel up to NSYSQL_JOBS (or what cores and memory
+"""Several exports opened at once (nsysql/store/open_many.py): in parallel up to NSYSQL_JOBS (or what cores and memory
 allow), under one progress line, results in the order given, a failure returned for the caller to skip and name."""
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import open_many, progress
+from nsysql.core import progress
+from nsysql.store import open_many
 from nsysql.cli import app
 from nsysql.errors import NsysqlError
 

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql.cli import app
+from nsysql.cli.app import app
 
 from conftest import REPO, load_script
 
@@ -125,7 +125,7 @@ def test_repeated_string_ids_repeat_no_kernel(cases, original, tmp_path, monkeyp
 
 
 def test_sanity_screen_counts_what_the_exact_counts_count(cases, tmp_path):
-    """nsysql/sanity.py reads the cheap screen (analysis._sanity_screen) and runs the exact analysis.sanity only
+    """nsysql/answers/sanity.py reads the cheap screen (analysis._sanity_screen) and runs the exact analysis.sanity only
     where the screen counts something, so the screen must never count 0 where the exact query does not: on the
     untouched export both are 0 everywhere, on the damaged ones they agree row by row."""
     names = ["_good", "end_before_start", "runtime_rows_twice", "some_kernels_twice"]

@@ -14,8 +14,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import catalog, macros
-from nsysql.cli import app
+from nsysql.cli.app import app
+from nsysql.sql import catalog, macros
 
 from plainwalk import is_op_marker
 from plainwalk_overview import (

@@ -11,11 +11,11 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import catalog
-from nsysql.cli import app
-from nsysql.dataset import export_name
+from nsysql.answers.dataset import export_name
+from nsysql.cli.app import app
 from nsysql.errors import MissingDataError
-from nsysql.views import param_defaults
+from nsysql.sql import catalog
+from nsysql.sql.views import param_defaults
 
 from conftest import golden_exports
 from plainwalk import Plain

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql import plot
-from nsysql.cli import app
+from nsysql.cli.app import app
+from nsysql.present import plot
 
 from conftest import plain_attribution
 from plainwalk import top_level_user_ranges
@@ -149,7 +149,7 @@ def test_step_of_one_of_several_processes(tmp_path):
 def test_no_pyplot_and_no_display(fp32, cache_dir, tmp_path):
     _, path = fp32
     code = (
-        "import sys, nsysql\nfrom nsysql import plot\n"
+        "import sys, nsysql\nfrom nsysql.present import plot\n"
         f"ex = nsysql.open({str(path)!r}, cache_dir={str(cache_dir)!r})\n"
         f"plot.kernels(ex, {str(tmp_path / 'k.png')!r})\n"
         "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'\n"

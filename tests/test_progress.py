@@ -1,4 +1,4 @@
-"""The progress line (nsysql/progress.py): only on a terminal, only after a second, erased at the end; the
+"""The progress line (nsysql/core/progress.py): only on a terminal, only after a second, erased at the end; the
 stage log that bench/ reads."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 
 from typer.testing import CliRunner
 
-from nsysql import progress
-from nsysql.cli import app
+from nsysql.cli.app import app
+from nsysql.core import progress
 
 from conftest import FIXTURES
 

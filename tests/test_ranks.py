@@ -207,7 +207,7 @@ def test_one_torchrun_export_matches_collectives_and_splits_wait_from_transfer(s
 def test_per_rank_exports_are_aligned_and_give_the_job_view(sample, tmp_path, names, collectives):
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     raws = [Raw(sample[names[0]]), Raw(sample[names[1]])]
     assert [r.rank for r in raws] == [0, 1]
     # the plain alignment: the median of (rank 0's end - rank 1's end) over the collectives both have
@@ -288,7 +288,7 @@ def test_a_collective_one_rank_lacks_is_left_unmatched_and_said(sample, tmp_path
     so it is unmatched (all transfer, no wait), the others still match, and `comm` says so in one line."""
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     path = tmp_path / "cut.sqlite"
     shutil.copyfile(sample["torchrun"], path)
     with sqlite3.connect(path) as db:
@@ -392,7 +392,7 @@ def test_commands_answer_for_the_job_given_one_export_per_rank(tmp_path):
 
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     pair = [str(OWN / "ddp-2gpu-rank0" / "export.sqlite.xz"), str(OWN / "ddp-2gpu-rank1" / "export.sqlite.xz")]
     cache = ["--cache-dir", str(tmp_path / "cache")]
     runner = CliRunner()
@@ -461,7 +461,7 @@ def test_collectives_command_says_what_payloads_would_add(tmp_path):
     bandwidth columns in the table; with them, no note and both columns."""
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
     cache = ["--cache-dir", str(tmp_path / "cache")]
     res = CliRunner().invoke(app, ["collectives", str(FORMATS / "export.sqlite.xz"), *cache], env={"COLUMNS": "80"})
     assert res.exit_code == 0, res.output

@@ -24,7 +24,7 @@ def test_readme_has_its_examples():
 def test_readme_example_is_current(tmp_path, monkeypatch, kind, columns, command, pasted):
     from typer.testing import CliRunner
 
-    from nsysql.cli import app
+    from nsysql.cli.app import app
 
     args = shlex.split(command)
     lines = None  # `... | sed -n A,Bp`: README shows lines A to B of the output

@@ -12,8 +12,8 @@ import sys
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql import readonly
-from nsysql.cli import app
+from nsysql.cli.app import app
+from nsysql.store import readonly
 
 
 def _digest(directory):

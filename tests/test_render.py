@@ -8,8 +8,7 @@ import re
 import polars as pl
 import pytest
 
-from nsysql import catalog
-from nsysql.render import (
+from nsysql.present.render import (
     Meta,
     compact_kernel,
     fit,
@@ -26,6 +25,7 @@ from nsysql.render import (
     to_table,
     use_color,
 )
+from nsysql.sql import catalog
 
 STEPS = pl.DataFrame({
     "step": [1, 2], "name": ["profiled_step", "profiled_step"], "source": ["range", "range"], "pid": [500, 500],
@@ -181,7 +181,7 @@ def test_csv_is_what_the_csv_module_writes(monkeypatch):
     import csv
     import io
 
-    from nsysql import render
+    from nsysql.present import render
     monkeypatch.setattr(render, "CSV_CHUNK_ROWS", 2)
     df = pl.DataFrame({"id": [1, None, 3, 4, 5], "text": ['x,y', 'q"z', None, "line\nbreak", ""],
                        "flag": [True, None, False, True, None], "pct": [12.25, None, 0.05, float("nan"), 1e-5],
@@ -274,7 +274,7 @@ def test_width_rule(monkeypatch):
     pipe = io.StringIO()
     monkeypatch.delenv("COLUMNS", raising=False)
     assert table_width(None, pipe, io.StringIO()) == 100  # neither stdout nor stderr a terminal: 100
-    monkeypatch.setattr("nsysql.render.os.get_terminal_size", lambda fd: __import__("os").terminal_size((72, 40)))
+    monkeypatch.setattr("nsysql.present.render.os.get_terminal_size", lambda fd: __import__("os").terminal_size((72, 40)))
     assert table_width(None, pipe, _TtyAt2()) == 72  # piped into less from a terminal: the terminal's width
     assert table_width("out.txt", pipe, _TtyAt2()) == 100  # -o FILE: not fitted to the terminal
     monkeypatch.undo()
@@ -293,7 +293,7 @@ def test_width_rule(monkeypatch):
 def test_export_labels_keep_the_word_that_tells_them_apart():
     """Per-rank exports with long names share all but their last characters: a narrow table keeps the whole word
     that differs (`…rank0`), not just the differing characters (`…0`)."""
-    from nsysql.render import to_table
+    from nsysql.present.render import to_table
     df = pl.DataFrame({"export": ["ddp-gpt-small-2gpu-job-rank0", "ddp-gpt-small-2gpu-job-rank1"],
                        "note": ["x" * 60, "y" * 60]})
     text = to_table(df, width=40, columns={})
@@ -304,7 +304,7 @@ def test_export_labels_keep_the_word_that_tells_them_apart():
 def test_notes_wrap_at_the_terminal_and_keep_numbers_with_their_units(monkeypatch):
     """A stderr note (the job's alignment line) wraps at the terminal's width, later lines indented, and never
     parts a number from its unit."""
-    from nsysql.render import wrap_note
+    from nsysql.present.render import wrap_note
     monkeypatch.setenv("COLUMNS", "40")
     text = wrap_note("note: 2 exports of one job, put on rank0's clock (rank1 -37.41 ms; ends 984 ns apart)")
     lines = text.splitlines()

@@ -19,10 +19,11 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql import catalog, importer
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.errors import MissingDataError, NsysqlError
-from nsysql.render import to_csv
+from nsysql.present.render import to_csv
+from nsysql.sql import catalog
+from nsysql.store import importer
 
 from conftest import make_synthetic, unxz
 

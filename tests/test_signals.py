@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-NSYSQL = [sys.executable, "-m", "nsysql.cli"]
+NSYSQL = [sys.executable, "-m", "nsysql.cli.app"]
 
 
 def _env(tmp_path: Path) -> dict:
@@ -74,7 +74,7 @@ def test_closed_stdout_is_quiet_exit_141(export_files, tmp_path):
 
 def test_pipe_into_head(export_files, tmp_path):
     path = next(iter(export_files.values()))
-    res = subprocess.run(f"{sys.executable} -m nsysql.cli layers '{path}' | head -1; echo \"rc=${{PIPESTATUS[0]}}\"",
+    res = subprocess.run(f"{sys.executable} -m nsysql.cli.app layers '{path}' | head -1; echo \"rc=${{PIPESTATUS[0]}}\"",
                          shell=True, executable="/bin/bash", env=_env(tmp_path), capture_output=True, text=True)
     assert res.stderr == ""
     first, status = res.stdout.splitlines()
@@ -87,9 +87,9 @@ def test_unforeseen_error_is_one_line_and_debug_is_the_real_traceback_only(tmp_p
     res = subprocess.run(NSYSQL + ["summarize", str(bad)], env=_env(tmp_path), capture_output=True, text=True)
     assert res.returncode == 1 and len(res.stderr.strip().splitlines()) == 1 and "xz" in res.stderr
     boom = tmp_path / "boom.py"  # an exception nsysql does not anticipate, raised inside a command
-    boom.write_text("import sys, nsysql.multi as m\n"
+    boom.write_text("import sys, nsysql.answers.multi as m\n"
                     "m.expand = lambda paths: (_ for _ in ()).throw(ZeroDivisionError('boom'))\n"
-                    "from nsysql.cli import main\nsys.argv[0] = 'nsysql'\nmain()\n")
+                    "from nsysql.cli.app import main\nsys.argv[0] = 'nsysql'\nmain()\n")
     res = subprocess.run([sys.executable, str(boom), "summarize", "x.sqlite"], env=_env(tmp_path),
                          capture_output=True, text=True, cwd=REPO)
     assert res.returncode == 1

@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from nsysql.adhoc import parse_params
-from nsysql.cli import app
+from nsysql.cli.app import app
+from nsysql.query.adhoc import parse_params
 
 from conftest import golden_exports
 from plainwalk import Plain
@@ -119,7 +119,8 @@ def test_only_the_views_a_statement_names_are_made(case):
     views gets those and the private inputs they read, and what it reads equals the Export method's answer. An
     analysis other views read is a TEMP table (computed once), not a view each reader computes again."""
     import nsysql
-    from nsysql import adhoc, views
+    from nsysql.query import adhoc
+    from nsysql.sql import views
     path, cache, _, _ = case
     with nsysql.open(path, cache_dir=cache[1]) as ex:
         made = lambda kind: {r[0] for r in ex.con.execute(  # noqa: E731

@@ -1,4 +1,4 @@
-"""SQLite's own integrity check (nsysql/sqlite_check.py): once per cache build, over the tables nsysql reads. A
+"""SQLite's own integrity check (nsysql/store/sqlite_check.py): once per cache build, over the tables nsysql reads. A
 damaged table whose rows still read becomes one warning line, remembered with the cache; one that cannot be read
 becomes one error line naming it."""
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql import sqlite_check
-from nsysql.cli import app
+from nsysql.cli.app import app
+from nsysql.store import sqlite_check
 
 from conftest import REPO
 

@@ -5,7 +5,7 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql.cli import app
+from nsysql.cli.app import app
 
 from conftest import make_synthetic, plain_attribution
 from plainwalk import PlainAttribution, ops_in_steps, plain_steps, top_level_user_ranges, union_length

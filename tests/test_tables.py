@@ -9,9 +9,9 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from nsysql import catalog
-from nsysql.cli import app
-from nsysql.render import TABLE_ROWS
+from nsysql.cli.app import app
+from nsysql.present.render import TABLE_ROWS
+from nsysql.sql import catalog
 
 runner = CliRunner()
 MAIN = "gpt-tiny-train-w18s3"

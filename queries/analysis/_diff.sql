@@ -1,6 +1,6 @@
 -- nsysql: analysis._diff v1
 -- purpose: Two exports side by side: count and time per name in A and in B and the change B - A, largest absolute change first.
--- requires: diff_a, diff_b (tables of name, count, total_ns: one side query, analysis._diff_ranges, diff_kernels or diff_layers, run on each export by nsysql.diff)
+-- requires: diff_a, diff_b (tables of name, count, total_ns: one side query, analysis._diff_ranges, diff_kernels or diff_layers, run on each export by nsysql.answers.diff)
 -- params: none
 -- notes: A name found on one side only has count 0 and time 0 on the other; delta_pct is NULL when A's time is 0.
 -- columns:

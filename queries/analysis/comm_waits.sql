@@ -11,7 +11,7 @@
 --   [max(s_r, L), e_r), and late_ns = s_r - the first arrival (min s). An unmatched instance (a rank lacks it, has
 --   another operation there, or the job has one rank) has no wait: all of it is transfer, late_ns 0. The ranks of
 --   the job are those with any instance. Run over the instances of several exports of one job (their clocks
---   aligned), the same SQL matches across exports (nsysql/job.py).
+--   aligned), the same SQL matches across exports (nsysql/answers/job.py).
 -- columns:
 --   source | BIGINT | index (the export's place in the job; 0 in one export)
 --   rank | BIGINT | index

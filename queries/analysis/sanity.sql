@@ -7,10 +7,10 @@
 --   and stream, or thread, times and correlationId) but not repeated. A table the export lacks reads as its empty
 --   stand-in (0 rows). The string_ids_repeated row counts the StringIds ids the export repeats (that normalized
 --   table; the normalized tables read each id once, so a repeated id repeats no row): repeated = ids whose rows
---   hold different strings, duplicates = rows beyond the first of each id. nsysql.sanity turns non-zero counts
+--   hold different strings, duplicates = rows beyond the first of each id. nsysql.answers.sanity turns non-zero counts
 --   into warning lines.
 -- columns:
---   table_name | VARCHAR | text (normalized table; nsysql.export.SOURCES names its raw nsys table)
+--   table_name | VARCHAR | text (normalized table; nsysql.query.export.SOURCES names its raw nsys table)
 --   negative | BIGINT | count (rows ending before they start)
 --   repeated | BIGINT | count (rows repeated by a join; string_ids_repeated: ids with different strings)
 --   duplicates | BIGINT | count (identical rows; string_ids_repeated: rows repeating an id)

@@ -1,0 +1,1 @@
+"""Answers built from queries: overview, findings, summary, communication, diff, several exports."""

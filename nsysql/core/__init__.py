@@ -1,0 +1,1 @@
+"""The lowest layer: things every other layer uses (signals, the progress line, output formats, units)."""

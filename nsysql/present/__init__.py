@@ -1,0 +1,1 @@
+"""Presentation: tables for the terminal and the machine formats, and plots."""

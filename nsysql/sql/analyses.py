@@ -1,0 +1,306 @@
+"""Declared analyses: the one place that says, as data, which query files an analysis runs, its `--by` choices,
+its parameters and how its table is shown. Each declaration becomes a table command (nsysql/cli/tables.py,
+with the shared option groups); in the library `Export.analysis(name, by=..., **params)` runs it, through the
+`Export` method of that name where there is one (`overhead`, `memcpy`, `efficiency` take their query from here).
+
+Adding an analysis takes one SQL file (queries/analysis/NAME.sql, with its header) and one declaration:
+
+    Analysis(
+        name="busy_streams",                       # the command `nsysql busy_streams`; t.analysis("busy_streams")
+        help="GPU busy time per stream.",          # the command's help; its first sentence lists it in --help
+        queries={"": "analysis.busy_streams"},     # one query; several: {"stream": ..., "device": ...} = --by
+    )
+
+in DECLARED below, or `declare(...)` for one's own, with `catalog.add_queries(DIR)` for query files outside
+queries/. A declaration names no Python function: the command gathers the rows of every export given and renders
+them with the query's header (columns, types, units, decimals), so a renderer never looks a column up itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from nsysql.errors import NsysqlError
+from nsysql.sql import catalog
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of an analysis: a keyword argument of its Export method and a command-line option
+    (`--min-gap-us` for `min_gap_us`, or `flag`, e.g. `--calls/--no-calls`). `sql` names the $param it binds when
+    the analysis has no Export method of its own (the value passes unchanged). `selects`: a flag that, set, runs
+    this query instead (`gaps --threads`: analysis.gaps_threads). A parameter named `top` is the command's own:
+    each export's first N rows (`Analysis.top_by`)."""
+    name: str
+    type: Any
+    default: Any
+    help: str
+    min: float | None = None
+    flag: str | None = None
+    show_default: bool = True
+    sql: str | None = None
+    selects: str | None = None
+
+    @property
+    def option(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Empty:
+    """What a command says of exports without rows: `missing` on stderr for each one skipped among several;
+    `single` (with {export}, the file name) and `none` are the errors when the only one, or every one, is empty."""
+    missing: str
+    single: str
+    none: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One analysis, declared once.
+
+    queries: `--by` choice -> query id, the default first; one query under the key "" (no `--by`).
+    by_param: the queries are one file taking the choice as this $param (efficiency: `by`), not one file each.
+    by_help: the `--by` option's help.
+    params: the analysis's other parameters, in the order its options are listed.
+    top_by: a `top` parameter keeps, of each export, the rows of the first N values of these columns (gaps: the N
+      longest gaps, each with all its rows); by default the first N rows (the file's ORDER BY decides).
+    conflicts: (values, message): the command refuses these parameter values together, with this message.
+    empty: exports with no rows are skipped among several, and an error when none has any.
+    title: the table's title, formatted with `by` and the params (`"Launch overhead by {by}"`).
+    optional: columns a narrow table hides first (per variant when a dict: the `--by` choice, or the name of the
+      `selects` flag that is set, else ""); `unit_groups`: duration columns shown in one shared unit; `text_min`:
+      widths text columns keep before optional columns are hidden.
+    rows_capped: table output shows the first 40 rows (unless `--top` is given); `more_hint` says how to see all.
+    timestamps: the columns include `ns timestamp` instants, shown as ms since the capture's first event (tables).
+    after: the command it follows in `nsysql --help` (new analyses: after the last command).
+    """
+    name: str
+    help: str
+    queries: Mapping[str, str]
+    by_param: str | None = None
+    by_help: str = ""
+    params: tuple[Param, ...] = ()
+    top_by: tuple[str, ...] = ()
+    conflicts: tuple[tuple[Mapping[str, Any], str], ...] = ()
+    empty: Empty | None = None
+    title: str = ""
+    optional: tuple | Mapping[str, tuple] = ()
+    unit_groups: tuple[tuple[str, ...], ...] = ()
+    text_min: Mapping[str, int] = field(default_factory=dict)
+    rows_capped: bool = False
+    more_hint: str | None = None
+    timestamps: bool = False
+    after: str | None = None
+
+    @property
+    def choices(self) -> list[str]:
+        """The `--by` choices, the default first; empty without `--by`."""
+        return [c for c in self.queries if c]
+
+    @property
+    def default_by(self) -> str | None:
+        return self.choices[0] if self.choices else None
+
+    def variant(self, by: str | None = None, **params) -> str:
+        """Which form of the analysis runs: the `selects` flag that is set, else the `--by` choice, else ""."""
+        chosen = [p.name for p in self.params if p.selects and params.get(p.name)]
+        return chosen[0] if chosen else (by or self.default_by or "")
+
+    def query(self, by: str | None = None, **params) -> catalog.Query:
+        """The query run for `by` (the default choice when None) and `params` (a `selects` flag set); an unknown
+        choice is one clear error."""
+        for p in self.params:
+            if p.selects and params.get(p.name):
+                return catalog.get(p.selects)
+        if not self.choices:
+            return catalog.get(self.queries[""])
+        by = self.default_by if by is None else by
+        if by is None or by not in self.queries:
+            raise NsysqlError(f"{self.name} by {by!r}? choose one of: {', '.join(self.choices)}")
+        return catalog.get(self.queries[by])
+
+    def columns(self, by: str | None = None, **params) -> tuple[catalog.Column, ...]:
+        """The result's header: its columns with type, unit and decimals, from the query file."""
+        return self.query(by, **params).columns
+
+    def hidden_first(self, by: str | None = None, **params) -> tuple:
+        if isinstance(self.optional, Mapping):
+            return tuple(self.optional[self.variant(by, **params)])
+        return tuple(self.optional)
+
+    def check(self, **params) -> None:
+        """The declared conflicts between parameter values (each one line for the command line)."""
+        for values, message in self.conflicts:
+            if all(params.get(k) == v for k, v in values.items()):
+                raise NsysqlError(message)
+
+    def caption(self, by: str | None = None, **params) -> str | None:
+        return self.title.format(by=by, **params) if self.title else None
+
+
+def run(export, analysis: Analysis, by: str | None = None, **params):
+    """`analysis` on `export`: its Export method when it has one (which checks the arguments), else its query with
+    the params (their declared defaults where left out) as the $params they bind."""
+    method = getattr(type(export), analysis.name, None)
+    if callable(method):
+        return method(export, **({"by": by} if analysis.choices else {}), **params)
+    own = [p for p in analysis.params if p.name != "top"]
+    unknown = set(params) - {p.name for p in own}
+    if unknown:
+        takes = ", ".join(p.name for p in own) or "none"
+        raise NsysqlError(f"{analysis.name} has no parameter {sorted(unknown)[0]!r}; it takes: {takes}")
+    bound = {p.sql or p.name: params.get(p.name, p.default) for p in own if not p.selects}
+    if analysis.by_param:
+        bound[analysis.by_param] = by or analysis.default_by
+    return export.run(analysis.query(by, **params).id, **bound)
+
+
+NO_SHAPES_HINT = "capture under torch.autograd.profiler.emit_nvtx(record_shapes=True) (nsysql capture does)"
+NO_STEPS_HINT = ("name each iteration's top-level NVTX range like step_N or profiled_step, or repeat the same "
+                 "top-level ranges every iteration")
+_SHAPED = "kernels inside PyTorch op markers with recorded shapes"
+_ALL_ROWS = "--top N, or -f csv / -f parquet -o FILE for all"
+_LAUNCH_STATS = ("mean_api_ns", "mean_queue_ns", "p95_api_ns", "p95_queue_ns", "kernel_ns", "shorter_than_launch")
+_COPY = ("avg_bytes", "src_kind", "dst_kind", "sync_api_ns", "gb_per_s", "total_bytes")
+
+# In the order of `nsysql --help` (each `after` the command before it).
+DECLARED: list[Analysis] = [
+    Analysis(
+        name="steps", after="layers",
+        help="""Steps (iterations): wall time, GPU busy time, fprop/bprop/optimizer/communication split, kernels.
+
+    Steps are the top-level NVTX ranges named like profiled_step, step_N, ProfilerStep#N or iteration N; without any, each repetition of the first repeating top-level range (forward_pass, backward_pass, ..., forward_pass) starts one.
+
+    A step's GPU work includes ops launched by other threads of its process while it runs (PyTorch's autograd thread). Those ops may run past the step's end (kernels queued behind a slow one, NCCL kernels waiting for a late rank): overrun_ns is that part, and the only way gpu_busy_pct exceeds 100 %.
+
+    Table and markdown show times in ms (start: ms since the capture's first event, as `nsysql plot`); csv, json and parquet keep the exact nanoseconds (start_ns/end_ns on the export's clock).
+
+    With several exports, those without steps are skipped (named on stderr).
+    """,
+        queries={"": "analysis.steps"},
+        empty=Empty("no steps", f"{{export}} has no steps: {NO_STEPS_HINT}",
+                    f"none of the exports has steps: {NO_STEPS_HINT}"),
+        title="Steps", timestamps=True,
+        optional=("range_id", "source", "pid", "tid", "end_ns", "gpu_ops", "off_thread_ops", "other_ns", "kernels",
+                  "comm_ns", "start_ns"),
+        unit_groups=(("wall_ns", "gpu_busy_ns", "fprop_ns", "bprop_ns", "optim_ns", "comm_ns", "other_ns", "overrun_ns"),),
+    ),
+    Analysis(
+        name="efficiency", after="plot",
+        help="""Achieved TFLOP/s of matmuls/convolutions and GB/s of elementwise ops, and the tensor-core share of matmul time.
+
+    FLOPs and bytes come from the input shapes PyTorch's op markers record (emit_nvtx(record_shapes=True)); only kernels launched inside op markers count. The header of queries/analysis/efficiency.sql has every formula and the tensor-core name pattern.
+
+    Table output shows the first 40 rows (--top N shows N of each export); table and markdown show times in ms or µs, csv, json and parquet the exact nanoseconds.
+
+    With several exports, those without such kernels are skipped (named on stderr).
+    """,
+        queries={"op": "analysis.efficiency", "layer": "analysis.efficiency"}, by_param="by",
+        by_help="op: per direction, op and input shapes; layer: per direction and layer.",
+        params=(Param("top", Optional[int], None, "Only the N rows with the most kernel time (of each export).",
+                      min=1, show_default=False),),
+        empty=Empty(f"no {_SHAPED}", f"{{export}} has no {_SHAPED}; {NO_SHAPES_HINT}",
+                    f"none of the exports has {_SHAPED}; {NO_SHAPES_HINT}"),
+        title="Efficiency by {by}", rows_capped=True, more_hint=_ALL_ROWS,
+        optional=("flop_ns", "byte_ns", "instances", "gflop", "bytes", "kernels", "params"),
+        unit_groups=(("kernel_ns", "flop_ns", "byte_ns"),), text_min={"name": 16, "params": 16},
+    ),
+    Analysis(
+        name="overhead", after="parquet",
+        help="""Kernel launch overhead: API time, queue time (kernel start - call end) and kernel time per launch,
+    summed up with mean/median/p95, GPU busy time (union) and a launch_bound flag.
+
+    --by range: per user NVTX range path (PyTorch op-marker ranges roll up into their user range), CPU time =
+    the range's duration; launch_bound = the GPU sat idle more than half the range while the thread kept
+    launching. --by kernel: per kernel name. --by thread: per launching thread.
+
+    Table and markdown show times in ms or µs (the unit under each column); csv, json and parquet keep nanoseconds.
+    """,
+        queries={"range": "analysis.overhead_by_range", "kernel": "analysis.overhead_by_kernel",
+                 "thread": "analysis.overhead_by_thread"},
+        by_help="Group launches per user NVTX range path, kernel name or launching thread.",
+        title="Launch overhead by {by}",
+        optional={
+            "range": ("pid", "depth", "instances", *_LAUNCH_STATS, "launch_span_ns", "tid", "median_queue_ns",
+                      "gpu_idle_ns", "median_api_ns"),
+            "kernel": (*_LAUNCH_STATS, "median_queue_ns", "cpu_ns"),
+            "thread": ("pid", *_LAUNCH_STATS, "launch_span_ns", "median_queue_ns", "gpu_idle_ns"),
+        },
+        unit_groups=(("cpu_ns", "gpu_busy_ns", "gpu_idle_ns", "launch_span_ns", "kernel_ns"),
+                     ("mean_api_ns", "median_api_ns", "p95_api_ns", "mean_queue_ns", "median_queue_ns",
+                      "p95_queue_ns")),
+        text_min={"range_path": 30, "kernel_name": 30},
+    ),
+    Analysis(
+        name="memcpy", after="overhead",
+        help="""Memory copies and memsets: count, bytes, GPU time, achieved GB/s, pageable vs pinned host memory,
+    and synchronous copies (the launching call blocked: cudaMemcpy rather than cudaMemcpyAsync, or the
+    call returned only once the copy had ended).
+
+    Table and markdown show sizes in KB/MB/GB and times in ms or µs; csv, json and parquet keep bytes and ns.
+    """,
+        queries={"kind": "analysis.memcpy", "range": "analysis.memcpy_by_range",
+                 "stream": "analysis.memcpy_by_stream"},
+        by_help="Group per copy/memory kind, per user NVTX range path and kind, or per device, stream and kind.",
+        title="Memory copies and sets by {by}", optional=_COPY, unit_groups=(("total_ns", "sync_api_ns"),),
+        text_min={"range_path": 30},
+    ),
+    Analysis(
+        name="gaps", after="memcpy",
+        help="""GPU idle gaps (no kernel, copy or set running on the device), longest first, with what the CPU was
+    doing: the thread that launched the op ending the gap, how late that launch came (launch_offset_ns),
+    the thread's innermost user NVTX range, and its longest CUDA API and OS runtime calls in the gap.
+
+    Table output shows the first 40 rows (--top N shows N gaps); table and markdown show gap_start as ms since the
+    capture's first event (as `nsysql plot`) and lengths in ms or µs. csv, json and parquet keep the exact nanoseconds
+    (gap_start_ns/gap_end_ns on the export's clock).
+    """,
+        queries={"": "analysis.gaps"},
+        params=(Param("min_gap_us", float, 100.0, "Shortest idle gap shown, in µs.", min=0),
+                Param("threads", bool, False, "One row per gap and CPU thread, instead of the thread that launched "
+                      "the work ending the gap.", selects="analysis.gaps_threads"),
+                Param("top", Optional[int], None, "Only the N longest gaps.", min=1, show_default=False),
+                Param("calls", bool, True, "Find each thread's longest CUDA API and OS runtime call in the gap "
+                      "(reads every call).", flag="--calls/--no-calls", sql="with_calls")),
+        top_by=("device_id", "gap_start_ns"),
+        conflicts=(({"threads": True, "calls": False}, "--threads shows each thread's calls; drop --no-calls"),),
+        title="GPU idle gaps of {min_gap_us:g} µs or more", timestamps=True, rows_capped=True, more_hint=_ALL_ROWS,
+        optional={
+            "": ("gap_end_ns", "pid", "cuda_calls_started", "cuda_call_ns", "os_call_ns", "before_op", "launch_api",
+                 "thread_name", "device_id", "after_op", "os_call", "tid", "cuda_call"),
+            "threads": ("gap_end_ns", "pid", "cuda_calls_started", "cuda_call_ns", "os_call_ns", "device_id",
+                        "launched_next", "os_call", "thread_name"),
+        },
+        unit_groups=(("gap_ns", "launch_offset_ns", "cuda_call_ns", "os_call_ns"),),
+    ),
+    Analysis(
+        name="utilization", after="gaps",
+        help="""GPU utilization over time: per device and fixed window (from the first GPU op to the last), the busy
+    time (union of kernels, copies and sets), its share of the window and the ops started in it.
+
+    Table output shows the first 40 windows; table and markdown show window starts as ms since the capture's first event
+    (as `nsysql plot`), csv, json and parquet the exact nanoseconds on the export's clock.""",
+        queries={"": "analysis.utilization"},
+        params=(Param("window_ms", float, 10.0, "Window length in ms (> 0)."),),
+        title="GPU utilization per {window_ms:g} ms window", timestamps=True, rows_capped=True,
+        more_hint="a longer --window-ms, or -f csv / -f parquet -o FILE for all",
+        optional=("window_end_ns", "window_index"),
+    ),
+]
+
+
+def declare(analysis: Analysis) -> Analysis:
+    """Add (or replace) a declaration: the extension point for one's own analyses (with `catalog.add_queries`).
+    The command appears in apps built afterwards (`nsysql.cli.app.make_app()`)."""
+    for q in analysis.queries.values():
+        catalog.get(q)  # a declaration naming a query that does not exist fails here, not when run
+    DECLARED[:] = [a for a in DECLARED if a.name != analysis.name] + [analysis]
+    return analysis
+
+
+def get(name: str) -> Analysis:
+    for a in DECLARED:
+        if a.name == name:
+            return a
+    raise NsysqlError(f"no analysis named {name!r}; declared: {', '.join(a.name for a in DECLARED)}")

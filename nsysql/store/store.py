@@ -1,0 +1,356 @@
+"""The Store: one export's life from the input file to the cached DuckDB file a query reads. It unpacks an .xz
+export, imports and normalizes it into the cache (nsysql/store/importer.py) under the cache's cap (hygiene), builds
+the tables left for first use (under a lock, or in a private copy where the cache is read-only), builds a damaged
+cache again, and keeps facts and answers beside the cache (nsysql/store/stored.py). What it offers the query API:
+`connection()`, `has()`/`require()`, `ensure_built()`/`built_for()`, `rebuilt_once()`, `temp_tables`, and the stored
+answers and facts (`load_answer`, `store_answer`, `fact`)."""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, TypeVar
+
+import duckdb
+import polars as pl
+
+from nsysql.core.owner import owner_tag
+from nsysql.errors import MissingDataError, NsysqlError
+from nsysql.sql import catalog, macros
+from nsysql.sql.engine import connect, error_line
+from nsysql.store import formats_in, hygiene, importer, inputs, nsys_rep
+from nsysql.store import stored as answers
+from nsysql.store.cache import cache_file, cache_key, default_cache_dir
+
+# normalized table -> (raw nsys table it comes from, nsys flag that produces it); a table read from several raw
+# tables names them with a wildcard (MPI_*_EVENTS): any one of them present is data
+SOURCES = {
+    "kernel": ("CUPTI_ACTIVITY_KIND_KERNEL", "--trace=cuda"),
+    "runtime": ("CUPTI_ACTIVITY_KIND_RUNTIME", "--trace=cuda"),
+    "memcpy": ("CUPTI_ACTIVITY_KIND_MEMCPY", "--trace=cuda (the program made no memory copies?)"),
+    "memset": ("CUPTI_ACTIVITY_KIND_MEMSET", "--trace=cuda (the program made no memsets?)"),
+    "graph_trace": ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+                    "--trace=cuda (the program launched no CUDA graph, or nsys traced them with --cuda-graph-trace=node)"),
+    "sync": ("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "--trace=cuda"),
+    "nvtx_range": ("NVTX_EVENTS", "--trace=nvtx"),
+    "osrt": ("OSRT_API", "--trace=osrt"),
+    "gpu": ("TARGET_INFO_GPU", "--trace=cuda"),
+    "um_migration": ("CUPTI_ACTIVITY_KIND_MEMCPY", "--trace=cuda (the program made no memory copies?)"),
+    "um_cpu_page_fault": ("CUDA_UM_CPU_PAGE_FAULT_EVENTS", "--cuda-um-cpu-page-faults=true"),
+    "um_gpu_page_fault": ("CUDA_UM_GPU_PAGE_FAULT_EVENTS", "--cuda-um-gpu-page-faults=true"),
+    "syscall": ("SYSCALL", "--syscall=process-tree (experimental in Nsight Systems 2025.3)"),
+    "mpi_event": ("MPI_*_EVENTS", "--trace=mpi (and --mpi-impl=openmpi or mpich)"),
+    "openmp_event": ("OPENMP_EVENT_KIND_*", "--trace=openmp (of a program whose OpenMP runtime has OMPT, e.g. LLVM's "
+                     "libomp; GCC's libgomp has none)"),
+    "openacc_event": ("CUPTI_ACTIVITY_KIND_OPENACC_*", "--trace=openacc"),
+}
+
+
+# DuckDB's words for a database file it cannot trust (a truncated copy, a disk error, a file overwritten): said of
+# the cache, the only DuckDB file a query opens, it means the cache is to be built again
+DAMAGED_FILE = ("Corrupt database file", "is not a valid DuckDB database file", "Could not read enough bytes")
+
+
+T = TypeVar("T")
+
+
+def _warn(line: str) -> None:
+    import warnings
+    warnings.warn(line, stacklevel=4)
+
+
+def damaged_file(exc: BaseException) -> bool:
+    """Whether `exc` is DuckDB finding its database file damaged."""
+    return isinstance(exc, duckdb.IOException) and any(words in str(exc) for words in DAMAGED_FILE)
+
+
+class Store:
+    """One export's cache, opened read-only (`use_cache=False`: a throwaway cache in a temporary directory)."""
+
+    def __init__(self, path: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
+                 use_cache: bool = True, build_all: bool = False):
+        """`build_all`: a first open builds every normalized table at once, those otherwise built on first use
+        too (summarize reads them all: one build on every core beats two)."""
+        self.path = Path(path)
+        self._tmpdir: tempfile.TemporaryDirectory | None = None
+        folder = formats_in.is_folder(self.path)
+        if folder:  # a Parquet or Arrow folder (nsysql/store/formats_in.py), checked before any cache directory is made
+            formats_in.folder(self.path)
+        else:
+            inputs.regular_file(self.path)  # before any cache directory is made: a FIFO or a typo fails at once
+        if use_cache:
+            directory = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise NsysqlError(f"cannot create cache directory {directory} ({exc.strerror}); "
+                                  "choose another with `cache_dir=` or NSYSQL_CACHE_DIR") from None
+            hygiene.sweep(directory)  # leftovers of killed runs (once per process)
+        else:
+            self._tmpdir = tempfile.TemporaryDirectory(prefix=f"nsysql-nocache-{owner_tag()}-")
+            directory = Path(self._tmpdir.name)
+        # What is actually read: the export itself, an .xz export unpacked into the cache, or a .nsys-rep exported
+        # into the cache by nsys (nsysql/store/nsys_rep.py)
+        self.source = (unpack_xz(self.path, directory) if self.path.name.endswith(".xz") else
+                       nsys_rep.exported(self.path, directory) if nsys_rep.is_report(self.path) else self.path)
+        if not folder:
+            importer.check_sqlite_file(self.source)
+        self.cache_path = (cache_file(directory, self.source, importer.views_version()) if use_cache
+                           else directory / "export.duckdb")
+        self.cache_hit = self.cache_path.exists()
+        if not self.cache_hit:
+            self._build(directory, everything=build_all)
+        if use_cache:
+            for used in {self.cache_path, self.source} - {self.path}:
+                hygiene.touch(used)
+            if not self.cache_hit:  # the cache grew: keep it under its cap, least recently used first
+                hygiene.prune(directory, hygiene.cap(), keep={self.cache_path, self.source})
+        # opened on first use: a command whose answers are all stored never opens DuckDB (0.1 s of its floor)
+        self._con: duckdb.DuckDBPyConnection | None = None
+        _OPEN.add(self)
+        self._raw_tables: set[str] | None = None
+        # TEMP tables the query API made on this connection (input analyses); they end with the connection
+        self.temp_tables: set[str] = set()
+        self._relations: set[str] | None = None  # the cache's normalized tables and views, once looked up (present)
+        self._private: _PrivateCopy | None = None  # the cache with tables built on first use, where it is read-only
+        # told (one line) when a damaged cache is built again; the CLI prints it as a warning
+        self.on_notice: Callable[[str], None] = _warn
+
+    @property
+    def keeps_answers(self) -> bool:
+        """Whether answers and facts are kept beside the cache (not with a throwaway cache)."""
+        return self._tmpdir is None
+
+    # -- the connection, and the cache built again when it is damaged ---------------------------------------
+    def rebuilt_once(self, action: Callable[[], T]) -> T:
+        """`action()`; when it finds the cache file damaged, the cache is built again from the export and
+        `action()` runs once more (a cache is derived data: nothing is lost but time)."""
+        try:
+            return action()
+        except duckdb.Error as exc:
+            if self._tmpdir is not None or not damaged_file(exc):
+                raise
+            self._discard_damaged_cache(error_line(exc))
+        return action()
+
+    def _discard_damaged_cache(self, why: str) -> None:
+        """Remove the damaged cache and its stored answers, and build it again."""
+        self.on_notice(f"the cache of {self.path.name} was damaged ({why}); building it again")
+        if self._con is not None:
+            try:
+                self._con.close()
+            except duckdb.Error:
+                pass
+        self._con, self._raw_tables, self.temp_tables, self._relations = None, None, set(), None
+        self.cache_path.unlink(missing_ok=True)  # another process still reading it keeps its open file
+        answers.discard(self.cache_path)
+        self._build(self.cache_path.parent)
+
+    def full_connection(self) -> duckdb.DuckDBPyConnection:
+        """The cache with every normalized table (those built on first use are built first)."""
+        self.rebuilt_once(lambda: self.ensure_built(None))
+        return self.connection()
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The cached DuckDB file as it is, read-only, with nsysql's macros (tables built on first use may be
+        missing: ensure_built adds them)."""
+        if self._con is None:
+            database = self._private.name if self._private is not None else self.cache_path
+            self._con = self.rebuilt_once(lambda: connect(database, read_only=True))
+            macros.install(self._con)
+        return self._con
+
+    def close_connection(self) -> None:
+        if self._con is not None:
+            self._con.close()
+        self._con, self.temp_tables, self._relations = None, set(), None  # TEMP tables end with their connection
+
+    def close(self) -> None:
+        self.close_connection()
+        _OPEN.discard(self)
+        if self._private is not None:
+            shutil.rmtree(self._private.directory, ignore_errors=True)
+            self._private = None
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+
+    # -- tables built on first use ------------------------------------------------------------------------
+    def present(self) -> set[str]:
+        """The normalized tables and views of the cache file this connection reads."""
+        if self._relations is None:
+            self._relations = {r[0] for r in self.connection().execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary "
+                "UNION ALL SELECT view_name FROM duckdb_views() "
+                "WHERE database_name = current_database() AND NOT temporary AND NOT internal").fetchall()}
+        return self._relations
+
+    def ensure_built(self, wanted: set[str] | None) -> None:
+        """Build the normalized tables `wanted` (None: all of them) that a first open left out (tables `built: on
+        first use`), with those they read. One process builds at a time (a lock beside the answers); the others
+        wait and then find them built."""
+        view_set = "nsys3"  # the only set (importer.VIEW_SETS); a cache of another would name it in nsysql_meta
+        if wanted is None:
+            wanted = {q.name for q in catalog.group(f"normalize.{view_set}")}
+        missing = importer.statements_to_add(self.present(), wanted, view_set)
+        if not missing:
+            return
+        if self._private is not None:  # this process's own copy (below): no other reader, no lock
+            self.close_connection()
+            importer.extend(self._private.name, missing, scratch=self._private.name.parent)
+            return
+        import fcntl
+        try:
+            lock = answers.directory(self.cache_path) / ".building.lock"
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            with lock.open("a") as held:
+                fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes, or its process ends
+                _release(self.cache_path)  # another process may have replaced the file while this one waited
+                missing = importer.statements_to_add(self.present(), wanted, view_set)
+                if missing:
+                    _release(self.cache_path)
+                    importer.extend(self.cache_path, missing, scratch=self.cache_path.parent)
+                    _release(self.cache_path)
+                    if self._tmpdir is None:  # the cache grew: keep the directory under its cap, as a build does
+                        hygiene.prune(self.cache_path.parent, hygiene.cap(), keep={self.cache_path, self.source})
+        except OSError:
+            # a cache directory this process cannot write (a shared, read-only cache): the tables are built in a
+            # private copy that this handle reads until it closes, which costs only the time, as for answers
+            self.close_connection()
+            directory = Path(tempfile.mkdtemp(prefix=f"nsysql-nocache-{owner_tag()}-"))
+            self._private = _PrivateCopy(directory, directory / self.cache_path.name)
+            shutil.copyfile(self.cache_path, self._private.name)
+            self.ensure_built(wanted)
+
+    def built_for(self, wanted: set[str], action: Callable[[], T]) -> T:
+        """`action()` once the normalized tables in `wanted` are built (the others first opens build are there);
+        a table built on first use that a query reads without naming it (its header's `requires`) is built when
+        DuckDB misses it, and `action()` runs again."""
+        self.ensure_built(wanted)
+        for _ in range(len(_on_first_use()) + 1):
+            try:
+                return action()
+            except duckdb.CatalogException as exc:
+                missing = _missing_relation(exc)
+                if missing not in _on_first_use() or missing in self.present():
+                    raise
+                self.ensure_built({missing})
+        return action()
+
+    def _build(self, directory: Path, *, everything: bool = False) -> None:
+        with importer.scratch_cache(directory) as tmp:
+            importer.normalize(self.source, tmp, shown_as=self.path, everything=everything)  # messages name the .xz
+            os.replace(tmp, self.cache_path)  # atomic: readers never see a half-built cache
+
+    # -- what the export holds ---------------------------------------------------------------------------
+    @property
+    def raw_tables(self) -> set[str]:
+        """The raw nsys tables the export held: kept beside the cache once read, so has() opens no DuckDB."""
+        if self._raw_tables is None:
+            self._raw_tables = set(self.fact("raw_tables", lambda: [
+                r[0] for r in self.connection().execute("SELECT raw_table FROM nsysql_tables").fetchall()]))
+        return self._raw_tables
+
+    def has(self, table: str) -> bool:
+        """Whether the export holds the raw data behind a normalized table."""
+        raw = SOURCES.get(table, (None,))[0]
+        return raw is None or any(fnmatchcase(t, raw) for t in self.raw_tables)
+
+    def require(self, tables, purpose: str) -> None:
+        """Raise MissingDataError unless every requirement holds; `a|b` needs at least one of a, b."""
+        for requirement in tables:
+            options = [t for t in requirement.split("|") if t in SOURCES]
+            if options and not any(self.has(t) for t in options):
+                raws = " or ".join(SOURCES[t][0] for t in options)
+                flag = SOURCES[options[0]][1]
+                raise MissingDataError(f"{self.path.name} has no {raws}, which {purpose} needs; capture with {flag}")
+
+    # -- facts and answers kept beside the cache ---------------------------------------------------------
+    def fact(self, name: str, compute: Callable[[], Any]) -> Any:
+        """A fact about the export (JSON-able), computed once and kept beside the cache."""
+        kept = answers.load_facts(self.cache_path, name) if self.keeps_answers else None
+        if kept is None:
+            kept = compute()
+            if self.keeps_answers:
+                answers.store_facts(self.cache_path, name, kept)
+        return kept
+
+    def load_answer(self, q: catalog.Query, bound: dict) -> pl.DataFrame | None:
+        return answers.load(self.cache_path, q, bound)
+
+    def store_answer(self, q: catalog.Query, bound: dict, df: pl.DataFrame) -> None:
+        answers.store(self.cache_path, q, bound, df)
+
+    def answer_file(self, q: catalog.Query, bound: dict) -> Path | None:
+        return answers.stored_file(self.cache_path, q, bound)
+
+
+@dataclass(frozen=True)
+class _PrivateCopy:
+    """A copy of a cache that this process could not add tables to in place, in a directory of its own."""
+    directory: Path
+    name: Path
+
+
+# Every handle of this process: DuckDB gives a new connection to a file that a connection of the process still
+# holds open the database as that connection read it, so when tables built on first use replace a cache file,
+# every handle's connection to it is closed (_release) and the next query reads the file now on disk.
+_OPEN: weakref.WeakSet[Store] = weakref.WeakSet()
+
+
+def _release(cache_path: Path) -> None:
+    """Close every connection of this process to the cache file `cache_path` (each handle reopens it on use).
+    A handle that gave its connection out (`Export.con`) holds a whole cache, which nothing replaces."""
+    for handle in list(_OPEN):
+        if handle.cache_path == cache_path and handle._private is None:  # a private copy is the handle's own
+            handle.close_connection()
+
+
+@functools.lru_cache(maxsize=1)
+def _on_first_use() -> frozenset[str]:
+    """The normalized tables a first open leaves out (importer.built_on_first_use)."""
+    return frozenset(q.name for q in catalog.group("normalize.nsys3") if importer.built_on_first_use(q))
+
+
+_MISSING = re.compile(r'(?:Table|View) with name "?(\w+)"? does not exist')
+
+
+def _missing_relation(exc: duckdb.CatalogException) -> str | None:
+    """The table or view a DuckDB catalog error says does not exist."""
+    m = _MISSING.search(str(exc))
+    return m.group(1) if m else None
+
+
+def unpack_xz(path: Path, directory: Path) -> Path:
+    """Decompress an .sqlite.xz export into `directory` once (keyed by the .xz file's identity)."""
+    import lzma
+    import shutil
+
+    inputs.regular_file(path)
+    target = directory / f"{inputs.safe_name(path.name[:-3].removesuffix('.sqlite'))}-{cache_key(path, 'xz')}.sqlite"
+    if not target.exists():
+        fd, tmp = tempfile.mkstemp(prefix=f".unpacking-{owner_tag()}-", dir=directory)
+        try:
+            with lzma.open(path) as src, os.fdopen(fd, "wb") as dst:
+                head = src.read(len(importer.SQLITE_MAGIC))
+                if head != importer.SQLITE_MAGIC:  # named as the user's .xz, and nothing kept in the cache
+                    raise NsysqlError(f"{path} unpacks to something that is not a SQLite file; compress the "
+                                      ".sqlite export itself (nsys export --type sqlite REPORT.nsys-rep, then xz)")
+                dst.write(head)
+                shutil.copyfileobj(src, dst, 1 << 20)
+            os.replace(tmp, target)
+        except (lzma.LZMAError, EOFError):  # EOFError: a truncated .xz (an interrupted copy)
+            raise NsysqlError(f"{path} is not a valid .xz file (damaged or truncated?); decompress it yourself "
+                              f"(xz -dk {path})") from None
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return target
+
+
