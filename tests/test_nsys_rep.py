@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysql.store import nsys_rep
 from nsysql.cli import app
+from nsysql.store import nsys_rep
 
 STAND_IN = '''#!{python}
 import os, shutil, sys

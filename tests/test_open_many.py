@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysql.core import progress
-from nsysql.store import open_many
 from nsysql.cli import app
+from nsysql.core import progress
 from nsysql.errors import NsysqlError
+from nsysql.store import open_many
 
 
 def test_jobs_follow_nsysql_jobs(monkeypatch):
