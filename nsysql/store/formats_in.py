@@ -255,7 +255,7 @@ def _arrow_table(con, f: Folder, table: str, file: Path, stubs: dict, part: byte
             with file.open("rb") as fh:
                 is_file = fh.read(6) == ARROW_FILE_MAGIC
         source = io.BytesIO(part) if part is not None else file
-        read = (lambda **how: pl.read_ipc(source, memory_map=False, **how)) if is_file else \
+        read = (lambda **how: pl.read_ipc(source, **how)) if is_file else \
             (lambda **how: pl.read_ipc_stream(source, **how))
         try:
             frame = read()
