@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import nsysql
-from nsysql.cli import app
+from nsysql.cli.app import app
 
 FORMATS = Path(__file__).resolve().parents[1] / ".." / "shared" / "samples" / "ddp-2gpu" / "formats"
 pytestmark = pytest.mark.skipif(not (FORMATS / "parquetdir.tar.xz").is_file(),

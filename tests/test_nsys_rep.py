@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.store import nsys_rep
 
 STAND_IN = '''#!{python}

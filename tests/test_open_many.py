@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysql.cli import app
+from nsysql.cli.app import app
 from nsysql.core import progress
 from nsysql.errors import NsysqlError
 from nsysql.store import open_many
