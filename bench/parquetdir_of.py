@@ -23,7 +23,7 @@ def convert(src: Path, out: Path, tables: set[str] | None = None) -> list[str]:
     """Write `src`'s tables (or only `tables`) to `out`; returns the tables written."""
     from nsysql.sql.engine import connect, quote_ident, quote_literal
     out.mkdir(parents=False)
-    con = connect(None, with_sqlite=True)
+    con = connect(":memory:", with_sqlite=True)
     con.execute(f"ATTACH {quote_literal(str(src.resolve()))} AS s (TYPE sqlite, READ_ONLY)")
     names = [r[0] for r in con.execute(
         "SELECT name FROM sqlite_scan($p, 'sqlite_master') WHERE type = 'table' ORDER BY name",
