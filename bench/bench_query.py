@@ -33,7 +33,7 @@ if sys.argv[4]:
     q = catalog.get(sys.argv[4])
     ex.con  # every table built first: one built on first use later would close the connection, and its TEMP tables
     ex._materialize_inputs(q)  # the analyses it reads, as a command makes them (not timed)
-    params = q.bound_params(views.stated_defaults(q))
+    params = q.bound_params(q.stated_defaults())
 if sys.argv[5]:
     ex.con.execute(f"SET threads = {int(sys.argv[5])}")
 before = resource.getrusage(resource.RUSAGE_SELF)

@@ -116,8 +116,8 @@ def _query(q) -> list[str]:
     lines = [f"### {q.id}", "", f"`queries/{q.path}` · v{q.version}", "", _cell(q.purpose) or "(no purpose given)", ""]
     if q.requires:
         lines += ["Requires: " + ", ".join(f"`{r}`" for r in q.requires) + ".", ""]
-    if q.params and q.params != "none":
-        lines += [f"Parameters: {_cell(q.params)}", ""]
+    if q.params:
+        lines += [f"Parameters: {_cell(q.meta['params'])}", ""]
     if q.columns:
         lines += ["| column | type | unit | decimals |", "|---|---|---|---|"]
         lines += [f"| `{_cell(c.name)}` | {c.type} | {_cell(c.unit)} | {'' if c.decimals is None else c.decimals} |"

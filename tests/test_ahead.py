@@ -12,7 +12,7 @@ import pytest
 
 import nsysql
 from nsysql.answers import ahead
-from nsysql.sql import catalog, views
+from nsysql.sql import catalog
 from nsysql.store import stored as answers
 
 from conftest import FIXTURES
@@ -28,7 +28,7 @@ def nsysql_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
 def stored(cache_path, query_id: str) -> bool:
     """Whether the query's answer with its header defaults (what a command's default output reads) is stored."""
     q = catalog.get(query_id)
-    return answers.stored_file(cache_path, q, q.bound_params(views.stated_defaults(q))) is not None
+    return answers.stored_file(cache_path, q, q.bound_params(q.stated_defaults())) is not None
 
 
 def test_the_first_command_answers_then_a_background_run_stores_the_rest(tmp_path):

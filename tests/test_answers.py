@@ -115,10 +115,10 @@ def test_unwritable_cache_directory_only_costs_the_speed_up(tmp_path, monkeypatc
 @pytest.mark.parametrize("group", ["reports", "analysis", "findings"])
 def test_every_answer_round_trips_exactly(tmp_path, group):
     from nsysql.errors import NsysqlError
-    from nsysql.sql.views import _NO_DEFAULT, param_defaults
+    from nsysql.sql.catalog import NO_DEFAULT as _NO_DEFAULT
     with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
         for q in catalog.group(group):
-            params = param_defaults(q)
+            params = q.defaults()
             if any(v is _NO_DEFAULT for v in params.values()):
                 continue
             try:

@@ -73,7 +73,7 @@ GOOD = """-- nsysql: analysis.toy v3
 --   name | VARCHAR | text
 --   total_ns | BIGINT | ns (all of it)
 --   pct | DOUBLE | pct | 1
-SELECT 1;
+SELECT 1 LIMIT $top;
 """
 
 
@@ -81,7 +81,8 @@ def test_header_parser_reads_multi_line_values():
     q = catalog.parse(GOOD, "analysis/toy.sql")
     assert (q.id, q.version, q.purpose, q.requires) == ("analysis.toy", 3, "A toy.", ("kernel", "analysis.steps"))
     assert q.meta["notes"] == "First line.\nSecond line, indented."
-    assert q.params == "$top BIGINT default 10 (rows shown,\nat most)"
+    assert q.params == (catalog.Param("top", "BIGINT", 10, "rows shown, at most"),)
+    assert q.meta["params"] == "$top BIGINT default 10 (rows shown,\nat most)"
     assert [(c.name, c.type, c.unit, c.decimals) for c in q.columns] == [
         ("name", "VARCHAR", "text", None), ("total_ns", "BIGINT", "ns (all of it)", None), ("pct", "DOUBLE", "pct", 1)]
     assert set(q.meta) == {"purpose", "requires", "params", "notes"}  # no junk keys from continuation lines
@@ -104,6 +105,29 @@ def test_header_parser_rejects_with_file_and_line(line, number, message):
 def test_header_parser_rejects_bad_columns(bad, message):
     with pytest.raises(catalog.HeaderError, match=f"toy.sql:11: {message}"):
         catalog.parse(GOOD.replace("--   pct | DOUBLE | pct | 1", bad), "analysis/toy.sql")
+
+
+@pytest.mark.parametrize("params, message", [
+    ("$top BIGINT default 10, $limit BIGINT", "unused: limit"),
+    ("none", "undeclared: top"),
+    ("$top default 10", "a parameter is '$name TYPE"),
+    ("$top BIGINT default 10 (unclosed", "a parameter is '$name TYPE"),
+])
+def test_header_params_declare_exactly_what_the_sql_uses(params, message):
+    text = re.sub(r"-- params: .*?\n--  *at most\)\n", f"-- params: {params}\n", GOOD, flags=re.S)
+    assert text != GOOD
+    with pytest.raises(catalog.HeaderError, match=re.escape(message)):
+        catalog.parse(text, "analysis/toy.sql")
+
+
+def test_header_params_are_typed_once():
+    """Commas and apostrophes inside a parameter's help, quoted defaults with commas, and null/true defaults."""
+    got = catalog.parse_params("$a VARCHAR default 'x, y' (the thread's, or none), b BOOLEAN default true, "
+                               "$c BIGINT default null (pid; null = every one), $d DOUBLE", "toy")
+    assert got == (catalog.Param("a", "VARCHAR", "x, y", "the thread's, or none"),
+                   catalog.Param("b", "BOOLEAN", True), catalog.Param("c", "BIGINT", None, "pid; null = every one"),
+                   catalog.Param("d", "DOUBLE"))
+    assert not got[3].has_default and got[2].has_default
 
 
 def test_header_parser_needs_the_required_keys():

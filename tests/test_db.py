@@ -169,7 +169,7 @@ def test_views_give_what_export_run_gives(built, opened, golden):
         for q in VIEW_QUERIES:
             if names[q.id] not in made:
                 continue  # not a view: see the test above
-            defaults = views.param_defaults(q)  # a view of a parameterized query has its header defaults
+            defaults = q.defaults()  # a view of a parameterized query has its header defaults
             try:
                 want = ex.run(q.id, **defaults).rows()
             except MissingDataError:  # the export lacks its raw table (unified memory, syscalls): nothing to compare

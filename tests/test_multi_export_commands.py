@@ -153,7 +153,7 @@ def test_db_one_schema_per_export(run, opened, tmp_path, export_files):
             for q in queries:  # each schema's views read that schema's tables, not another export's
                 if names[q.id] in made:
                     try:
-                        want = ex.run(q.id, **views.param_defaults(q)).rows()
+                        want = ex.run(q.id, **q.defaults()).rows()
                     except MissingDataError:  # the export lacks its raw table (unified memory, syscalls): nothing to compare
                         continue
                     _rows_match(con.execute(f'SELECT * FROM {schema}."{names[q.id]}"').fetchall(), want)

@@ -121,7 +121,7 @@ def test_mangled_names_fall_back_without_the_column(synth, report):
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
-@pytest.mark.parametrize("q", [q for q in catalog.group("analysis") if q.params == "none"], ids=lambda q: q.id)
+@pytest.mark.parametrize("q", [q for q in catalog.group("analysis") if not q.params], ids=lambda q: q.id)
 def test_every_analysis_runs_or_names_what_is_missing(synth, flavour, q):
     missing = run_or_missing(synth[flavour], q)
     assert missing is None or (flavour == "2021" and "\n" not in missing and "has no NVTX_EVENTS" in missing)

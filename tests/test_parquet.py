@@ -15,7 +15,6 @@ from nsysql.answers.dataset import export_name
 from nsysql.cli.app import app
 from nsysql.errors import MissingDataError
 from nsysql.sql import catalog
-from nsysql.sql.views import param_defaults
 
 from conftest import golden_exports
 from plainwalk import Plain
@@ -114,7 +113,7 @@ def test_reports_run_unchanged_on_duckdb_over_the_dataset(dataset, opened, two, 
     for name, (ident, _) in zip(("first", "second"), two):
         with duckdb_over(dataset, name) as con:
             # the kernel reports' arguments are $params (name_form, nvtx_name): bound at their header defaults
-            rel = con.execute(q.sql, q.bound_params(param_defaults(q)))
+            rel = con.execute(q.sql, q.bound_params(q.defaults()))
             assert [d[0] for d in rel.description] == [c.name for c in q.columns]
             try:
                 want = opened[ident].report(q.name).rows()

@@ -188,7 +188,7 @@ def test_cuda_methods_fail_with_one_line(ex, method):
         getattr(ex, method)()
 
 
-@pytest.mark.parametrize("q", [q for q in catalog.group("analysis") if q.params == "none"], ids=lambda q: q.id)
+@pytest.mark.parametrize("q", [q for q in catalog.group("analysis") if not q.params], ids=lambda q: q.id)
 def test_every_analysis_runs_or_names_what_is_missing(ex, q):
     missing = run_or_missing(ex, q)
     assert missing is None or ("\n" not in missing and "capture with --trace=" in missing)

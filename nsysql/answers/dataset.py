@@ -132,7 +132,7 @@ def _write_views_table(con, made: list[catalog_views.CatalogView]) -> None:
         [v.view_name, v.query.id, v.query.version, v.description,
          json.dumps([{"name": c.name, "type": c.type, "unit": c.unit, "decimals": c.decimals}
                      for c in v.query.columns]),
-         v.query.params, v.note or None, v.query.sql]
+         v.query.meta.get("params", "none"), v.note or None, v.query.sql]
         for v in made])
 
 

@@ -38,8 +38,7 @@ def rules() -> list[catalog.Query]:
 
 def rule_params(query: catalog.Query, overrides: dict | None = None) -> dict:
     """The rule's $params at their header defaults, with `overrides` (by name) applied where the rule uses them."""
-    from nsysql.sql.views import param_defaults
-    values = dict(param_defaults(query))
+    values = dict(query.defaults())
     for name, value in (overrides or {}).items():
         if name in values:
             values[name] = value

@@ -56,7 +56,7 @@ def _utc_start(ex) -> int | None:
 def run_over(query_id: str, tables: dict[str, pl.DataFrame], **params) -> pl.DataFrame:
     """Query `query_id` in a fresh DuckDB whose tables `tables` (name -> rows) stand for the analyses it reads: the
     same SQL over the rows of every export of a job (through Parquet: DuckDB reads Polars frames only with pyarrow)."""
-    from nsysql.sql import macros, views
+    from nsysql.sql import macros
     from nsysql.sql.engine import to_polars
     q = catalog.get(query_id)
     con = connect()
@@ -67,7 +67,7 @@ def run_over(query_id: str, tables: dict[str, pl.DataFrame], **params) -> pl.Dat
                 path = Path(tmp) / f"{name}.parquet"
                 frame.write_parquet(path)
                 con.execute(f"CREATE TABLE {quote_ident(name)} AS SELECT * FROM read_parquet($p)", {"p": str(path)})
-            bound = q.bound_params({**views.stated_defaults(q), **params})
+            bound = q.bound_params({**q.stated_defaults(), **params})
             return to_polars(con.sql(q.sql, params=bound))
     finally:
         con.close()

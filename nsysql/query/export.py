@@ -14,7 +14,7 @@ import polars as pl
 
 from nsysql.core import progress
 from nsysql.errors import MissingDataError, NsysqlError
-from nsysql.sql import analyses, catalog, views
+from nsysql.sql import analyses, catalog
 from nsysql.sql.engine import error_line, quote_ident, to_polars
 from nsysql.store.store import Store, damaged_file
 
@@ -24,7 +24,7 @@ INPUT_ANSWER_ROWS = 50_000
 
 def report_defaults(q: catalog.Query) -> dict:
     """A report's $params at their header defaults (every report parameter has one)."""
-    return dict(views.param_defaults(q))
+    return dict(q.defaults())
 
 
 class Export:
@@ -120,7 +120,7 @@ class Export:
         # first, even with an answer stored: an input analysis is stored as an answer without this check
         # (_keep_input_answer), and has() reads the raw tables kept beside the cache, not DuckDB
         self.require(q.requires, q.id)
-        bound = q.bound_params({**views.stated_defaults(q), **params})  # a parameter left out takes its header default
+        bound = q.bound_params({**q.stated_defaults(), **params})  # a parameter left out takes its header default
         stored = self.store.load_answer(q, bound) if self._answers_kept else None
         if stored is not None:  # computed by an earlier command on this export (nsysql/store/stored.py)
             return stored

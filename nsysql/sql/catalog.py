@@ -24,7 +24,29 @@ from pathlib import Path
 from nsysql.errors import NsysqlError
 
 _HEADER = re.compile(r"^--\s*nsysql:\s*(?P<id>[\w.]+)\s+v(?P<version>\d+)\s*$")
-_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
+PARAM_REF = re.compile(r"\$([A-Za-z_]\w*)")  # a $parameter in a query's SQL
+
+
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT = _NoDefault()  # a parameter whose header states no default: the caller must give it
+
+
+@dataclass(frozen=True)
+class Param:
+    """A $parameter as the header's `params:` line declares it: `$name TYPE [default VALUE] [(what it means)]`,
+    the default as a Python value (NO_DEFAULT where none is stated)."""
+    name: str
+    type: str
+    default: object = NO_DEFAULT
+    help: str = ""
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not NO_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -41,7 +63,7 @@ class Query:
     version: int
     purpose: str
     requires: tuple[str, ...]
-    params: str
+    params: tuple[Param, ...]
     columns: tuple[Column, ...]
     sql: str
     path: str
@@ -54,7 +76,19 @@ class Query:
     @property
     def param_names(self) -> list[str]:
         """The $parameters the SQL uses (comments ignored), sorted."""
-        return sorted(set(_PARAM.findall(strip_comments(self.sql))))
+        return sorted(set(PARAM_REF.findall(strip_comments(self.sql))))
+
+    def param(self, name: str) -> Param | None:
+        """The header's declaration of $name, if it has one."""
+        return next((p for p in self.params if p.name == name), None)
+
+    def defaults(self) -> dict[str, object]:
+        """Each $param the SQL uses -> its header default (NO_DEFAULT where the header states none)."""
+        return {n: p.default if (p := self.param(n)) else NO_DEFAULT for n in self.param_names}
+
+    def stated_defaults(self) -> dict[str, object]:
+        """The $params the SQL uses whose header states a default -> that default."""
+        return {n: v for n, v in self.defaults().items() if v is not NO_DEFAULT}
 
     @property
     def args(self) -> dict[str, dict[str, object]]:
@@ -118,8 +152,7 @@ def valued_args(query: Query) -> list[str]:
     """A report's whole-number $params that no flag argument sets: each is also NVIDIA's `NAME:param=N` argument
     (`um_sum:rows=5`)."""
     set_by_flags = {param for setting in query.args.values() for param in setting}
-    return [n for n in query.param_names if n not in set_by_flags
-            and re.search(rf"\$?\b{re.escape(n)}\s+BIGINT\b", query.params or "")]
+    return [n for n in query.param_names if n not in set_by_flags and (p := query.param(n)) and p.type == "BIGINT"]
 
 
 def report_params(query: Query, args: list[str]) -> dict[str, object]:
@@ -222,10 +255,51 @@ def parse(text: str, path: str) -> Query:
     if not columns and not values["columns"]:
         raise HeaderError(f"{path}: header lists no columns (`columns: none` for a file that returns no rows)")
     requires = tuple(r.strip() for r in meta["requires"].split(",") if r.strip() and r.strip() != "none")
-    return Query(
-        id=m["id"], version=int(m["version"]), purpose=meta["purpose"],
-        requires=requires, params=meta["params"] or "none", columns=tuple(columns),
-        sql=text, path=path, meta=meta)
+    q = Query(id=m["id"], version=int(m["version"]), purpose=meta["purpose"],
+              requires=requires, params=parse_params(meta["params"], f"{path}: params"), columns=tuple(columns),
+              sql=text, path=path, meta=meta)
+    declared = {p.name for p in q.params}
+    if set(q.param_names) != declared:
+        undeclared, unused = sorted(set(q.param_names) - declared), sorted(declared - set(q.param_names))
+        raise HeaderError(f"{path}: the params line must declare exactly the $parameters the SQL uses"
+                          + (f"; undeclared: {', '.join(undeclared)}" if undeclared else "")
+                          + (f"; unused: {', '.join(unused)}" if unused else ""))
+    return q
+
+
+_PARAM_ITEM = re.compile(r"\$?(?P<name>[A-Za-z_]\w*)\s+(?P<type>[A-Z]+)"
+                         r"(?:\s+default\s+(?P<default>'[^']*'|\"[^\"]*\"|[^\s(,]+))?\s*(?:\((?P<help>.*)\))?", re.S)
+
+
+def parse_params(text: str, where: str) -> tuple[Param, ...]:
+    """A `params:` value: `none`, or `$name TYPE [default VALUE] [(what it means)]` items separated by commas
+    outside parentheses and quotes. The one reader of a header's parameters."""
+    text = text.strip()
+    if text in ("", "none"):
+        return ()
+    items, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"" and depth == 0:  # a quoted default; an apostrophe in the help (the thread's) is text
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    params = []
+    for item in items:
+        m = _PARAM_ITEM.fullmatch(item.strip())
+        if not m:
+            raise HeaderError(f"{where}: a parameter is '$name TYPE [default VALUE] [(what it means)]', "
+                              f"got {item.strip()[:60]!r}")
+        default = header_literal(m["default"]) if m["default"] is not None else NO_DEFAULT
+        params.append(Param(m["name"], m["type"], default, " ".join((m["help"] or "").split())))
+    return tuple(params)
 
 
 def _column(text: str, where: str) -> Column:

@@ -8,21 +8,8 @@ The option names are NVIDIA's (`gap`, `threshold`, `chunks`, `rows`), given as `
 and `gap=500` to `Export.analyze`."""
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from nsysql.errors import NsysqlError
 from nsysql.sql import catalog
-
-_OPTION = re.compile(r"\$(?P<name>[A-Za-z_]\w*)\s+(?P<type>[A-Z]+)\s+default\s+(?P<default>-?\d+)\s*(?:\((?P<help>[^)]*)\))?")
-
-
-@dataclass(frozen=True)
-class Option:
-    name: str
-    type: str
-    default: int
-    help: str
 
 
 def names() -> list[str]:
@@ -35,13 +22,9 @@ def query(rule: str) -> catalog.Query:
     return catalog.get(f"rules.{rule}")
 
 
-def options(rule: str) -> dict[str, Option]:
-    """The rule's options in header order, with NVIDIA's defaults."""
-    from nsysql.sql.views import param_defaults  # the one reader of header defaults
-    q = query(rule)
-    defaults = param_defaults(q)
-    return {m["name"]: Option(m["name"], m["type"], int(defaults[m["name"]]), (m["help"] or "").strip())
-            for m in _OPTION.finditer(q.params)}
+def options(rule: str) -> dict[str, catalog.Param]:
+    """The rule's options in header order, with NVIDIA's defaults (each a whole number)."""
+    return {p.name: p for p in query(rule).params}
 
 
 def params(rule: str, given: dict) -> dict[str, int]:
@@ -51,7 +34,7 @@ def params(rule: str, given: dict) -> dict[str, int]:
     if unknown:
         raise NsysqlError(f"rule {rule} has no option {', '.join(unknown)}; its options: "
                           f"{', '.join(known) or 'none'}")
-    values = {name: o.default for name, o in known.items()}
+    values = {name: int(o.default) for name, o in known.items()}  # type: ignore[call-overload]
     values.update({k: int(v) for k, v in given.items() if v is not None})
     for name, value in values.items():  # thresholds, counts and sizes; rows takes -1 for "all", as NVIDIA's
         lowest = -1 if name == "rows" else 0

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import duckdb
 
@@ -34,8 +33,6 @@ from nsysql.sql.engine import quote_ident, quote_literal
 
 VIEW_GROUPS = ("reports", "analysis", "findings")
 STORED_INPUT = "nsysql_input_"  # + a view's name: the table of its rows that a database file keeps (store_inputs)
-_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
-_VALUE = r"(?P<v>'[^']*'|\"[^\"]*\"|[^\s,;)]+)"
 
 
 @dataclass(frozen=True)
@@ -170,7 +167,7 @@ def create_macros(con: duckdb.DuckDBPyConnection, views: list[CatalogView]) -> l
     for v in views:
         names = v.query.param_names
         if v.sql is not None and names and not v.private:
-            defaults = param_defaults(v.query)
+            defaults = v.query.defaults()
             signature = ", ".join(f"{quote_ident(n)} := {sql_literal(defaults[n])}" for n in names)
             inner = quote_ident(f"_{v.view_name}_body")
             try:
@@ -191,12 +188,12 @@ def _create_body_macro(con: duckdb.DuckDBPyConnection, name: str, sql: str, name
     params = ", ".join(f"nsysql_param_{n}" for n in names)
     try:
         con.execute(f"CREATE MACRO {name}({params}) AS TABLE "
-                    f"{_PARAM.sub(lambda m: f'nsysql_param_{m.group(1)}', _body(sql))}")
+                    f"{catalog.PARAM_REF.sub(lambda m: f'nsysql_param_{m.group(1)}', _body(sql))}")
         return
     except duckdb.BinderException:
         pass
     args = "nsysql_args AS (SELECT " + ", ".join(f"nsysql_param_{n} AS {quote_ident(n)}" for n in names) + ")"
-    body = _PARAM.sub(lambda m: f"(SELECT {quote_ident(m.group(1))} FROM nsysql_args)", _body(sql))
+    body = catalog.PARAM_REF.sub(lambda m: f"(SELECT {quote_ident(m.group(1))} FROM nsysql_args)", _body(sql))
     lines = body.splitlines()
     first = next(i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--"))
     head = re.match(r"\s*WITH(\s+RECURSIVE)?(\s|$)", lines[first], re.IGNORECASE)
@@ -240,39 +237,16 @@ def _join(a: str, b: str) -> str:
 
 def _with_defaults(q: catalog.Query) -> tuple[str | None, str]:
     """The SQL with each $param replaced by its header default, or None when one has no default."""
-    defaults = param_defaults(q)
+    defaults = q.defaults()
     if not defaults:
         return q.sql, ""
-    missing = [n for n, d in defaults.items() if d is _NO_DEFAULT]
+    missing = [n for n, d in defaults.items() if d is catalog.NO_DEFAULT]
     if missing:
         return None, (f"not a view: needs parameter(s) {', '.join(missing)} and its header gives no default; "
                       f"run it with `nsysql sql` or Export.run('{q.id}', ...)")
     literals = {n: sql_literal(v) for n, v in defaults.items()}
-    sql = _PARAM.sub(lambda m: literals.get(m.group(1), m.group(0)), q.sql)
+    sql = catalog.PARAM_REF.sub(lambda m: literals.get(m.group(1), m.group(0)), q.sql)
     return sql, "parameters fixed at their header defaults: " + ", ".join(f"{n}={literals[n]}" for n in literals)
-
-
-_NO_DEFAULT = object()
-
-
-def param_defaults(q: catalog.Query) -> dict[str, Any]:
-    """Each $param the SQL uses -> its default from the header's params line (Python value), or _NO_DEFAULT."""
-    return {n: header_default(q.params, n) for n in q.param_names}
-
-
-def stated_defaults(q: catalog.Query) -> dict[str, Any]:
-    """The $params whose header states a default -> that default (Python value)."""
-    return {n: v for n, v in param_defaults(q).items() if v is not _NO_DEFAULT}
-
-
-def header_default(params_line: str, name: str):
-    """The default of `name` stated in a params line (`name TYPE default 10`, `name = 'x'`), else _NO_DEFAULT."""
-    pattern = (rf"\$?\b{re.escape(name)}\b[^,;]*?\bdefault\b\s*[:=]?\s*{_VALUE}"
-               rf"|\$?\b{re.escape(name)}\b\s*(?:[A-Za-z]+\s*)?=\s*{_VALUE.replace('?P<v>', '?P<w>')}")
-    m = re.search(pattern, params_line or "")
-    if not m:
-        return _NO_DEFAULT
-    return catalog.header_literal(m.group("v") or m.group("w"))
 
 
 def sql_literal(value) -> str:
