@@ -53,18 +53,23 @@ def jobs(count: int) -> int:
 
 def open_all(paths: Sequence[Path], names: Sequence[str], opener: Callable[[Path], Any]) -> list[Any]:
     """`opener(path)` for each path, several at a time (`jobs`), under one progress line naming those opening:
-    in the order given, each the opened export or the NsysqlError it raised. Other errors are raised (after every
-    open has ended, the opened ones closed)."""
+    in the order given, each the opened export or the NsysqlError it raised. Other errors are raised once every
+    open has ended (the opened ones closed). On Ctrl-C no further open starts and those running finish their
+    cache (a whole one, kept for next time: a build's DuckDB work cannot be stopped from another thread, and a
+    thread left running would abort the process as it exits), then the interrupt goes on."""
     if len(paths) <= 1 or jobs(len(paths)) == 1:
         return [_one(opener, path, name) for path, name in zip(paths, names)]
+    results: list[Any] = []
+    unexpected: BaseException | None = None
     with progress.shown(f"opening {len(paths)} exports"), ThreadPoolExecutor(jobs(len(paths))) as pool:
         futures = [pool.submit(_one, opener, path, name) for path, name in zip(paths, names)]
-        results, unexpected = [], None
         for future in futures:
             try:
                 results.append(future.result())
-            except BaseException as exc:  # noqa: BLE001 - an interrupt or a bug: raised once all are closed
-                unexpected = unexpected or exc
+            except BaseException as exc:  # noqa: BLE001 - an interrupt, or a bug: raised once all have ended
+                if unexpected is None:
+                    unexpected = exc
+                    pool.shutdown(wait=False, cancel_futures=True)  # none of those not started yet
                 results.append(None)
     if unexpected is not None:
         for opened in results:
