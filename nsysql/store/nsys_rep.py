@@ -38,9 +38,12 @@ _chosen: str | None = None  # --nsys, set once by the command line
 
 
 def choose(path: str | os.PathLike | None) -> None:
-    """Use the nsys at `path` (the command line's `--nsys`) before $NSYS and PATH."""
+    """Use the nsys at `path` (the command line's `--nsys`) before $NSYS and PATH; also as $NSYS for the processes
+    this one starts (the run that answers ahead opens the same .nsys-rep, nsysql/answers/ahead.py)."""
     global _chosen
     _chosen = os.fspath(path) if path else None
+    if _chosen:
+        os.environ[NSYS_ENV] = _chosen
 
 
 def is_report(path: Path) -> bool:
