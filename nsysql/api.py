@@ -49,6 +49,12 @@ class Export(export.Export):
         and per step the `straggler`: the rank the others wait for (analysis.comm)."""
         return self.run("analysis.comm")
 
+    def html(self, path: str | os.PathLike) -> Path:
+        """Write summarize's answer as one self-contained HTML page (charts, tables, findings, a timeline of the
+        median step), as `nsysql html` does; returns its path."""
+        from nsysql.answers.html_report import write
+        return write([self], Path(path))
+
     # -- standalone copies (logic in nsysql/answers/dataset.py) ------------------------------------------
     def to_duckdb(self, path: str | os.PathLike, *, force: bool = False):
         """Write a DuckDB file: the normalized tables plus every report and analysis as a documented view."""
@@ -83,6 +89,11 @@ class Job:
         """The job's overview (an `nsysql.answers.overview.Overview`), as `nsysql overview A B`."""
         from nsysql.answers.job_views import overview
         return overview(self.exports)
+
+    def html(self, path: str | os.PathLike) -> Path:
+        """The job's page (as `nsysql html A B`): one self-contained HTML file, the ranks side by side."""
+        from nsysql.answers.html_report import write
+        return write(self.exports, Path(path), title=f"{len(self.exports)} exports of one job")
 
     def close(self) -> None:
         for ex in self.exports:

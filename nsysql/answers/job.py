@@ -136,6 +136,7 @@ def link(exports: list) -> Alignment | None:
         own = (waits.filter(pl.col("source") == i)
                .with_columns([pl.col(c) - shifts[i] for c in time_cols]))
         ex.inject(WAITS, own)
+        ex.clock_shift_ns = shifts[i]  # what puts its timestamps on the job's clock (nsysql/answers/tracedata.py reads it)
     return Alignment(tuple(shifts), residual, *match_counts(waits))
 
 

@@ -271,6 +271,9 @@ def summarize(
         "--deviation", min=0, help="Several exports: flag those whose GPU busy time is more than this many "
                                    "percent from the median.")] = 10.0,
     output: OutputOpt = None,
+    open_page: Annotated[bool, typer.Option(
+        "--open", help="Write the answer as an HTML page (as `nsysql html`) to a temporary file, open it in the "
+                       "browser where there is one, and print its path.")] = False,
     src: Source = SOURCE,
 ) -> None:
     """Where the time went in the steady-state steps (warm-up left out): step time and its breakdown, GPU
@@ -281,6 +284,10 @@ def summarize(
     spread, slowest export per step."""
     from nsysql.answers import multi, summary
     from nsysql.present.render import table_width, use_color, write_text
+    if open_page:
+        from nsysql.cli.html import open_report
+        open_report(exports, src)
+        return
     with src.errors():
         if fmt not in (Format.table, Format.markdown, Format.json):
             raise NsysqlError(f"summarize prints table, markdown or json, not {fmt.value}")
@@ -318,6 +325,8 @@ COMMAND_MODULES = (
     "attribution",
     "diff",
     "plot",
+    "html",
+    "perfetto",
     "db",
     "sql",
     "parquet",

@@ -56,7 +56,7 @@ def table_command(a: Analysis) -> Callable:
     for p in a.params:
         option = typer.Option(p.option, help=p.help, show_default=p.show_default, min=p.min)
         params.append(inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[p.type, option],
-                                        default=p.default))
+                                        default=a.default(p)))
     params += [inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, annotation=Output),
                inspect.Parameter("src", inspect.Parameter.KEYWORD_ONLY, annotation=Source)]
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

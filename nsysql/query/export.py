@@ -13,7 +13,7 @@ import duckdb
 import polars as pl
 
 from nsysql.core import progress
-from nsysql.errors import MissingDataError, NsysqlError
+from nsysql.errors import NsysqlError
 from nsysql.sql import analyses, catalog
 from nsysql.sql.engine import error_line, quote_ident, to_polars
 from nsysql.store.store import Store, damaged_file
@@ -287,53 +287,40 @@ class Export:
         """Per kernel launch: API, queue and kernel time."""
         return self.run("analysis.launch_overhead")
 
+    # the declared analyses (nsysql/sql/analyses.py): each method runs its declaration, which checks the arguments
+    # and holds the defaults (None: the declared default)
     def memcpy(self, by: str = "kind") -> pl.DataFrame:
         """Copies and memsets per copy/memory kind (`by="kind"`), per user NVTX range and kind (`"range"`) or
         per device, stream and kind (`"stream"`): count, bytes, time, GB/s, pageable/pinned, synchronous."""
-        return self.run(analyses.get("memcpy").query(by).id)
+        return self.analysis("memcpy", by)
 
     def overhead(self, by: str = "range") -> pl.DataFrame:
         """Kernel launch overhead per user NVTX range (`by="range"`), kernel name (`"kernel"`) or launching
         thread (`"thread"`): launches, CPU and GPU busy time, API/queue time mean/median/p95, launch_bound."""
-        if by == "range" and self.has("kernel") and not self.has("nvtx_range"):
-            raise MissingDataError(f"{self.path.name} has no NVTX_EVENTS, which overhead per NVTX range (the default) "
-                                   "needs; per launching thread (`by='thread'`) or per kernel (`by='kernel'`) works "
-                                   "without NVTX; capture with --trace=nvtx for ranges")
-        return self.run(analyses.get("overhead").query(by).id)
+        return self.analysis("overhead", by)
 
-    def gaps(self, min_gap_us: float = 100.0, threads: bool = False, calls: bool = True) -> pl.DataFrame:
-        """GPU idle gaps of at least `min_gap_us`, longest first, with the launching thread's CPU context;
-        `threads=True` gives one row per gap and thread instead; `calls=False` skips the CUDA/OS call
-        columns (reading every call is the costly part on a big export)."""
-        if min_gap_us < 0:
-            raise NsysqlError(f"the minimum gap must be 0 µs or more, not {min_gap_us}")
-        if threads:
-            return self.run("analysis.gaps_threads", min_gap_ns=round(min_gap_us * 1000))
-        return self.run("analysis.gaps", min_gap_ns=round(min_gap_us * 1000), with_calls=calls)
+    def gaps(self, min_gap_us: float | None = None, threads: bool = False, calls: bool = True) -> pl.DataFrame:
+        """GPU idle gaps of at least `min_gap_us` (None: 100 µs, the header's default), longest first, with the
+        launching thread's CPU context; `threads=True` gives one row per gap and thread instead; `calls=False`
+        skips the CUDA/OS call columns (reading every call is the costly part on a big export)."""
+        return self.analysis("gaps", min_gap_us=min_gap_us, threads=threads, calls=calls)
 
-    def utilization(self, window_ms: float = 10.0) -> pl.DataFrame:
-        """GPU busy share per device in fixed windows of `window_ms` from the first GPU op to the last."""
-        window_ns = round(window_ms * 1_000_000)
-        if window_ns <= 0:
-            raise NsysqlError(f"the window must be longer than 0 ms, not {window_ms}")
-        span = self.run("analysis.export_totals")["gpu_span_ns"][0] or 0
-        if span // window_ns > 1_000_000:  # a window count that size is a typo, not a question
-            raise NsysqlError(f"{window_ms} ms windows cut the {span / 1e6:.0f} ms of GPU activity into more than "
-                              "a million; choose a longer `window_ms=`")
-        return self.run("analysis.utilization", window_ns=window_ns)
+    def utilization(self, window_ms: float | None = None) -> pl.DataFrame:
+        """GPU busy share per device in fixed windows of `window_ms` (None: 10 ms) from the first GPU op to the last."""
+        return self.analysis("utilization", window_ms=window_ms)
 
     def steps(self) -> pl.DataFrame:
         """Training/inference steps (step-named ranges, else a repeating top-level pattern): wall, GPU busy, split."""
-        return self.run("analysis.steps")
+        return self.analysis("steps")
 
     def efficiency(self, by: str = "op") -> pl.DataFrame:
         """Achieved TFLOP/s (matmul, conv) and GB/s (elementwise) per op and input shapes (`by="op"`) or per
         layer (`"layer"`), from the shapes PyTorch's op markers recorded, with the tensor-core share of matmul time."""
-        return self.run(analyses.get("efficiency").query(by).id, by=by)
+        return self.analysis("efficiency", by)
 
     def analysis(self, name: str, by: str | None = None, **params) -> pl.DataFrame:
-        """A declared analysis by name (nsysql/sql/analyses.py), also one declared outside nsysql: its method above
-        when it has one, else its query with `params` as $params; `by` picks its grouping (its first by default)."""
+        """A declared analysis by name (nsysql/sql/analyses.py), also one declared outside nsysql, run by its
+        declaration with `params`; `by` picks its grouping (its first by default)."""
         return analyses.run(self, analyses.get(name), by, **params)
 
 

@@ -18,19 +18,29 @@ them with the query's header (columns, types, units, decimals), so a renderer ne
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from nsysql.errors import NsysqlError
 from nsysql.sql import catalog
 
 
+class _FromHeader:
+    def __repr__(self) -> str:
+        return "FROM_HEADER"
+
+
+FROM_HEADER = _FromHeader()  # a parameter's default is its $param's default in the query's header (divided by scale)
+
+
 @dataclass(frozen=True)
 class Param:
-    """A parameter of an analysis: a keyword argument of its Export method and a command-line option
-    (`--min-gap-us` for `min_gap_us`, or `flag`, e.g. `--calls/--no-calls`). `sql` names the $param it binds when
-    the analysis has no Export method of its own (the value passes unchanged). `selects`: a flag that, set, runs
-    this query instead (`gaps --threads`: analysis.gaps_threads). A parameter named `top` is the command's own:
-    each export's first N rows (`Analysis.top_by`)."""
+    """A parameter of an analysis: a keyword argument of `Export.analysis` (and of the Export method of the same
+    name) and a command-line option (`--min-gap-us` for `min_gap_us`, or `flag`, e.g. `--calls/--no-calls`). It
+    binds the $param `sql` (its own name when None) to round(value * scale) when `scale` is given, else to the
+    value itself; its default FROM_HEADER is that $param's header default / scale, so a default is stated once.
+    `min`: the lowest value taken. `selects`: a flag that, set, runs this query instead (`gaps --threads`:
+    analysis.gaps_threads). A parameter named `top` is the command's own: each export's first N rows
+    (`Analysis.top_by`)."""
     name: str
     type: Any
     default: Any
@@ -40,6 +50,12 @@ class Param:
     show_default: bool = True
     sql: str | None = None
     selects: str | None = None
+    scale: float | None = None
+    what: str = ""  # how an error names it (`the minimum gap`); the name as `name=` where empty
+
+    def bound(self, value: Any) -> Any:
+        """The $param's value for `value` of this parameter."""
+        return value if self.scale is None or value is None else round(value * self.scale)
 
     @property
     def option(self) -> str:
@@ -92,6 +108,7 @@ class Analysis:
     more_hint: str | None = None
     timestamps: bool = False
     after: str | None = None
+    before: Callable[[Any, str | None, dict], None] | None = None  # checks that need the export: (export, by, values)
 
     @property
     def choices(self) -> list[str]:
@@ -135,25 +152,65 @@ class Analysis:
             if all(params.get(k) == v for k, v in values.items()):
                 raise NsysqlError(message)
 
+    def default(self, p: Param) -> Any:
+        """`p`'s default: as declared, or (FROM_HEADER) its $param's default in the header of this analysis's query."""
+        if p.default is not FROM_HEADER:
+            return p.default
+        q = catalog.get(next(iter(self.queries.values())))
+        declared = q.param(p.sql or p.name)
+        if declared is None or not declared.has_default:
+            raise NsysqlError(f"{self.name}: {q.id} states no default for ${p.sql or p.name}")  # a bad declaration
+        value = declared.default
+        return p.type(value / p.scale) if p.scale and isinstance(value, (int, float)) else value
+
     def caption(self, by: str | None = None, **params) -> str | None:
         return self.title.format(by=by, **params) if self.title else None
 
 
 def run(export, analysis: Analysis, by: str | None = None, **params):
-    """`analysis` on `export`: its Export method when it has one (which checks the arguments), else its query with
-    the params (their declared defaults where left out) as the $params they bind."""
-    method = getattr(type(export), analysis.name, None)
-    if callable(method):
-        return method(export, **({"by": by} if analysis.choices else {}), **params)
+    """`analysis` on `export`, by its declaration: the parameters checked (known, at least their `min`, the declared
+    conflicts, the analysis's own `before` check), each left out or None at its default, then bound to the $params
+    of the query that `by` and the `selects` flags pick. The Export methods of declared analyses call this."""
     own = [p for p in analysis.params if p.name != "top"]
     unknown = set(params) - {p.name for p in own}
     if unknown:
         takes = ", ".join(p.name for p in own) or "none"
         raise NsysqlError(f"{analysis.name} has no parameter {sorted(unknown)[0]!r}; it takes: {takes}")
-    bound = {p.sql or p.name: params.get(p.name, p.default) for p in own if not p.selects}
+    values = {p.name: analysis.default(p) if params.get(p.name) is None else params[p.name] for p in own}
+    for p in own:
+        value = values[p.name]
+        if p.min is not None and value is not None and value < p.min:
+            what = p.what or f"`{p.name}=`"
+            raise NsysqlError(f"{what} must be {p.min:g} or more, not {value:g}")
+    analysis.check(**values)
+    if by is not None and analysis.choices and by not in analysis.choices:
+        analysis.query(by)  # one clear error naming the choices
+    if analysis.before is not None:
+        analysis.before(export, by, values)
+    bound = {p.sql or p.name: p.bound(values[p.name]) for p in own if not p.selects}
     if analysis.by_param:
         bound[analysis.by_param] = by or analysis.default_by
-    return export.run(analysis.query(by, **params).id, **bound)
+    return export.run(analysis.query(by, **values).id, **bound)
+
+
+def _nvtx_for_ranges(export, by: str | None, values: dict) -> None:
+    """overhead by range (its default) reads NVTX ranges: without them, say which groupings work."""
+    from nsysql.errors import MissingDataError
+    if (by or "range") == "range" and export.has("kernel") and not export.has("nvtx_range"):
+        raise MissingDataError(f"{export.path.name} has no NVTX_EVENTS, which overhead per NVTX range (the default) "
+                               "needs; per launching thread (`by='thread'`) or per kernel (`by='kernel'`) works "
+                               "without NVTX; capture with --trace=nvtx for ranges")
+
+
+def _windows_not_too_many(export, by: str | None, values: dict) -> None:
+    """A window count over a million is a typo, not a question."""
+    window_ms = values["window_ms"]
+    if window_ms <= 0:
+        raise NsysqlError(f"the window must be longer than 0 ms, not {window_ms:g}")
+    span = export.run("analysis.export_totals")["gpu_span_ns"][0] or 0
+    if span // round(window_ms * 1_000_000) > 1_000_000:
+        raise NsysqlError(f"{window_ms:g} ms windows cut the {span / 1e6:.0f} ms of GPU activity into more than "
+                          "a million; choose a longer `window_ms=`")
 
 
 NO_SHAPES_HINT = "capture under torch.autograd.profiler.emit_nvtx(record_shapes=True) (nsysql capture does)"
@@ -220,7 +277,7 @@ DECLARED: list[Analysis] = [
         queries={"range": "analysis.overhead_by_range", "kernel": "analysis.overhead_by_kernel",
                  "thread": "analysis.overhead_by_thread"},
         by_help="Group launches per user NVTX range path, kernel name or launching thread.",
-        title="Launch overhead by {by}",
+        title="Launch overhead by {by}", before=_nvtx_for_ranges,
         optional={
             "range": ("pid", "depth", "instances", *_LAUNCH_STATS, "launch_span_ns", "tid", "median_queue_ns",
                       "gpu_idle_ns", "median_api_ns"),
@@ -257,7 +314,8 @@ DECLARED: list[Analysis] = [
     (gap_start_ns/gap_end_ns on the export's clock).
     """,
         queries={"": "analysis.gaps"},
-        params=(Param("min_gap_us", float, 100.0, "Shortest idle gap shown, in µs.", min=0),
+        params=(Param("min_gap_us", float, FROM_HEADER, "Shortest idle gap shown, in µs.", min=0, sql="min_gap_ns",
+                      scale=1000, what="the minimum gap (µs)"),
                 Param("threads", bool, False, "One row per gap and CPU thread, instead of the thread that launched "
                       "the work ending the gap.", selects="analysis.gaps_threads"),
                 Param("top", Optional[int], None, "Only the N longest gaps.", min=1, show_default=False),
@@ -282,7 +340,9 @@ DECLARED: list[Analysis] = [
     Table output shows the first 40 windows; table and markdown show window starts as ms since the capture's first event
     (as `nsysql plot`), csv, json and parquet the exact nanoseconds on the export's clock.""",
         queries={"": "analysis.utilization"},
-        params=(Param("window_ms", float, 10.0, "Window length in ms (> 0)."),),
+        params=(Param("window_ms", float, FROM_HEADER, "Window length in ms (> 0).", sql="window_ns",
+                      scale=1_000_000),),
+        before=_windows_not_too_many,
         title="GPU utilization per {window_ms:g} ms window", timestamps=True, rows_capped=True,
         more_hint="a longer --window-ms, or -f csv / -f parquet -o FILE for all",
         optional=("window_end_ns", "window_index"),

@@ -1,0 +1,250 @@
+"""`nsysql html` in a real browser: headless Chromium through WebDriver (Selenium) opens the reports of the GPT
+fixture, the DataLoader CNN and multi-rank exports from file:// and checks: no console error; every chart drawn
+with a non-zero size; the numbers on the page equal `summarize -f json`'s (read back from the DOM); the timeline
+shows the median step's GPU ops (counted against the raw rows) and zooms; no page-wide horizontal scroll at a
+narrow width. A screenshot per report at 1280x800 and at 420 px wide goes to the test's tmp dir
+(NSYSQL_REPORT_SCREENSHOT=path also writes the GPT one there: docs/img/report.png is made so).
+
+Needs Chromium and its driver (Debian: apt-get install chromium chromium-driver; .ci/run installs them) and the
+test extra's selenium; skips where either is missing. The page itself (no browser) is checked at the end."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nsysql.cli.app import app
+from nsysql.core.units import duration
+
+from conftest import FIXTURES, REPO, unxz
+
+CASES = {
+    "gpt": [FIXTURES / "gpt-tiny-train-annotated" / "export.sqlite.xz"],
+    "cnn-dataloader": [FIXTURES / "cnn-dataloader-train" / "export.sqlite.xz"],
+    "ddp-torchrun": [FIXTURES / "ddp-2gpu-torchrun" / "export.sqlite.xz"],
+    "ddp-job": [FIXTURES / "ddp-2gpu-rank0" / "export.sqlite.xz", FIXTURES / "ddp-2gpu-rank1" / "export.sqlite.xz"],
+}
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync")
+
+
+def browser() -> tuple[str, str] | None:
+    exe = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+    driver = shutil.which("chromedriver")
+    return (exe, driver) if exe and driver else None
+
+
+def make_report(tmp_path: Path, name: str) -> tuple[Path, dict]:
+    """The page and summarize's JSON, for the exports named as a user in the repository would (fixtures/...)."""
+    paths = [os.path.relpath(p) if Path.cwd() == REPO else str(p) for p in CASES[name]]
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    page = tmp_path / f"{name}.html"
+    runner = CliRunner()
+    made = runner.invoke(app, ["html", *paths, "-o", str(page), *cache])
+    assert made.exit_code == 0, made.output
+    out = runner.invoke(app, ["summarize", *paths, "-f", "json", "--full", "--top", "10", *cache])
+    assert out.exit_code == 0, out.output
+    return page, json.loads(out.stdout[out.stdout.index("{"):])
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    found = browser()
+    if found is None:
+        pytest.skip("no Chromium and chromedriver (apt-get install chromium chromium-driver)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium missing: pip install -e '.[test]'")
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    options.add_argument("--window-size=1280,800")
+    options.binary_location = found[0]
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(options=options, service=Service(found[1]))
+    yield d
+    d.quit()
+
+
+def open_page(driver, page: Path) -> None:
+    driver.set_window_size(1280, 800)
+    driver.get(page.as_uri())
+    for _ in range(600):
+        state = driver.execute_script("return [document.body.dataset.ready, document.body.dataset.error]")
+        if state[0] or state[1]:
+            break
+        time.sleep(0.1)
+    assert state == ["1", None], f"the page did not finish drawing: {state}"
+
+
+def at(doc, key: str):
+    for part in key.split("."):
+        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+    return doc
+
+
+def raw_steps(path: Path, tmp_path: Path, names: set[str]) -> dict[int, tuple[int, int]]:
+    """{step: (first start, last end) over the processes}: each process's top-level step ranges, numbered in start
+    order, from the raw NVTX rows."""
+    db = sqlite3.connect(unxz(path, tmp_path / (path.parent.name + ".sqlite")))
+    rows = db.execute("SELECT n.start, n.end, n.globalTid >> 24 & 16777215 FROM NVTX_EVENTS AS n "
+                      "LEFT JOIN StringIds AS s ON s.id = n.textId WHERE n.eventType = 59 "
+                      f"AND COALESCE(n.text, s.value) IN ({','.join('?' * len(names))}) ORDER BY n.start",
+                      sorted(names)).fetchall()
+    per_pid: dict[int, int] = {}
+    steps: dict[int, tuple[int, int]] = {}
+    for start, end, pid in rows:
+        per_pid[pid] = per_pid.get(pid, 0) + 1
+        k = per_pid[pid]
+        lo, hi = steps.get(k, (start, end))
+        steps[k] = (min(lo, start), max(hi, end))
+    return steps
+
+
+def raw_gpu_ops(path: Path, tmp_path: Path, lo: int, hi: int) -> int:
+    db = sqlite3.connect(unxz(path, tmp_path / (path.parent.name + ".sqlite")))
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    return sum(db.execute(f"SELECT COUNT(*) FROM {t} WHERE end >= ? AND start <= ?", (lo, hi)).fetchone()[0]
+               for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+                         "CUPTI_ACTIVITY_KIND_GRAPH_TRACE") if t in tables)
+
+
+SHOWN_TEXT = {  # how the page writes each kind of number (nsysql's own duration() for durations)
+    "_ns": duration,
+    "_pct": lambda v: f"{v:,.1f} %",
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_report_in_chromium(driver, tmp_path, name):
+    page, doc = make_report(tmp_path, name)
+    open_page(driver, page)
+    if name == "gpt" and os.environ.get("NSYSQL_REPORT_SCREENSHOT"):  # README's picture: the page as it opens
+        driver.save_screenshot(os.environ["NSYSQL_REPORT_SCREENSHOT"])
+    errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+    assert not errors, errors
+    # every chart of a shown section is drawn, with a size
+    charts = driver.execute_script("""
+        return [...document.querySelectorAll('[data-chart]')].filter(n => !n.closest('section.hidden')).map(n => {
+            const svg = n.querySelector('svg.main-svg'); const r = svg && svg.getBoundingClientRect();
+            return [n.dataset.chart, svg ? r.width : 0, svg ? r.height : 0, !!n.querySelector('.empty')]; });""")
+    assert charts and all((w > 0 and h > 0) or empty for _, w, h, empty in charts), charts
+    assert any(c[0] == "steps" and c[1] > 0 for c in charts)
+    # the numbers: each card and finding value is summarize's, written as nsysql writes it
+    shown = driver.execute_script("return [...document.querySelectorAll('[data-key]')].map("
+                                  "n => [n.dataset.key, n.dataset.value, n.textContent])")
+    assert len(shown) >= 4 + len(doc["findings"])
+    for key, value, text in shown:
+        expected = at(doc, key)
+        assert float(value) == pytest.approx(expected, rel=1e-12), key
+        fmt = next(f for suffix, f in SHOWN_TEXT.items() if key.endswith(suffix))
+        assert fmt(expected) in text, (key, text)
+    # the top tables: summarize's rows in summarize's order, full names on hover
+    kernels = driver.execute_script("return [...document.querySelectorAll('table[data-table=top_kernels] tbody tr')]"
+                                    ".map(r => [r.cells[0].textContent, r.cells[0].title, r.cells[1].dataset.v])")
+    top = doc["overview"]["top_kernels"]
+    assert [k[0] for k in kernels] == [k["short_name"] if len(k["short_name"]) <= 60 else k["short_name"][:57] + "…"
+                                       for k in top]  # long names cut, whole on hover
+    assert [int(k[2]) for k in kernels] == [k["calls"] for k in top]
+    assert [k[1] for k in kernels] == [k["full_name"] for k in top]
+    # sorting by calls puts the largest first
+    driver.execute_script("document.querySelector('table[data-table=top_kernels] th[data-col=calls]').click()")
+    calls = driver.execute_script("return [...document.querySelectorAll('table[data-table=top_kernels] tbody tr')]"
+                                  ".map(r => Number(r.cells[1].dataset.v))")
+    assert calls == sorted(calls, reverse=True)
+    # ranks: a chart when several ranks, with the straggler marked
+    ranks = {(r["rank"], r["pid"]) for r in doc.get("communication", {}).get("rows", [])}
+    ranks_shown = driver.execute_script("return !document.getElementById('ranks').classList.contains('hidden')")
+    assert ranks_shown == (len(ranks) > 1)
+    if any(r["straggler"] for r in doc.get("communication", {}).get("rows", [])):
+        assert "straggler" in driver.find_element("id", "chart-ranks").text
+    check_timeline(driver, doc, name, tmp_path)
+    driver.save_screenshot(str(tmp_path / f"{name}-1280.png"))
+    # narrow: nothing wider than the window but what scrolls inside its own box (tables)
+    driver.set_window_size(420, 800)
+    time.sleep(1)  # the charts follow the width (Plotly's responsive mode, the legends' room after 150 ms)
+    width = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1] + 1, width
+    driver.save_screenshot(str(tmp_path / f"{name}-420.png"))
+
+
+def check_timeline(driver, doc, name: str, tmp_path: Path) -> None:
+    """The median step's GPU ops are all drawn (as many bars as raw rows overlap the step), and the drag zooms."""
+    steps = doc["overview"]["steps"]
+    walls: dict[int, list[int]] = {}
+    for s in steps:
+        walls.setdefault(s["step"], []).append(s["wall_ns"])
+    by_wall = sorted(walls, key=lambda k: (sum(walls[k]) / len(walls[k]), k))
+    median = by_wall[(len(by_wall) - 1) // 2]
+    selected = driver.execute_script("const s = document.getElementById('step-select'); "
+                                     "return s.options[s.selectedIndex].text")
+    assert selected.startswith(f"step {median} (median)")
+    drawn = driver.execute_script("""
+        const gd = document.getElementById('chart-timeline');
+        const layers = [...gd.querySelectorAll('.barlayer .trace')];
+        let n = 0;
+        gd._fullData.forEach((t, i) => { if (t.meta === 'gpu') n += layers[i].querySelectorAll('.point path').length; });
+        return n;""")
+    expected = 0
+    for path in CASES[name]:
+        windows = raw_steps(path, tmp_path, {s["name"] for s in steps})
+        lo, hi = windows[median]
+        expected += raw_gpu_ops(path, tmp_path, lo, hi)
+    if len(CASES[name]) == 1:
+        assert drawn == expected, (drawn, expected)
+    else:  # a job's step spans its ranks' steps on one clock: at least each rank's own step is drawn
+        assert drawn >= expected > 0, (drawn, expected)
+    before = driver.execute_script("return document.getElementById('chart-timeline').layout.xaxis.range.slice()")
+    from selenium.webdriver.common.action_chains import ActionChains
+    drag = driver.find_element("css selector", "#chart-timeline .nsewdrag")
+    box = drag.rect
+    ActionChains(driver).move_to_element_with_offset(drag, -box["width"] // 4, 0).click_and_hold() \
+        .move_by_offset(box["width"] // 8, 0).release().perform()
+    after = driver.execute_script("return document.getElementById('chart-timeline').layout.xaxis.range.slice()")
+    assert after[1] - after[0] < (before[1] - before[0]) / 4, (before, after)
+
+
+def test_page_is_self_contained(tmp_path):
+    """No browser needed: one file, no external reference, under 5 MB, the JSON inline equal to summarize's."""
+    page, doc = make_report(tmp_path, "gpt")
+    text = page.read_text(encoding="utf-8")
+    assert page.stat().st_size < 5_000_000
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
+    assert "<link" not in text
+    data = re.search(r'<script id="report-data" type="application/json">(.*?)</script>', text, re.S)
+    assert data
+    embedded = json.loads(data.group(1))["summary"]
+    assert embedded == doc
+
+
+def test_summarize_open_writes_and_opens_the_page(tmp_path, monkeypatch):
+    import webbrowser
+    opened: list[str] = []
+    monkeypatch.setattr(webbrowser, "open", lambda uri, *a, **k: opened.append(uri) or True)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    result = CliRunner().invoke(app, ["summarize", str(CASES["gpt"][0]), "--open",
+                                      "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    path = Path(result.stdout.strip().splitlines()[-1])
+    assert path.parent == tmp_path and path.suffix == ".html"
+    assert opened == [path.resolve().as_uri()]
+    assert 'id="report-data"' in path.read_text(encoding="utf-8")
+
+
+def test_export_html(tmp_path):
+    import nsysql
+    with nsysql.open(CASES["gpt"][0], cache_dir=tmp_path / "cache") as ex:
+        written = ex.html(tmp_path / "page.html")
+    text = written.read_text(encoding="utf-8")
+    data = json.loads(re.search(r'<script id="report-data" type="application/json">(.*?)</script>', text, re.S)[1])
+    assert data["summary"]["overview"]["step_time"]["analysed_steps"] == 3
+    assert data["timeline"]["steps"] and data["timeline"]["median"] in {s["step"] for s in data["timeline"]["steps"]}
