@@ -1,8 +1,9 @@
-"""`nsysql.Export`, what `nsysql.open` returns: the export handle (nsysql/query/export.py, the core) plus the features
-as methods that delegate in one line (sanity warnings, diff, overview, findings, standalone copies).
+"""`nsysql.Export`, what `nsysql.open` returns, the one class by that name: the query API (nsysql/query/queries.py:
+one catalogued query per method: reports, rules, declared analyses, SQL) plus, here, the answers that combine
+several queries (sanity warnings, diff, overview, findings, communication, standalone copies, the HTML report),
+each a one-line delegation to its module under nsysql/answers/.
 
-The feature modules take the handle and never import this module, so imports run downhill:
-CLI -> commands -> this facade -> features -> core (tests/test_layers.py)."""
+The answer modules take the handle and never import this module, so imports run downhill (tests/test_layers.py)."""
 from __future__ import annotations
 
 import os
@@ -10,10 +11,10 @@ from pathlib import Path
 
 import polars as pl
 
-from nsysql.query import export
+from nsysql.query import queries
 
 
-class Export(export.Export):
+class Export(queries.Queries):
     """One nsys SQLite export, opened read-only. Use `nsysql.open(path)`."""
 
     def sanity(self) -> list[str]:
@@ -22,7 +23,7 @@ class Export(export.Export):
         from nsysql.answers.sanity import check
         return check(self)
 
-    def diff(self, other: export.Export, by: str = "range", match: str = "exact") -> pl.DataFrame:
+    def diff(self, other: queries.Queries, by: str = "range", match: str = "exact") -> pl.DataFrame:
         """This export (A) against `other` (B) per range path, kernel or layer: times, B - A, biggest change first.
 
         `match="base"` (kernels only) matches kernels by base name, e.g. all GEMMs as `gemm*` across dtypes.
@@ -41,13 +42,6 @@ class Export(export.Export):
         and recoverable_ns (an upper bound of wall time, over the analysed steady-state steps), largest first."""
         from nsysql.answers.findings import run_findings
         return run_findings(self, top=top, **params)
-
-    def comm(self) -> pl.DataFrame:
-        """Communication against compute per rank (rank, pid, device_id) and step: compute_ns, comm_ns, overlap_ns,
-        exposed_comm_ns (each a union of intervals; overlap + exposed = comm), memory_ns, communication split into
-        wait_ns (spinning until the collective's last rank arrives) and transfer_ns, their exposed parts, late_ns
-        and per step the `straggler`: the rank the others wait for (analysis.comm)."""
-        return self.run("analysis.comm")
 
     def html(self, path: str | os.PathLike) -> Path:
         """Write summarize's answer as one self-contained HTML page (charts, tables, findings, a timeline of the

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from nsysql.answers import ahead, summary
 from nsysql.cli.app import app
-from nsysql.query.export import Export
+from nsysql.query.queries import Queries as Export
 from nsysql.store import stored as answers
 
 runner = CliRunner()

@@ -15,7 +15,7 @@ import pytest
 
 import nsysql
 from nsysql.api import Export
-from nsysql.query import export
+from nsysql.query import queries
 from nsysql.sql import catalog
 from nsysql.store import hygiene, importer
 
@@ -135,9 +135,9 @@ def test_the_command_says_it_in_one_line_and_exits_1(tmp_path, monkeypatch):
 
 def test_the_nine_reports_read_none_of_them_and_attribution_does():
     for name in NINE:
-        assert not export.tables_read(catalog.get(f"reports.{name}")) & ON_FIRST_USE, name
-    assert "gpu_op_attribution" in export.tables_read(catalog.get("analysis.layers"))
-    assert "gpu_busy" in export.tables_read(catalog.get("analysis.gaps"))  # through no header: gaps names no table of it
+        assert not queries.tables_read(catalog.get(f"reports.{name}")) & ON_FIRST_USE, name
+    assert "gpu_op_attribution" in queries.tables_read(catalog.get("analysis.layers"))
+    assert "gpu_busy" in queries.tables_read(catalog.get("analysis.gaps"))  # through no header: gaps names no table of it
 
 
 def test_reports_leave_them_out_and_every_answer_equals_a_whole_build(tmp_path):
@@ -182,7 +182,7 @@ def test_con_and_sql_build_what_they_read(tmp_path):
 
 
 def test_a_table_no_query_word_names_is_built_when_duckdb_misses_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(export, "tables_read", lambda q: set())
+    monkeypatch.setattr(queries, "tables_read", lambda q: set())
     with nsysql.open(EXPORT, cache_dir=tmp_path) as ex, \
             Export(EXPORT, cache_dir=tmp_path / "whole", build_all=True) as whole:
         assert same(ex.layers(), whole.layers())
@@ -203,7 +203,7 @@ def test_processes_that_need_them_at_once_build_them_once(tmp_path):
     assert [r.returncode for r in runs] == [0, 0, 0], [err for _, err in outputs]
     assert len({out for out, _ in outputs}) == 1
     built = [stage for stage in (line.split("\t")[1] for line in log.read_text().splitlines()) if stage in ON_FIRST_USE]
-    wanted = importer.statements_to_add(set(STATEMENTS) - ON_FIRST_USE, export.tables_read(catalog.get("analysis.layers")))
+    wanted = importer.statements_to_add(set(STATEMENTS) - ON_FIRST_USE, queries.tables_read(catalog.get("analysis.layers")))
     assert sorted(built) == sorted(q.name for q in wanted), "each table once, by one of them"
     assert {"gpu_op_attribution", "user_range"} <= set(built) < ON_FIRST_USE
 

@@ -136,20 +136,33 @@ def test_the_checker_sees_uphill_imports(tmp_path):
     path = tmp_path / "probe.py"
     path.write_text("from ..sql import catalog\nfrom ..cli.common import gather\nfrom .. import open\n"
                     "import nsysql.present.render\n")
-    assert [t for t, _ in imports("nsysql.query.export", path)] == [
+    assert [t for t, _ in imports("nsysql.query.queries", path)] == [
         "nsysql.sql.catalog", "nsysql.cli.common", "nsysql", "nsysql.present.render"]
     path.write_text("from .common import gather\nfrom .. import open\nfrom ..sql import catalog\n")
     assert [t for t, _ in imports("nsysql.cli.gaps", path)] == ["nsysql.cli.common", "nsysql", "nsysql.sql.catalog"]
-    assert layer_rank("nsysql.cli.common") > layer_rank("nsysql.answers.summary") > layer_rank("nsysql.query.export")
+    assert layer_rank("nsysql.cli.common") > layer_rank("nsysql.answers.summary") > layer_rank("nsysql.query.queries")
 
 
-def test_features_are_methods_of_the_facade_not_of_the_core_handle():
+def test_one_class_named_export_and_a_rule_for_where_a_method_lives():
+    """`nsysql.Export` is the package's one class named Export; the query API (Queries) runs one catalogued query per
+    method, and every method the face adds is one line handing the export to a module under nsysql/answers/."""
+    import inspect
+
     import nsysql
     from nsysql import api
-    from nsysql.query import export
-    assert nsysql.Export is api.Export and issubclass(api.Export, export.Export)
-    for method in ("sanity", "diff", "overview", "findings", "to_duckdb", "to_parquet"):
-        assert method in vars(api.Export) and not hasattr(export.Export, method), method
+    from nsysql.query import queries
+    named = [(m, n) for m, p in MODULES.items()
+             for n in (node.name for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+                       if isinstance(node, ast.ClassDef)) if n == "Export"]
+    assert named == [("nsysql.api", "Export")]
+    assert nsysql.Export is api.Export and issubclass(api.Export, queries.Queries)
+    for name, method in vars(api.Export).items():
+        if name.startswith("_") or not callable(method):
+            continue
+        body = [line.strip() for line in inspect.getsource(method).splitlines()[1:]
+                if line.strip() and not line.strip().startswith(("#", '"""', "`")) and '"""' not in line]
+        imports = [line for line in body if line.startswith("from nsysql.answers")]
+        assert imports, f"Export.{name} hands the export to no module under nsysql/answers/"
 
 
 # -- commands: every module registered, and a broken one is an error ------------------------------------------

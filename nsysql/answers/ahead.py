@@ -27,11 +27,11 @@ from nsysql.answers.summary import build_summary
 from nsysql.core import progress, signals
 from nsysql.errors import NsysqlError
 from nsysql.present.render import time_origin
-from nsysql.query.export import Export
+from nsysql.query.queries import Queries
 from nsysql.store import stored as answers
 
 # (what, how): each computes the answers one command's default output reads, with that command's exact arguments
-DEFAULT_OUTPUTS: list[tuple[str, Callable[[Export], object]]] = [
+DEFAULT_OUTPUTS: list[tuple[str, Callable[[Queries], object]]] = [
     ("the time origin of tables (ms since the capture's first event)", time_origin),
     ("steps", lambda ex: ex.steps()),
     ("layers", lambda ex: (ex.layers(depth=0, merge_repeats=False), ex.attribution_coverage())),
@@ -40,12 +40,12 @@ DEFAULT_OUTPUTS: list[tuple[str, Callable[[Export], object]]] = [
 ]
 
 
-def answer_ahead(export: Export, *, summary: bool = True) -> None:
+def answer_ahead(export: Queries, *, summary: bool = True) -> None:
     """Compute and store the answers above; `summary=False` when the command is `summarize` itself, which
     computes its own sections right away. Best effort: what an export cannot answer (no NVTX, no kernels) is
     left for the command to report when it is asked."""
     with progress.shown("answering common commands ahead (once per export)"):
-        work: list[Callable[[Export], object]] = [build_summary] if summary else []
+        work: list[Callable[[Queries], object]] = [build_summary] if summary else []
         for compute in work + [c for _, c in DEFAULT_OUTPUTS]:
             try:
                 compute(export)
@@ -68,7 +68,7 @@ def mode() -> str:
     return wanted
 
 
-def after_build(export: Export, *, summary: bool = True) -> None:
+def after_build(export: Queries, *, summary: bool = True) -> None:
     """The cache of `export` was just built by this command: answer ahead now, or once the command has answered."""
     chosen = mode()
     if chosen == "foreground":

@@ -22,7 +22,7 @@ from nsysql.sql import views as catalog_views
 from nsysql.sql.engine import connect, quote_ident
 
 if TYPE_CHECKING:
-    from nsysql.query.export import Export
+    from nsysql.query.queries import Queries
 
 PART_FILE = "part-0.parquet"
 PARTITION_KEY = "export"
@@ -77,7 +77,7 @@ def check_duckdb_target(out: Path, force: bool) -> None:
         raise NsysqlError(f"{out.parent}: no such directory; create it first")
 
 
-def write_duckdb(ex: Export, out: Path, *, force: bool = False) -> DuckdbWritten:
+def write_duckdb(ex: Queries, out: Path, *, force: bool = False) -> DuckdbWritten:
     """Copy the normalized tables into `out` and add the catalog's reports and analyses as views (a view that other
     views read over a table of its rows, computed here once: nsysql/sql/views.py)."""
     out = Path(out)
@@ -167,7 +167,7 @@ def check_parquet_target(directory: Path, name: str, force: bool) -> None:
                               "pass `force=True` to replace it, or `name=` to add it under another name")
 
 
-def write_parquet(ex: Export, directory: Path, *, name: str | None = None, force: bool = False) -> ParquetWritten:
+def write_parquet(ex: Queries, directory: Path, *, name: str | None = None, force: bool = False) -> ParquetWritten:
     """Write every normalized table as DIR/<table>/export=<name>/part-0.parquet; other exports stay."""
     directory = Path(directory)
     name = name or export_name(ex.path)

@@ -16,7 +16,7 @@ from nsysql.sql import catalog
 from nsysql.sql.engine import connect, quote_literal
 
 if TYPE_CHECKING:
-    from nsysql.query.export import Export
+    from nsysql.query.queries import Queries
 
 SIDE_QUERIES = {
     "range": "analysis._diff_ranges",
@@ -26,7 +26,7 @@ SIDE_QUERIES = {
 MATCHES = ("exact", "base")
 
 
-def diff(a: "Export", b: "Export", *, by: str = "range", match: str = "exact") -> pl.DataFrame:
+def diff(a: "Queries", b: "Queries", *, by: str = "range", match: str = "exact") -> pl.DataFrame:
     """Per range path, kernel (name or base name) or layer: A's and B's count and time, and the change."""
     if by not in SIDE_QUERIES:
         raise NsysqlError(f"diff `by=` takes {', '.join(SIDE_QUERIES)}, not {by!r}")

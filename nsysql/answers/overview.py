@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from nsysql.query.export import Export
+from nsysql.query.queries import Queries
 
 # Step time breakdown categories, in the priority order of analysis.step_breakdown (JSON keys, and the
 # labels TensorBoard's users know).
@@ -77,7 +77,7 @@ class Overview:
         }
 
 
-def build(export: Export) -> Overview:
+def build(export: Queries) -> Overview:
     """Run the overview's queries; an export without steps or GPU work gets empty frames, never an error."""
     windows = export.run("analysis.steady_steps")
     stats = export.run("analysis.step_stats").row(0, named=True)
@@ -101,13 +101,13 @@ def build(export: Export) -> Overview:
                     comm_wait(export) if ranks else 0)
 
 
-def comm_wait(export: Export) -> int:
+def comm_wait(export: Queries) -> int:
     """The communication kernels' wait (analysis.comm_waits) launched in the analysed steps, summed."""
     waits = export.run("analysis.comm_waits").filter(pl.col("analysed"))
     return int(waits["wait_ns"].sum() or 0)
 
 
-def capture_gpus(export: Export) -> set[int]:
+def capture_gpus(export: Queries) -> set[int]:
     """The device ids of every GPU the capture saw (analysis.capture_facts' `gpus`: `0: name; 1: name`)."""
     text = export.run("analysis.capture_facts")["gpus"][0] or ""
     return {int(part.split(":", 1)[0]) for part in text.split("; ") if part.split(":", 1)[0].strip().isdigit()}
@@ -120,7 +120,7 @@ def rank_maps(instances: pl.DataFrame) -> dict:
             "device": dict(instances.select("device_id", "rank").unique().iter_rows())}
 
 
-def ranks_of(export: Export) -> dict | None:
+def ranks_of(export: Queries) -> dict | None:
     """pid -> rank of the processes that ran communication kernels, when there are several; else None."""
     if not (export.has("kernel") and export.has("runtime")) or not export.run("analysis._comm_present")["present"][0]:
         return None
@@ -128,7 +128,7 @@ def ranks_of(export: Export) -> dict | None:
     return dict(rows.iter_rows()) if rows.height > 1 else None
 
 
-def graph_trace_note(export: Export) -> str:
+def graph_trace_note(export: Queries) -> str:
     """What an export with CUDA graphs traced at graph level (nsys's default) shows of them, and what it cannot."""
     launches, graphs, ns = export.run("analysis.graph_launches").row(0)
     return (f"CUDA graphs traced at graph level: {launches:,} graph launch{'es' * (launches != 1)} of {graphs:,} "

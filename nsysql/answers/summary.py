@@ -13,7 +13,7 @@ from nsysql.answers.overview import BREAKDOWN, BREAKDOWN_KEYS, Overview
 from nsysql.answers.overview import build as build_overview
 from nsysql.core import progress, units
 from nsysql.present.render import Format, Meta, cell_text, middle, table_width, time_origin, to_markdown, to_table
-from nsysql.query.export import Export
+from nsysql.query.queries import Queries
 from nsysql.sql import catalog
 from nsysql.store.inputs import printable
 
@@ -47,7 +47,7 @@ class Section:
 
 @dataclass
 class Summary:
-    export: Export
+    export: Queries
     capture: dict  # analysis.capture_facts, plus the capture-wide GPU figures
     overview: Overview
     findings: pl.DataFrame | None
@@ -57,12 +57,12 @@ class Summary:
     title: str | None = None  # what the summary is of, when not one export (the exports of one job)
 
 
-def build_summary(export: Export, *, top: int = 5, full: bool = False) -> Summary:
+def build_summary(export: Queries, *, top: int = 5, full: bool = False) -> Summary:
     with progress.shown("summarizing"):
         return _build_summary(export, top=top, full=full)
 
 
-def _build_summary(export: Export, *, top: int, full: bool) -> Summary:
+def _build_summary(export: Queries, *, top: int, full: bool) -> Summary:
     capture = export.run("analysis.capture_facts").row(0, named=True)
     totals = export.run("analysis.export_totals").row(0, named=True)
     capture.update(gpu_busy_ns=totals["gpu_busy_ns"], gpu_span_ns=totals["gpu_span_ns"])
@@ -75,7 +75,7 @@ def _build_summary(export: Export, *, top: int, full: bool) -> Summary:
     return Summary(export, capture, build_overview(export), findings, details, origin, communication_section(export))
 
 
-def communication_section(export: Export) -> Section | None:
+def communication_section(export: Queries) -> Section | None:
     """Per analysed step and rank: compute, transfer, wait, exposed communication, lateness and the straggler
     (analysis.comm); None without communication kernels. With several ranks it leads the summary, with the
     straggler in its note."""
@@ -137,7 +137,7 @@ def _ranks_shown(s: Section, top: int) -> tuple[pl.DataFrame, list[str]]:
     return pl.concat([shown, means.select(shown.columns)]), notes
 
 
-def detail_sections(export: Export, top: int = 10) -> list[Section]:
+def detail_sections(export: Queries, top: int = 10) -> list[Section]:
     """The capture-wide tables behind `summarize --full`: ranges, kernels, launch overhead, copies, gaps, steps,
     layers and NVTX coverage, each over the whole capture (warm-up and start-up included)."""
     sections: list[Section] = []
@@ -200,7 +200,7 @@ GAP_COLUMNS = ["device_id", "gap_ns", "before_op", "after_op", "tid", "thread_na
 SUMMARY_MIN_GAP_US = 100
 
 
-def _layers(export: Export, top: int) -> Section:
+def _layers(export: Queries, top: int) -> Section:
     """Kernel time per layer (two path levels, numbered layers merged), largest first, with attribution coverage."""
     from nsysql.answers.attribution import coverage_line
     layers = export.layers(depth=2, merge_repeats=True).sort("total_ns", descending=True).head(top)
@@ -212,7 +212,7 @@ def _layers(export: Export, top: int) -> Section:
                    optional=("kernels", "bprop_ratio", "optim_ns", "comm_ns"))
 
 
-def _launch_overhead(export: Export) -> Section:
+def _launch_overhead(export: Queries) -> Section:
     """Launch overhead per launching thread (the per-range view is its own command: it costs more)."""
     note = ("cpu = time in launching calls; queue = kernel start - launch call end (>= 0); launch_bound = GPU idle "
             "more than half of the thread's first-to-last launch span" +
@@ -223,7 +223,7 @@ def _launch_overhead(export: Export) -> Section:
                    optional=("pid", "launch_span_ns", "median_queue_ns", "p95_queue_ns", "p95_api_ns", "cpu_ns"))
 
 
-def _gaps(export: Export, top: int) -> Section:
+def _gaps(export: Queries, top: int) -> Section:
     """The longest GPU idle gaps and what the launching thread was doing, with the total they add up to."""
     gaps = export.gaps(min_gap_us=SUMMARY_MIN_GAP_US, calls=False)  # the calls in each gap cost a pass over every call
     totals = export.run("analysis.export_totals").row(0, named=True)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from nsysql.errors import NsysqlError
 
 if TYPE_CHECKING:
-    from nsysql.query.export import Export
+    from nsysql.query.queries import Queries
 
 FORMATS = (".png", ".svg", ".pdf")
 # comm (NCCL's kernels): purple, apart from the blue, orange and green of the compute directions and the grey
@@ -31,7 +31,7 @@ DPI = 120
 
 
 # -- public entry points -------------------------------------------------------------------------
-def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None, end_ms: float | None = None,
+def timeline(ex: "Queries", output: str | Path, *, start_ms: float | None = None, end_ms: float | None = None,
              step: int | None = None, pid: int | None = None, op_markers: bool = False) -> Path:
     """NVTX ranges per thread above GPU ops per stream, for a window (ms since the capture's first event) or one step (of
     process `pid` where several processes have steps: each numbers its own)."""
@@ -74,7 +74,7 @@ def timeline(ex: "Export", output: str | Path, *, start_ms: float | None = None,
     return _save(fig, output)
 
 
-def layers(ex: "Export", output: str | Path, *, top: int = 25, depth: int = 0, merge_repeats: bool = False) -> Path:
+def layers(ex: "Queries", output: str | Path, *, top: int = 25, depth: int = 0, merge_repeats: bool = False) -> Path:
     """Horizontal stacked bars of forward / backward / optimizer / communication kernel time per layer, largest
     first."""
     output = check_output(output)
@@ -87,7 +87,7 @@ def layers(ex: "Export", output: str | Path, *, top: int = 25, depth: int = 0, m
     return _save(fig, output)
 
 
-def kernels(ex: "Export", output: str | Path, *, top: int = 20) -> Path:
+def kernels(ex: "Queries", output: str | Path, *, top: int = 20) -> Path:
     """Horizontal bars of the kernels with the most GPU time, labelled with the op that launched them."""
     output = check_output(output)
     df = ex.run("analysis._plot_kernels", top=top)
@@ -97,7 +97,7 @@ def kernels(ex: "Export", output: str | Path, *, top: int = 20) -> Path:
     return _save(fig, output)
 
 
-def _step_row(ex: "Export", steps, step: int, pid: int | None) -> dict:
+def _step_row(ex: "Queries", steps, step: int, pid: int | None) -> dict:
     """The row of `nsysql steps` for step `step` (of process `pid`): one clear error when there is none, or when
     several processes have that step and `pid` does not say which."""
     import polars as pl
@@ -284,7 +284,7 @@ def _save(fig, output: Path) -> Path:
     return output
 
 
-def _export_title(ex: "Export") -> str:
+def _export_title(ex: "Queries") -> str:
     name = ex.path.name
     if name in ("export.sqlite", "export.sqlite.xz"):  # fixtures: the folder says what it is
         return ex.path.parent.name or name

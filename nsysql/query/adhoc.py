@@ -15,7 +15,7 @@ from nsysql.errors import NsysqlError
 from nsysql.sql import catalog, views
 
 if TYPE_CHECKING:
-    from nsysql.query.export import Export
+    from nsysql.query.queries import Queries
 
 _READING = {duckdb.StatementType.SELECT}
 _NAME = re.compile(r"^[A-Za-z_]\w*$")
@@ -53,7 +53,7 @@ def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statemen
     return stmt
 
 
-def run(ex: Export, sql: str, params: dict | None = None) -> pl.DataFrame:
+def run(ex: Queries, sql: str, params: dict | None = None) -> pl.DataFrame:
     """Run one reading statement against the normalized tables plus the report and analysis views."""
     params = params or {}
     stmt = check_read_only(ex.con, sql)
@@ -69,12 +69,12 @@ def run(ex: Export, sql: str, params: dict | None = None) -> pl.DataFrame:
     return ex.sql(sql, params)
 
 
-def add_catalog_views(ex: Export, sql: str | None = None) -> list[views.CatalogView]:
+def add_catalog_views(ex: Queries, sql: str | None = None) -> list[views.CatalogView]:
     """The report and analysis views as TEMP views on the export's (read-only) connection: those `sql` names and
     the views they read (all of them without `sql`). Creating all ~75 took seconds, on any export.
 
     An analysis other views read (`steady_steps`, `_step_busy`, ...) is a TEMP table instead, made as nsysql's own
-    commands make it (Export.make_inputs: from its stored answer where one is kept): as a view it would be computed
+    commands make it (Queries.make_inputs: from its stored answer where one is kept): as a view it would be computed
     again inside every view that reads it, at every depth (`SELECT count(*) FROM top_ops` took 30 s on a 1.7M-kernel
     export, 3 s this way: docs/performance-history.md)."""
     taken = {r[0] for r in ex.con.execute(

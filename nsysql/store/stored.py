@@ -2,7 +2,7 @@
 repeated command reads it back instead of recomputing over the million-row tables.
 
 An answer is keyed by the query's SQL, the SQL of every analysis and macro it reads (`requires: analysis.X`,
-`macros.X`, at any depth), its parameters and the code that turns results into frames (nsysql/query/export.py); the cached DuckDB file it sits beside is itself keyed by the export's identity and
+`macros.X`, at any depth), its parameters and the code that turns results into frames (nsysql/query/queries.py); the cached DuckDB file it sits beside is itself keyed by the export's identity and
 the normalize SQL. So an answer is reused only for the same export, the same normalized tables, the same
 query text and the same parameters: editing any of them computes afresh.
 """
@@ -31,10 +31,10 @@ def directory(cache_path: Path) -> Path:
 
 @lru_cache(maxsize=1)
 def _conversion_key() -> str:
-    """How results become frames is code too (nsysql/query/export.py runs the query, nsysql/sql/engine.py's
+    """How results become frames is code too (nsysql/query/queries.py runs the query, nsysql/sql/engine.py's
     to_polars converts it): a change there must not serve old answers."""
     package = Path(__file__).resolve().parents[1]
-    code = b"".join((package / part).read_bytes() for part in ("query/export.py", "sql/engine.py"))
+    code = b"".join((package / part).read_bytes() for part in ("query/queries.py", "sql/engine.py"))
     return hashlib.sha256(code).hexdigest()
 
 

@@ -1,4 +1,4 @@
--- nsysql: analysis._sanity_screen v1
+-- nsysql: analysis._sanity_screen v2
 -- purpose: analysis.sanity's counts, cheaper, for the common case of an export that has none of those rows: where every count here is 0, so is every count of analysis.sanity; nsysql/answers/sanity.py runs the exact query only when one is not (or this one cannot run).
 -- requires: none
 -- params: none
@@ -9,7 +9,7 @@
 --   never fewer duplicates than there are (equal rows hash alike), so 0 here is 0 there; a collision can only
 --   make it count one too many, and then the exact query runs.
 -- columns:
---   table_name | VARCHAR | text (normalized table; nsysql.query.export.SOURCES names its raw nsys table)
+--   table_name | VARCHAR | text (normalized table; nsysql.store.store.SOURCES names its raw nsys table)
 --   negative | BIGINT | count (rows ending before they start)
 --   repeated | BIGINT | count (rows repeated by a join; string_ids_repeated: ids with different strings)
 --   duplicates | BIGINT | count (identical rows; string_ids_repeated: rows repeating an id)

@@ -1,4 +1,4 @@
--- nsysql: analysis.sanity v2
+-- nsysql: analysis.sanity v3
 -- purpose: Rows no profiler writes, per normalized table: events that end before they start, rows repeated by a join, duplicate rows; and StringIds ids on more than one row; all counts 0 for every export nsys writes.
 -- requires: none
 -- params: none
@@ -10,7 +10,7 @@
 --   hold different strings, duplicates = rows beyond the first of each id. nsysql.answers.sanity turns non-zero counts
 --   into warning lines.
 -- columns:
---   table_name | VARCHAR | text (normalized table; nsysql.query.export.SOURCES names its raw nsys table)
+--   table_name | VARCHAR | text (normalized table; nsysql.store.store.SOURCES names its raw nsys table)
 --   negative | BIGINT | count (rows ending before they start)
 --   repeated | BIGINT | count (rows repeated by a join; string_ids_repeated: ids with different strings)
 --   duplicates | BIGINT | count (identical rows; string_ids_repeated: rows repeating an id)

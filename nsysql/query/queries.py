@@ -27,9 +27,10 @@ def report_defaults(q: catalog.Query) -> dict:
     return dict(q.defaults())
 
 
-class Export:
-    """One nsys export, opened read-only: the handle every answer module works on. Users get its subclass
-    `nsysql.Export` (nsysql/api.py) from `nsysql.open(path)`, which adds the answers as methods."""
+class Queries:
+    """One nsys export, opened read-only, as the query API: every method runs one catalogued query (a report, a
+    rule, a declared analysis) or the user's SQL. Users get its subclass `nsysql.Export` (nsysql/api.py) from
+    `nsysql.open(path)`, which adds the answers that combine several queries (nsysql/answers/)."""
 
     def __init__(self, path: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
                  use_cache: bool = True, build_all: bool = False):
@@ -308,6 +309,13 @@ class Export:
     def utilization(self, window_ms: float | None = None) -> pl.DataFrame:
         """GPU busy share per device in fixed windows of `window_ms` (None: 10 ms) from the first GPU op to the last."""
         return self.analysis("utilization", window_ms=window_ms)
+
+    def comm(self) -> pl.DataFrame:
+        """Communication against compute per rank (rank, pid, device_id) and step: compute_ns, comm_ns, overlap_ns,
+        exposed_comm_ns (each a union of intervals; overlap + exposed = comm), memory_ns, communication split into
+        wait_ns (spinning until the collective's last rank arrives) and transfer_ns, their exposed parts, late_ns
+        and per step the `straggler`: the rank the others wait for (analysis.comm)."""
+        return self.run("analysis.comm")
 
     def steps(self) -> pl.DataFrame:
         """Training/inference steps (step-named ranges, else a repeating top-level pattern): wall, GPU busy, split."""
