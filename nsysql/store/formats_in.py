@@ -217,8 +217,9 @@ def _parquet_view(con, f: Folder, table: str, file: Path, stubs: dict) -> None:
 
 # Columns of blobs that nsys (2025.3) declares as text in Parquet and Arrow: with --include-blobs=true they hold
 # NVTX payloads, bytes that are not UTF-8, which DuckDB's Parquet reader and Polars refuse to read as text, and
-# neither reads them as bytes. Such a column is left out (NULL, like an export without blobs) rather than failing
-# the whole table; the SQLite export of the same report has them (`--type sqlite --include-blobs=true`).
+# neither reads them as bytes. From Arrow the column's bytes are read here (text_column_bytes); from Parquet it is
+# left out (NULL, like an export without blobs) rather than failing the whole table: the SQLite export of the same
+# report has them (`--type sqlite --include-blobs=true`).
 BLOBS_AS_TEXT = {("NVTX_EVENTS", "binaryData")}
 
 
@@ -263,8 +264,13 @@ def _arrow_table(con, f: Folder, table: str, file: Path, stubs: dict, part: byte
             if "utf" not in str(exc).lower():
                 raise
             names = _schema(part[8:8 + _u32(part, 4)])[0] if part is not None else arrow_column_names(file)
-            # a blob column declared as text (BLOBS_AS_TEXT): read the others
+            # a blob column declared as text (BLOBS_AS_TEXT): the others through Polars, it as bytes read here
             frame = read(columns=[n for n in names if (table, n) not in BLOBS_AS_TEXT])
+            data = part if part is not None else file.read_bytes()
+            for column in [n for n in names if (table, n) in BLOBS_AS_TEXT]:
+                values = text_column_bytes(data, column)
+                if values is not None and len(values) == frame.height:
+                    frame = frame.with_columns(pl.Series(column, values, dtype=pl.Binary))
     except Exception as exc:  # noqa: BLE001 - Polars' errors of a damaged stream have no common base
         raise NsysqlError(f"{where}: cannot read it as Arrow "
                           f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); {f.again()}") from None
@@ -334,6 +340,74 @@ def _messages(data: bytes, at: int) -> tuple[bytes, int]:
         body = int.from_bytes(message[body_at:body_at + 8], "little") if body_at is not None else 0
         first = first if first is not None else message
         at += 8 + size + body
+
+
+# buffers of a column in a record batch, by Arrow type (Schema.fbs Type): Null 0, Int, FloatingPoint and Bool 2
+# (validity, values), Binary, Utf8, LargeBinary and LargeUtf8 3 (validity, offsets, data); offsets 8 bytes wide
+# for the Large ones
+_BUFFERS = {1: 0, 2: 2, 3: 2, 4: 3, 5: 3, 6: 2, 19: 3, 20: 3}
+_WIDE_OFFSETS = {19, 20}
+
+
+def text_column_bytes(data: bytes, column: str) -> list[bytes | None] | None:
+    """The values of the text or binary column `column` of an Arrow IPC stream or file, as bytes, read from its
+    record batches directly (Polars refuses text that is not UTF-8); None where this reader does not apply: compressed
+    buffers, dictionaries, nested columns, a type not in _BUFFERS."""
+    at = 8 if data.startswith(ARROW_FILE_MAGIC) else 0
+    size = _u32(data, at + 4)
+    schema_message = data[at + 8:at + 8 + size]
+    schema = _ref(schema_message, _u32(schema_message, 0), 2)
+    if schema is None:
+        return None
+    kinds = []
+    for field in _vector(schema_message, _ref(schema_message, schema, 1)):
+        kind_at = _slot(schema_message, field, 2)
+        nested = _vector(schema_message, _ref(schema_message, field, 5))
+        if kind_at is None or nested or _ref(schema_message, field, 4) is not None:
+            return None
+        kinds.append((_string(schema_message, _ref(schema_message, field, 0)), schema_message[kind_at]))
+    names = [name for name, _ in kinds]
+    if column not in names or any(kind not in _BUFFERS for _, kind in kinds):
+        return None
+    index = names.index(column)
+    kind = kinds[index][1]
+    if _BUFFERS[kind] != 3:
+        return None
+    first_buffer = sum(_BUFFERS[k] for _, k in kinds[:index])
+    width = 8 if kind in _WIDE_OFFSETS else 4
+    values: list[bytes | None] = []
+    at += 8 + size
+    while at + 8 <= len(data) and data[at:at + 4] == ARROW_STREAM_START and _u32(data, at + 4):
+        size = _u32(data, at + 4)
+        message = data[at + 8:at + 8 + size]
+        root = _u32(message, 0)
+        kind_at, header = _slot(message, root, 1), _ref(message, root, 2)
+        body_length_at = _slot(message, root, 3)
+        body_length = int.from_bytes(message[body_length_at:body_length_at + 8], "little") if body_length_at else 0
+        body = at + 8 + size
+        header_type = message[kind_at] if kind_at is not None else 0
+        if header_type == 2 or (header_type == 3 and header is not None and _ref(message, header, 3) is not None):
+            return None  # a dictionary batch, or compressed buffers
+        if header_type == 3 and header is not None:
+            nodes, buffers = _ref(message, header, 1), _ref(message, header, 2)
+            if nodes is None or buffers is None:
+                return None
+            node = nodes + 4 + 16 * index
+            rows, nulls = (int.from_bytes(message[node + i:node + i + 8], "little") for i in (0, 8))
+            # the column's buffers (Buffer structs: offset and length in the body, 8 bytes each)
+            spots = [buffers + 4 + 16 * (first_buffer + i) for i in range(3)]
+            (valid_at, valid_len), (offsets_at, _), (values_at, _) = (
+                (body + int.from_bytes(message[b:b + 8], "little"), int.from_bytes(message[b + 8:b + 16], "little"))
+                for b in spots)
+            for row in range(rows):
+                if nulls and valid_len and not data[valid_at + row // 8] >> (row % 8) & 1:
+                    values.append(None)
+                    continue
+                start = int.from_bytes(data[offsets_at + width * row:offsets_at + width * (row + 1)], "little")
+                end = int.from_bytes(data[offsets_at + width * (row + 1):offsets_at + width * (row + 2)], "little")
+                values.append(data[values_at + start:values_at + end])
+        at = body + body_length
+    return values
 
 
 def arrow_column_names(file: Path) -> list[str]:

@@ -5,11 +5,11 @@ nsys is found where the user says (`--nsys PATH`, then `$NSYS`), else on PATH, e
 it to. The export goes into the cache directory, never beside the report, keyed by the report (path, size,
 mtime, its first and last 64 KiB) and by `nsys --version`, so a new report or another nsys exports again. It is
 SQLite with `--include-blobs=true`, so NCCL's NVTX payloads come along: a parquetdir opens faster
-(docs/performance.md, "First open by input format"), but nsys 2025.3 declares the payload column text in Parquet and
-Arrow, where the payloads' bytes cannot be read (nsysql/store/formats_in.py, BLOBS_AS_TEXT), so only SQLite brings them;
-it is also one file, which the cache's size cap counts and removes like an unpacked `.xz`. It is written under a `.building-` name in the cache and
-renamed only when nsys succeeded: a failed or interrupted export leaves nothing (hygiene removes what a killed run
-left).
+(docs/performance.md, "First open by input format"), but nsys 2025.3 declares the payload column text in Parquet,
+where its bytes cannot be read (nsysql/store/formats_in.py, BLOBS_AS_TEXT); Arrow keeps them but is copied into
+memory table by table and its first open was not measured; and SQLite is one file, which the cache's size cap
+counts and removes like an unpacked `.xz`. It is written under a `.building-` name in the cache and renamed only
+when nsys succeeded: a failed or interrupted export leaves nothing (hygiene removes what a killed run left).
 """
 from __future__ import annotations
 
