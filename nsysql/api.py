@@ -17,6 +17,16 @@ from nsysql.query import queries
 class Export(queries.Queries):
     """One nsys SQLite export, opened read-only. Use `nsysql.open(path)`."""
 
+    def __init__(self, path: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
+                 use_cache: bool = True, build_all: bool = False, answer_ahead: bool = False):
+        """`answer_ahead`: when this open built the cache, answer the common commands ahead (nsysql/answers/ahead.py:
+        in a process of its own once this one exits, as NSYSQL_AHEAD says), as every command of the CLI does; this
+        process then holds the cache's busy mark until it exits, so that run gives way to it."""
+        super().__init__(path, cache_dir=cache_dir, use_cache=use_cache, build_all=build_all, busy_mark=answer_ahead)
+        if answer_ahead and use_cache and not self.cache_hit:
+            from nsysql.answers.ahead import after_build
+            after_build(self, summary=not build_all)  # summarize (build_all) computes its own sections at once
+
     def sanity(self) -> list[str]:
         """Warnings about rows no profiler writes (end before start, duplicated rows, a missing or duplicated
         StringIds), one line each naming the raw table and the count; empty for a sound export."""

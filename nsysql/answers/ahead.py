@@ -15,6 +15,7 @@ holding its pid. It gives way to commands: it waits between its queries while a 
 benchmark: 46.5 / 49.4 s before, 40.4 s after, `bench/bench_commands.py`; docs/performance-history.md)."""
 from __future__ import annotations
 
+import atexit
 import os
 import subprocess
 import sys
@@ -74,13 +75,20 @@ def after_build(export: Queries, *, summary: bool = True) -> None:
     if chosen == "foreground":
         answer_ahead(export, summary=summary)
     elif chosen == "background":
+        if not _pending:
+            atexit.register(start_pending)  # once this process has answered (a command that fails forgets them)
         _pending.append([str(export.path), str(export.cache_path.parent), str(export.cache_path),
                          str(export.source), "1" if summary else "0"])
 
 
+def forget_pending() -> None:
+    """A command that failed starts no background run (its cache may be what failed)."""
+    _pending.clear()
+
+
 def start_pending() -> None:
-    """Start the background runs recorded by after_build (called by the CLI once a command ended well): each a
-    detached process in a session of its own, with no terminal, so the shell's prompt comes back at once."""
+    """Start the background runs recorded by after_build (when the process exits): each a detached process in a
+    session of its own, with no terminal, so the shell's prompt comes back at once."""
     while _pending:
         args = _pending.pop(0)
         try:

@@ -391,9 +391,9 @@ def main() -> None:
         ended_well = end.code in (0, None)
         raise
     finally:
-        if ended_well:  # answered: now the answers ahead, if this command built the cache (nsysql/answers/ahead.py)
-            from nsysql.answers.ahead import start_pending
-            start_pending()
+        if not ended_well:  # the answers ahead start when the process exits (nsysql/answers/ahead.py), not after a failure
+            from nsysql.answers.ahead import forget_pending
+            forget_pending()
 
 
 if __name__ == "__main__":

@@ -84,23 +84,16 @@ def user_errors(debug: bool):
 
 
 def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool, *, answer_summary: bool = True):
-    """Open an export for a command; rows no profiler writes are named on stderr, one `warning:` line each.
-    `answer_summary=False`: the command is `summarize`, which computes its own answers right away."""
-    from nsysql.api import Export
-    from nsysql.store.busy import mark_busy
+    """Open an export for a command, through the library as any user does (`nsysql.open`, answering ahead as every
+    command does); rows no profiler writes are named on stderr, one `warning:` line each.
+    `answer_summary=False`: the command is `summarize`, which reads every table and computes its own answers."""
+    import nsysql
     # summarize reads every normalized table: its first open builds them all at once, on every core
-    ex = Export(export, cache_dir=cache_dir, use_cache=not no_cache, build_all=not answer_summary)
+    ex = nsysql.open(export, cache_dir=cache_dir, use_cache=not no_cache, build_all=not answer_summary,
+                     answer_ahead=True)
     ex.on_notice = lambda line: typer.echo(inputs.printable(f"warning: {line}"), err=True)
-    if not no_cache:
-        mark_busy(ex.cache_path)  # a background run answering ahead on this cache waits for this command
     for line in ex.sanity():
         typer.echo(inputs.printable(f"warning: {inputs.text(export.name)}: {line}"), err=True)
-    if not ex.cache_hit and not no_cache:
-        # the cache was just built: answer summarize and the other default outputs (after this command's answer,
-        # in a process of their own; nsysql/answers/ahead.py), so that a later command reads small stored answers
-        # whichever command opened the export first (issue 12)
-        from nsysql.answers.ahead import after_build
-        after_build(ex, summary=answer_summary)
     return ex
 
 

@@ -33,8 +33,8 @@ class Queries:
     `nsysql.open(path)`, which adds the answers that combine several queries (nsysql/answers/)."""
 
     def __init__(self, path: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
-                 use_cache: bool = True, build_all: bool = False):
-        self.store = Store(path, cache_dir=cache_dir, use_cache=use_cache, build_all=build_all)
+                 use_cache: bool = True, build_all: bool = False, busy_mark: bool = False):
+        self.store = Store(path, cache_dir=cache_dir, use_cache=use_cache, build_all=build_all, busy_mark=busy_mark)
         # called before a query is computed (not when its answer is read): the background run that answers ahead
         # waits there while a command works on the same cache (nsysql/answers/ahead.py)
         self.before_compute: Callable[[], None] | None = None

@@ -25,7 +25,7 @@ from nsysql.core.owner import owner_tag
 from nsysql.errors import MissingDataError, NsysqlError
 from nsysql.sql import catalog, macros
 from nsysql.sql.engine import connect, error_line
-from nsysql.store import formats_in, hygiene, importer, inputs, nsys_rep
+from nsysql.store import busy, formats_in, hygiene, importer, inputs, nsys_rep
 from nsysql.store import stored as answers
 from nsysql.store.cache import cache_file, cache_key, default_cache_dir
 
@@ -75,9 +75,10 @@ class Store:
     """One export's cache, opened read-only (`use_cache=False`: a throwaway cache in a temporary directory)."""
 
     def __init__(self, path: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
-                 use_cache: bool = True, build_all: bool = False):
+                 use_cache: bool = True, build_all: bool = False, busy_mark: bool = False):
         """`build_all`: a first open builds every normalized table at once, those otherwise built on first use
-        too (summarize reads them all: one build on every core beats two)."""
+        too (summarize reads them all: one build on every core beats two). `busy_mark`: this process works on the
+        cache as a command does, until it exits; a background run answering ahead waits for it (store/busy.py)."""
         self.path = Path(path)
         self._tmpdir: tempfile.TemporaryDirectory | None = None
         folder = formats_in.is_folder(self.path)
@@ -108,6 +109,8 @@ class Store:
         if not self.cache_hit:
             self._build(directory, everything=build_all)
         if use_cache:
+            if busy_mark:
+                busy.mark_busy(self.cache_path)
             for used in {self.cache_path, self.source} - {self.path}:
                 hygiene.touch(used)
             if not self.cache_hit:  # the cache grew: keep it under its cap, least recently used first
