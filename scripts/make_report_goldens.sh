@@ -5,7 +5,7 @@
 #   source .gpu/device-env.sh && bash scripts/make_report_goldens.sh
 #
 # For each fixtures/<name>/export.sqlite.xz (not the NOT_GOLDEN ones): unpack it, run `nsys stats` with every
-# report below besides the nine the fixtures already have (`-f csv`, report arguments such as
+# report of queries/reports/ (`-f csv`, the report arguments of their headers such as
 # cuda_gpu_kern_sum:base included) and `nsys analyze` with every rule, fixtures in parallel, and write
 # $OUT/goldens.tar.xz holding <name>/nsys-stats_<report>.csv, <name>/nsys-analyze_<rule>.csv (the file names
 # nsys gives them) and the logs. ONLY="name ..." does only those fixture folders.
@@ -13,13 +13,18 @@ set -uo pipefail
 : "${OUT:?set OUT to the folder to write into}"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=$(mktemp -d /tmp/nsysql-goldens.XXXXXX)
-REPORTS=(cuda_api_gpu_sum cuda_api_trace cuda_gpu_kern_gb_sum cuda_gpu_sum cuda_gpu_trace cuda_kern_exec_trace
-         nvtx_gpu_proj_trace nvtx_pushpop_sum nvtx_pushpop_trace nvtx_startend_sum
-         mpi_event_sum mpi_event_trace mpi_msg_size_sum openmp_sum openacc_sum syscall_sum
-         um_sum um_total_sum um_cpu_page_faults_sum
-         cuda_gpu_kern_sum:base cuda_gpu_kern_sum:mangled cuda_gpu_kern_sum:nvtx-name
-         cuda_kern_exec_sum:base cuda_kern_exec_sum:mangled)
-RULES=(cuda_api_sync cuda_memcpy_async cuda_memcpy_sync cuda_memset_sync gpu_gaps gpu_time_util)
+# every report of queries/reports/ (one SQL file each), with each NVIDIA report argument its header's `args:` line
+# names (cuda_gpu_kern_sum:base, ...); nccl_gpu_overlap_trace is a recipe's output, not `nsys stats`
+REPORTS=()
+for sql in "$REPO"/queries/reports/*.sql; do
+  name=$(basename "$sql" .sql)
+  [ "$name" = nccl_gpu_overlap_trace ] && continue
+  REPORTS+=("$name")
+  for arg in $(sed -n 's/^-- args: //p' "$sql" | tr ';' '\n' | sed -n 's/^ *\([a-z-]*\) *->.*/\1/p'); do
+    REPORTS+=("$name:$arg")
+  done
+done
+RULES=($(for sql in "$REPO"/queries/rules/*.sql; do basename "$sql" .sql; done))
 echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nsys --version)"
 one_fixture() {  # all reports in one `nsys stats` call, all rules in one `nsys analyze` call
   local dir=$1 name out

@@ -181,3 +181,71 @@ def test_step_and_pid_go_with_the_pyprof_style(export_files, cache_dir):
     from nsysql.cli.app import app
     res = CliRunner().invoke(app, ["kernels", str(export_files["ncf-train"]), "--pid", "1", "--cache-dir", str(cache_dir)])
     assert res.exit_code == 1 and "--style pyprof" in res.output and "Traceback" not in res.output, res.output
+
+
+def test_pyprof_step_of_an_export_without_steps(tmp_path):
+    """`--step N` on an export without step ranges is one clear error, never every kernel; no --step (or
+    --step 0) gives every kernel."""
+    from nsysql.cli.app import app
+
+    from conftest import make_synthetic
+    path = make_synthetic().no_steps().write(tmp_path / "no-steps.sqlite")
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    kernels = sqlite3.connect(path).execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    for step in ("1", "2"):
+        res = CliRunner().invoke(app, ["kernels", str(path), "--style", "pyprof", "--step", step, *cache])
+        assert res.exit_code == 1, res.output
+        assert res.output.count("\n") == 1 and "has no step ranges" in res.output and "Traceback" not in res.output
+    for extra in ([], ["--step", "0"]):
+        res = CliRunner().invoke(app, ["kernels", str(path), "--style", "pyprof", "-f", "csv", *extra, *cache])
+        assert res.exit_code == 0, res.output
+        assert len(res.output.strip().splitlines()) == 1 + kernels
+
+
+@pytest.mark.parametrize("name", ["mpi-2rank", "gpt-tiny-train-fp32", "ddp-2gpu-torchrun"])
+def test_layers_of_one_step_add_up_to_its_kernel_time(opened, export_files, name):
+    """`layers --step N --pid P`: per layer, the kernels whose launching call starts inside step N of process P
+    (a plain walk of the raw rows: steps, calls, the plain attribution); kernels outside every layer are the row
+    `?`, so the rows add up to the step's kernel time, and the whole export's rows to all kernel time."""
+    from collections import Counter
+    if name not in export_files:
+        pytest.skip(f"fixtures/{name} absent")
+    ex, path = opened[name], export_files[name]
+    pa = PlainAttribution(path)
+    layer_of = {(kind, rowid): layer for kind, rowid, _d, layer, *_ in pa.attribute()}
+    kernels = [(rowid, s, e, pid, corr) for kind, rowid, s, e, pid, corr in pa.ops if kind == "kernel"]
+    whole = ex.layers()
+    assert whole["total_ns"].sum() == sum(e - s for _, s, e, _, _ in kernels)
+    steps = plain_steps(pa)
+    assert steps
+    for step in steps:
+        expected, count = Counter(), Counter()
+        for rowid, s, e, pid, corr in kernels:
+            call = pa.calls.get((pid, corr))
+            if pid == step["pid"] and call is not None and step["start"] <= call[0] <= step["end"]:
+                expected[layer_of[("kernel", rowid)]] += e - s
+                count[layer_of[("kernel", rowid)]] += 1
+        got = ex.layers(step=step["step"], pid=step["pid"])
+        assert dict(zip(got["layer"], got["total_ns"])) == dict(expected)
+        assert dict(zip(got["layer"], got["kernels"])) == dict(count)
+        assert got["pct"].sum() == pytest.approx(100.0)
+        if "?" in expected:
+            assert got["layer"][-1] == "?"
+
+
+def test_layers_step_cli(export_files, tmp_path):
+    from nsysql.cli.app import app
+    if "mpi-2rank" not in export_files:
+        pytest.skip("fixtures/mpi-2rank absent")
+    path, cache = str(export_files["mpi-2rank"]), ["--cache-dir", str(tmp_path / "c")]
+    res = CliRunner().invoke(app, ["layers", path, "--step", "2", *cache])
+    assert res.exit_code == 1 and "choose one with --pid" in res.output and res.output.count("\n") == 1
+    pid = int(sqlite3.connect(path).execute("SELECT min(pid) FROM PROCESSES WHERE name = 'python3'").fetchone()[0])
+    out = tmp_path / "layers.csv"
+    res = CliRunner().invoke(app, ["layers", path, "--step", "2", "--pid", str(pid), "-f", "csv", "-o", str(out),
+                                   *cache])
+    assert res.exit_code == 0, res.output
+    header = out.read_text().splitlines()[0]
+    assert header == "layer,fprop_ns,bprop_ns,optim_ns,comm_ns,total_ns,kernels,pct,bprop_ratio"  # the contract
+    res = CliRunner().invoke(app, ["layers", path, "--pid", str(pid), *cache])
+    assert res.exit_code == 1 and "--step" in res.output

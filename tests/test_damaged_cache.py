@@ -95,3 +95,34 @@ def test_other_errors_are_not_taken_for_damage(sound, tmp_path):
     done = run(["sql", str(export), "SELECT no_such_column FROM kernel"], tmp_path)
     assert done.returncode == 1 and "no_such_column" in done.stderr and "damaged" not in done.stderr
     assert (tmp_path / good.name).read_bytes() == good.read_bytes()
+
+
+def test_another_exports_cache_is_built_again(tmp_path):
+    """A cache file of another export put under this export's cache name is not served: the identity kept in the
+    cache differs from the export's, so the cache is built again (one notice) and the answer is this export's."""
+    import sqlite3
+
+    from conftest import make_synthetic
+    synthetic = make_synthetic()
+    mine = synthetic.no_steps().write(tmp_path / "mine.sqlite")
+    other = synthetic.two_ranks().write(tmp_path / "other.sqlite")
+    count = "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"
+    expected = {p: sqlite3.connect(p).execute(count).fetchone()[0] for p in (mine, other)}
+    assert expected[mine] != expected[other]
+    cache = tmp_path / "cache"
+    with nsysql.open(other, cache_dir=cache) as ex:
+        assert ex.sql("SELECT count(*) AS n FROM kernel")["n"][0] == expected[other]
+        foreign = ex.cache_path
+    with nsysql.open(mine, cache_dir=cache) as ex:
+        mine_cache = ex.cache_path
+    shutil.copyfile(foreign, mine_cache)  # the other export's cache, under this export's name
+    notices = []
+    with nsysql.open(mine, cache_dir=cache) as ex:
+        ex.on_notice = notices.append
+        assert ex.cache_hit
+        assert ex.sql("SELECT count(*) AS n FROM kernel")["n"][0] == expected[mine]
+    assert len(notices) == 1 and "not built from this export" in notices[0], notices
+    with nsysql.open(mine, cache_dir=cache) as ex:  # built again, it is kept: no notice the next time
+        ex.on_notice = notices.append
+        assert ex.sql("SELECT count(*) AS n FROM kernel")["n"][0] == expected[mine]
+    assert len(notices) == 1

@@ -290,3 +290,31 @@ def test_a_view_that_cannot_be_made_is_listed_with_a_note():
     q = _query("none", "SELECT count(*) AS n FROM no_such_table")
     made = views.create_views(con, [views.CatalogView(q, "sample", q.sql)])
     assert made[0].sql is None and "not created" in made[0].note
+
+
+@pytest.mark.parametrize("shell", [False, True], ids=["plain install", "with the shell extra"])
+def test_the_printed_try_line_works_with_what_is_installed(export_files, tmp_path, cache_dir, shell):
+    """`nsysql db` prints a command that runs: the DuckDB shell only where `duckdb` is a command (the `shell`
+    extra), else Python's duckdb, which every install has."""
+    import os
+    import sys
+    shell_path = shutil.which("duckdb") or shutil.which("duckdb", path=str(Path(sys.executable).parent))
+    if shell and shell_path is None:
+        pytest.skip("no duckdb command (pip install 'nsysql[shell]')")
+    bin_dir = tmp_path / "bin"  # a PATH with this Python as `python` and, unless `shell`, no duckdb command
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # this venv's Python
+    (bin_dir / "python").chmod(0o755)
+    if shell:
+        (bin_dir / "duckdb").symlink_to(shell_path)
+    env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin", "NSYSQL_CACHE_DIR": str(cache_dir), "NSYSQL_AHEAD": "off"}
+    out = tmp_path / "x.duckdb"
+    done = subprocess.run([sys.executable, "-m", "nsysql", "db", str(export_files["gpt-tiny-forward"]), "-o",
+                           str(out)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("try: ")]
+    assert line.startswith("try: duckdb " if shell else "try: python -c ")
+    ran = subprocess.run(["bash", "-c", line.removeprefix("try: ")], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert "reports.cuda_api_sum" in ran.stdout

@@ -148,12 +148,12 @@ def test_order_and_columns(found):
         assert df.schema == pl.Schema(F.FINDING_COLUMNS)
         keys = [(-r["recoverable_ns"], r["rule"]) for r in df.to_dicts()]
         assert keys == sorted(keys)
-        assert set(df["rule"]) <= set(F.RULES)
+        assert set(df["rule"]) <= {q.name for q in F.rules()}
 
 
 def test_every_rule_has_the_same_columns():
     queries = F.rules()
-    assert sorted(q.name for q in queries) == sorted(F.RULES)
+    assert {q.name for q in queries} >= {"pageable_copy", "gpu_idle_in_step", "straggler"}  # the folder, read
     for q in queries:
         assert [(c.name, c.type) for c in q.columns] == [
             ("rule", "VARCHAR"), ("title", "VARCHAR"), ("where", "VARCHAR"), ("evidence", "VARCHAR"),
@@ -231,8 +231,10 @@ def test_cli_without_findings_says_so(tmp_path):
     assert json.loads(cli("findings", str(path), "-f", "json", "--cache-dir", str(tmp_path))) == []
 
 
-def test_catalog_group():
-    assert [q.id for q in catalog.group("findings")] == sorted(f"findings.{r}" for r in F.RULES)
+def test_the_rules_are_the_files_of_the_findings_folder():
+    from pathlib import Path
+    folder = Path(catalog.__file__).resolve().parents[2] / "queries" / "findings"
+    assert [q.id for q in F.rules()] == sorted(f"findings.{p.stem}" for p in folder.glob("*.sql"))
 
 
 @pytest.mark.parametrize("case", ["kernel_without_runtime", "two_processes_same_correlation", "range_crossing_threads",

@@ -20,7 +20,7 @@ from nsysql.cli.app import app
 from nsysql.errors import MissingDataError
 
 from conftest import FIXTURES, REPO, golden_exports
-from test_golden_sums import assert_same_as_nvidia, golden_csv
+from test_golden_reports import assert_same_as_nvidia, golden_csv
 
 MPI = ["mpi_event_sum", "mpi_event_trace", "mpi_msg_size_sum"]
 SYNTHETIC = FIXTURES / "synthetic-openmp-openacc"

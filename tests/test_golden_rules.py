@@ -20,7 +20,7 @@ from nsysql.sql import catalog, rules
 
 from conftest import golden_exports
 
-RULES = ["cuda_api_sync", "cuda_memcpy_async", "cuda_memcpy_sync", "cuda_memset_sync", "gpu_gaps", "gpu_time_util"]
+RULES = rules.names()  # the files of queries/rules/: a new rule is compared as soon as its SQL and goldens exist
 
 
 def nvidia_outcomes(log_path) -> dict[str, str]:
@@ -47,7 +47,7 @@ def rule_csv(df, rule: str) -> str:
 
 
 def test_every_rule_is_here_and_compared():
-    assert sorted(rules.names()) == sorted(RULES)
+    assert len(RULES) >= 6 and "gpu_gaps" in RULES
     assert CASES, "no fixture with NVIDIA's nsys-analyze.log"
     for rule in RULES:
         assert any(c[2] == rule and c[3] == "rows" for c in CASES) or rule in ("cuda_memcpy_sync",

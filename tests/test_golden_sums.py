@@ -1,83 +1,19 @@
-"""The summary reports added for issue 14 (cuda_gpu_sum, cuda_api_gpu_sum, cuda_gpu_kern_gb_sum, nvtx_pushpop_sum,
-nvtx_pushpop_trace, nvtx_startend_sum), cell by cell against NVIDIA's own `nsys stats -f csv` (2025.3) of the same
-export; nvtx_startend_sum, which no golden fixture has data for, against the empty result NVIDIA logged and against
-Nsight Systems 2022.4's nvtxsesum of the CPU-only fixture."""
+"""The summary reports added for issue 14 on Nsight Systems 2022.4's CPU-only fixture: nvtx_startend_sum, which no
+golden CUDA fixture has data for, against 2022.4's nvtxsesum, the push/pop tree, and the CUDA sums saying in one
+line what they need. (Cell by cell against NVIDIA's 2025.3 CSVs: tests/test_golden_reports.py, for every report.)"""
 from __future__ import annotations
 
-import csv
-import io
-import lzma
 from pathlib import Path
 
 import pytest
 
 import nsysql
 from nsysql.errors import MissingDataError
-from nsysql.present.render import to_csv
-from nsysql.sql import catalog
 
-from conftest import golden_exports, unxz
+from conftest import unxz
+from test_golden_reports import mine_csv, read_csv
 
-REPORTS = ["cuda_gpu_sum", "cuda_api_gpu_sum", "cuda_gpu_kern_gb_sum", "nvtx_pushpop_sum", "nvtx_pushpop_trace",
-           "nvtx_startend_sum"]
 FIXTURE_2022 = Path(__file__).resolve().parents[1] / "fixtures" / "cpu-nvtx-osrt-nsys2022.4"
-
-
-def golden_csv(csv_dir: Path, name: str) -> Path | None:
-    for path in (csv_dir / f"nsys-stats_{name}.csv", csv_dir / f"nsys-stats_{name}.csv.xz"):
-        if path.exists():
-            return path
-    return None
-
-
-def read_csv(path: Path) -> list[list[str]]:
-    opener = lzma.open if path.suffix == ".xz" else open
-    with opener(path, "rt", newline="") as f:
-        return list(csv.reader(f))
-
-
-def mine_csv(export, name: str) -> list[list[str]]:
-    q = catalog.get(f"reports.{name}")
-    decimals = {c.name: c.decimals for c in q.columns if c.decimals is not None}
-    return list(csv.reader(io.StringIO(to_csv(export.report(name), decimals))))
-
-
-CASES = [(ident, csv_dir, name) for ident, _, csv_dir in golden_exports() for name in REPORTS
-         if golden_csv(csv_dir, name) is not None]
-# NVIDIA logs `PROCESSED (EMPTY RESULTS)` and writes no CSV when a report has no rows
-def nvidia_found_no_rows(csv_dir: Path, name: str) -> bool:
-    log = csv_dir / "nsys-stats-more.log"
-    return log.exists() and f"nsys-stats_{name}.csv]... PROCESSED (EMPTY RESULTS)" in log.read_text()
-
-
-EMPTY = [(ident, name) for ident, _, csv_dir in golden_exports() for name in REPORTS
-         if golden_csv(csv_dir, name) is None and nvidia_found_no_rows(csv_dir, name)]
-
-
-def test_there_are_golden_cases():
-    assert {name for _, _, name in CASES} >= set(REPORTS) - {"nvtx_startend_sum"}
-    assert ("nvtx_startend_sum" in {name for _, name in EMPTY}) or any(n == "nvtx_startend_sum" for *_, n in CASES)
-
-
-@pytest.mark.parametrize("ident,csv_dir,name", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
-def test_report_matches_nvidia_csv(opened, ident, csv_dir, name):
-    assert_same_as_nvidia(opened[ident], csv_dir, name)
-
-
-def assert_same_as_nvidia(export, csv_dir: Path, name: str) -> None:
-    """Our `-f csv` of report `name` against NVIDIA's CSV of the same export: header, row count, every cell."""
-    mine, theirs = mine_csv(export, name), read_csv(golden_csv(csv_dir, name))
-    assert mine[0] == theirs[0], "header"
-    assert len(mine) == len(theirs), "row count"
-    for i, (a, b) in enumerate(zip(mine, theirs)):
-        assert a == b, f"row {i} differs"
-
-
-@pytest.mark.parametrize("ident,name", EMPTY, ids=[f"{c[0]}-{c[1]}" for c in EMPTY])
-def test_report_is_empty_where_nvidia_found_no_rows(opened, ident, name):
-    df = opened[ident].report(name)
-    assert df.height == 0
-    assert df.columns == [c.name for c in catalog.get(f"reports.{name}").columns]
 
 
 # -- the Nsight Systems 2022.4 CPU-only fixture: start/end ranges, and no CUDA at all -----------------

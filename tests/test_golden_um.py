@@ -1,6 +1,6 @@
-"""The unified-memory reports (um_sum, um_total_sum, um_cpu_page_faults_sum) and syscall_sum, cell by cell against
-NVIDIA's own `nsys stats -f csv` (2025.3) of the same export (fixtures/um-faults, um-faults-syscall), and one line
-naming the nsys flag on exports captured without unified-memory or system-call tracing."""
+"""The unified-memory reports (um_sum, um_total_sum, um_cpu_page_faults_sum) and syscall_sum: their rows argument, and
+one line naming the nsys flag on exports captured without unified-memory or system-call tracing (cell by cell
+against NVIDIA's CSVs of fixtures/um-faults and um-faults-syscall: tests/test_golden_reports.py)."""
 from __future__ import annotations
 
 import pytest
@@ -8,26 +8,15 @@ import pytest
 from nsysql.errors import MissingDataError, NsysqlError
 
 from conftest import golden_exports
-from test_golden_sums import assert_same_as_nvidia, golden_csv
+from test_golden_reports import golden_csv
 
-REPORTS = ["um_sum", "um_total_sum", "um_cpu_page_faults_sum", "syscall_sum"]
-CASES = [(ident, csv_dir, name) for ident, _, csv_dir in golden_exports() for name in REPORTS
-         if golden_csv(csv_dir, name) is not None]
+WITH_UM = [ident for ident, _, csv_dir in golden_exports() if golden_csv(csv_dir, "um_sum") is not None]
 WITHOUT = [ident for ident, _, csv_dir in golden_exports() if golden_csv(csv_dir, "um_cpu_page_faults_sum") is None]
 NO_SYSCALL = [ident for ident, _, csv_dir in golden_exports() if golden_csv(csv_dir, "syscall_sum") is None]
 
 
-def test_there_are_golden_cases():
-    assert {name for *_, name in CASES} == set(REPORTS)
-
-
-@pytest.mark.parametrize("ident,csv_dir,name", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
-def test_report_matches_nvidia_csv(opened, ident, csv_dir, name):
-    assert_same_as_nvidia(opened[ident], csv_dir, name)
-
-
 def test_um_sum_rows_argument(opened):
-    ident = next(c[0] for c in CASES if c[2] == "um_sum")
+    ident = WITH_UM[0]
     ex = opened[ident]
     every = ex.run("reports.um_sum", rows=-1)
     assert ex.run("reports.um_sum", rows=3).rows() == every.head(3).rows()

@@ -68,9 +68,10 @@ def test_help_paragraphs_are_rewrapped(path, cmd):
             assert len(line) + 1 + len(after.split()[0]) > 78, (line, after)
 
 
-@pytest.mark.parametrize("path", [(), ("cache",)], ids=["nsysql", "cache"])
+@pytest.mark.parametrize("path", [("cache",)], ids=["cache"])
 def test_command_lists_show_each_first_sentence_whole(path):
-    """Click cuts each command's description at the terminal's width with `...`; the lists show it whole."""
+    """Click cuts each command's description at the terminal's width with `...`; the lists show it whole (but
+    `nsysql --help`'s own: one line each, below)."""
     group = typer.main.get_command(app)
     for name in path:
         group = group.commands[name]
@@ -78,3 +79,67 @@ def test_command_lists_show_each_first_sentence_whole(path):
     for name, cmd in group.commands.items():
         first = _flat(cmd.get_short_help_str(limit=1 << 16))
         assert f"{name} {first}" in shown, name
+
+
+# -- what --help lists is accepted ------------------------------------------------------------------------------
+EXPORT = "ddp-2gpu-torchrun"  # two ranks with steps and NCCL's kernels: every command has rows to show
+ARGS = {"report": ["cuda_gpu_kern_sum", "{p}"], "analyze": ["cuda_api_sync", "{p}"], "diff": ["{p}", "{p}"],
+        "sql": ["{p}", "SELECT 1 AS x"]}
+EXPORT_OF = {"efficiency": "gpt-tiny-train-fp32"}  # recorded shapes
+FORMATTED = [(p, cmd) for p, cmd in COMMANDS if any("--format" in getattr(o, "opts", ()) for o in cmd.params)]
+
+
+def _listed_formats(path) -> list[str]:
+    """The formats `--help` lists for -f/--format (`-f, --format <table|csv|...>`)."""
+    found = re.search(r"--format <([a-z|]+)>", _help(path))
+    assert found, path
+    return found.group(1).split("|")
+
+
+@pytest.mark.parametrize("path, cmd", FORMATTED, ids=[" ".join(p) for p, _ in FORMATTED])
+def test_every_format_the_help_lists_is_accepted(path, cmd, export_files, cache_dir, tmp_path):
+    export = EXPORT_OF.get(path[0], EXPORT)
+    if export not in export_files:
+        pytest.skip(f"fixtures/{export} absent")
+    p = str(export_files[export])
+    argv = [*path, *[a.format(p=p) for a in ARGS.get(path[0], ["{p}"])], "--cache-dir", str(cache_dir)]
+    for fmt in _listed_formats(path):
+        out = tmp_path / f"out.{fmt}"
+        res = runner.invoke(app, [*argv, "-f", fmt, "-o", str(out)], env={"COLUMNS": "100"})
+        assert res.exit_code == 0, (fmt, res.output)
+        assert out.stat().st_size > 0, fmt
+
+
+def test_summarize_lists_only_what_it_prints():
+    assert _listed_formats(("summarize",)) == ["table", "markdown", "json"]
+    res = runner.invoke(app, ["summarize", "x.sqlite", "-f", "csv"])
+    assert res.exit_code == 1 and "'csv' is not one of 'table', 'markdown', 'json'" in res.output
+
+
+def test_plot_writes_every_suffix_its_help_lists(export_files, cache_dir, tmp_path):
+    if EXPORT not in export_files:
+        pytest.skip(f"fixtures/{EXPORT} absent")
+    shown = _flat(_help(("plot",)))
+    assert "export and rank columns" not in shown  # images have no rows
+    suffixes = re.search(r"Image file; ((?:\.\w+, )*\.\w+ or \.\w+) picks the format", shown).group(1)
+    for suffix in re.findall(r"\.(\w+)", suffixes):
+        out = tmp_path / f"kernels.{suffix}"
+        res = runner.invoke(app, ["plot", "kernels", str(export_files[EXPORT]), "-o", str(out), "--top", "5",
+                                  "--cache-dir", str(cache_dir)])
+        assert res.exit_code == 0 and out.stat().st_size > 0, (suffix, res.output)
+
+
+def test_top_level_help_is_one_line_per_command_grouped():
+    from nsysql.cli.index import GROUPS
+    res = runner.invoke(app, ["--help"], env={"COLUMNS": "80"})
+    lines = res.output.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    group = typer.main.get_command(app)
+    for name in group.commands:
+        at = [line for line in lines if line.split()[:1] == [name] and line.startswith("  ")]
+        assert len(at) == 1, name  # listed once, on one line: the next line starts another command or group
+        after = lines[lines.index(at[0]) + 1]
+        assert not after.startswith("   "), (name, after)
+    for heading, _ in GROUPS:
+        assert f"{heading}:" in lines
+    assert len(lines) < 60

@@ -17,9 +17,6 @@ from nsysql.core import units
 from nsysql.errors import MissingDataError
 from nsysql.sql import catalog
 
-RULES = ("pageable_copy", "sync_in_step", "gpu_idle_in_step", "launch_bound", "fp32_gemm", "dataloader_wait",
-         "short_kernels", "outlier_step", "exposed_comm", "straggler")
-
 FINDING_COLUMNS = {
     "rule": pl.Utf8,
     "title": pl.Utf8,

@@ -10,10 +10,20 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from nsysql.cli.common import OUTPUT, SOURCE, ExportsArg, Output, OutputOpt, Source, TimeOrigins, add_commands
+from nsysql.cli.common import (
+    OUTPUT,
+    SOURCE,
+    ExportFilesArg,
+    ExportsArg,
+    Output,
+    OutputOpt,
+    Source,
+    TimeOrigins,
+    add_commands,
+)
 from nsysql.cli.tables import add_declared
 from nsysql.core import signals
-from nsysql.core.formats import Format
+from nsysql.core.formats import Format, TextFormat
 from nsysql.errors import NsysqlError, cli_text
 from nsysql.sql import catalog
 from nsysql.store import inputs
@@ -31,7 +41,24 @@ class WholeCommandHelp(TyperGroup):
                 formatter.write_dl(rows)
 
 
-class OneLineErrors(WholeCommandHelp):
+class GroupedCommandHelp(WholeCommandHelp):
+    """`nsysql --help`: one line per command, grouped by what a user wants (nsysql/cli/index.py); each
+    command's own --help says the rest."""
+
+    def format_commands(self, ctx, formatter):
+        from nsysql.cli.index import sections
+        described = {name: cmd.get_short_help_str(limit=1 << 16) for name in self.list_commands(ctx)
+                     if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden}
+        groups = sections(described, formatter.width)
+        longest = max((len(name) for _, rows in groups for name, _ in rows), default=0)
+        for heading, rows in groups:  # one column of names across the groups, as git's
+            with formatter.section(heading):
+                formatter.write_dl([(name.ljust(longest), line) for name, line in rows])
+        formatter.write_paragraph()
+        formatter.write_text("`nsysql COMMAND --help` says what a command does, its options and its columns.")
+
+
+class OneLineErrors(GroupedCommandHelp):
     """The CLI's one error boundary. Usage errors (a missing option, a bad choice, a value out of range) as one
     line and exit code 1, like every other nsysql error, instead of click's boxed usage text and exit code 2.
     Anything else a command raises is caught in `invoke`, before typer's own handling (which differs between
@@ -260,8 +287,8 @@ def report(
 
 
 def summarize(
-    exports: ExportsArg,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="table, markdown or json.")] = Format.table,
+    exports: ExportFilesArg,
+    text_fmt: Annotated[TextFormat, typer.Option("--format", "-f", help="table, markdown or json.")] = TextFormat.table,
     top: Annotated[int, typer.Option("--top", min=1, help="Rows in each top-N table.")] = 5,
     full: Annotated[bool, typer.Option(
         "--full", help="Add the capture-wide detail tables (ranges, kernels, launch overhead, copies, gaps, steps, "
@@ -289,8 +316,7 @@ def summarize(
         open_report(exports, src)
         return
     with src.errors():
-        if fmt not in (Format.table, Format.markdown, Format.json):
-            raise NsysqlError(f"summarize prints table, markdown or json, not {fmt.value}")
+        fmt = Format(text_fmt.value)  # the formats summarize prints (its --help lists no other)
         paths = multi.expand(exports)
         width, color = table_width(output), use_color(output)
         if len(paths) == 1:

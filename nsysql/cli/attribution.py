@@ -36,9 +36,10 @@ def kernels(
     style: Annotated[str, typer.Option(
         "--style", help="`full`: every column of every GPU op; `pyprof`: the seed tables' columns "
                         "(Idx, Direction, Layer, Op, Params, Kernel) for one step's kernels.")] = "full",
-    step: Annotated[int, typer.Option(
+    step: Annotated[int | None, typer.Option(
         "--step", min=0, help="With --style pyprof: which step, numbered within its process as `nsysql steps` "
-                              "numbers them (1 = first; 0 = every kernel).")] = 1,
+                              "numbers them (0 = every kernel) [default: the first; every kernel without "
+                              "steps].")] = None,
     pid: Annotated[int | None, typer.Option(
         "--pid", help="With --style pyprof: the process whose step, when several processes have steps.")] = None,
     src: Source = SOURCE,
@@ -55,7 +56,7 @@ def kernels(
     with src.errors():
         if style not in ("full", "pyprof"):
             raise NsysqlError(f"--style is full or pyprof, not {style!r}")
-        if style == "full" and (step != 1 or pid is not None):
+        if style == "full" and (step is not None or pid is not None):
             raise NsysqlError("--step and --pid choose the step of --style pyprof; the full table has every GPU op")
         origins = TimeOrigins(out.for_people and style == "full")
         if style == "pyprof":
@@ -72,11 +73,17 @@ def layers(
     exports: ExportsArg,
     depth: DepthOpt = 0,
     merge_repeats: MergeRepeatsOpt = False,
+    step: Annotated[int, typer.Option(
+        "--step", min=0, help="Only the kernels of step N, numbered within its process as `nsysql steps` numbers "
+                              "them (0 = every kernel).")] = 0,
+    pid: Annotated[int | None, typer.Option(
+        "--pid", help="With --step: the process whose step, when several processes have steps.")] = None,
     out: Output = OUTPUT,
     src: Source = SOURCE,
 ) -> None:
     """Kernel time per layer: forward, backward, optimizer and communication (NCCL's kernels), share of all
-    kernel time, backward/forward ratio; ends with the coverage line (share of kernel time with a known layer).
+    kernel time, backward/forward ratio; kernels outside every layer are the row `?`, so the rows add up to the
+    kernel time. Ends with the coverage line (share of kernel time with a known layer, whole export).
 
     Table and markdown show times in ms or µs; csv, json and parquet keep nanoseconds."""
     import textwrap
@@ -87,7 +94,7 @@ def layers(
         covs = []
 
         def per_export(ex):
-            df = ex.layers(depth=depth, merge_repeats=merge_repeats)
+            df = ex.layers(depth=depth, merge_repeats=merge_repeats, step=step, pid=pid)
             covs.append(ex.attribution_coverage())
             return df
 

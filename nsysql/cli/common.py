@@ -35,6 +35,11 @@ ExportsArg = Annotated[list[Path], typer.Argument(
     help="One or more nsys reports or exports (.nsys-rep, .sqlite, .sqlite.xz, parquetdir or arrowdir folders), or a "
          "quoted glob such as 'runs/rank*.sqlite'; with several, rows carry `export` and `rank` columns.",
     show_default=False)]
+# the same, for a command whose output is no table of rows (summarize's text, plot's images)
+ExportFilesArg = Annotated[list[Path], typer.Argument(
+    help="One or more nsys reports or exports (.nsys-rep, .sqlite, .sqlite.xz, parquetdir or arrowdir folders), or a "
+         "quoted glob such as 'runs/rank*.sqlite'.",
+    show_default=False)]
 CacheDirOpt = Annotated[Optional[Path], typer.Option(
     "--cache-dir", help="Where normalized exports are cached [default: $NSYSQL_CACHE_DIR or ~/.cache/nsysql].",
     show_default=False)]

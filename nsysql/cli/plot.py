@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from nsysql.cli.common import SOURCE, DepthOpt, ExportsArg, MergeRepeatsOpt, Source, add_commands
+from nsysql.cli.common import SOURCE, DepthOpt, ExportFilesArg, MergeRepeatsOpt, Source, add_commands
 
 
 class Kind(str, Enum):
@@ -21,7 +21,7 @@ def plot(
                                               "coloured by direction; layers: forward/backward/optimizer/"
                                               "communication GPU time per layer; "
                                               "kernels: the kernels with the most GPU time.", show_default=False)],
-    exports: ExportsArg,
+    exports: ExportFilesArg,
     output: Annotated[Path, typer.Option(
         "-o", "--output", help="Image file; .png, .svg or .pdf picks the format. Several exports: one image each, "
                                "FILE's stem + _<export> + suffix (e.g. out_rank0.png).", show_default=False)],

@@ -8,3 +8,10 @@ class Format(str, Enum):
     json = "json"
     parquet = "parquet"
     markdown = "markdown"
+
+
+class TextFormat(str, Enum):
+    """The formats of a command that prints a text for people and json, never a table of rows (summarize)."""
+    table = "table"
+    markdown = "markdown"
+    json = "json"

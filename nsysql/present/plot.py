@@ -308,6 +308,10 @@ def _time_unit(max_ns: int) -> tuple[str, float]:
 
 def _unique_short_paths(paths: list[str], limit: int = 60) -> list[str]:
     """Layer paths shortened in the middle (`forward_pass/layer_0/…/computing softmax`), kept distinct."""
+    from nsysql.present.render import bounded, middle, shorten_path
+    # cut once, in one pass, before the work below (quadratic in a path's length): a 1 MiB range name is drawn
+    # as quickly as a short one, and no label is longer than the bound
+    paths = [middle(p, bounded(limit)) for p in paths]
     out = []
     for path in paths:
         parts = path.split("/")
@@ -318,10 +322,12 @@ def _unique_short_paths(paths: list[str], limit: int = 60) -> list[str]:
                 short = "/".join(parts[:2] + ["…"] + tail)
                 if len(short) <= limit:
                     break
-        out.append(short)
-    # two long paths that shorten alike keep their full text
+        out.append(middle(short, limit))
+    # two long paths that shorten alike keep their full text, up to twice the limit (then the numbered components
+    # that tell them apart, as the tables shorten them)
     dupes = {s for s in out if out.count(s) > 1}
-    return [p if s in dupes else s for p, s in zip(paths, out)]
+    return [s if s not in dupes else p if len(p) <= 2 * limit else shorten_path(p, 2 * limit)
+            for p, s in zip(paths, out)]
 
 
 _NOISE = {"void", "int", "float", "double", "char", "bool", "long", "unsigned", "at", "native", "std", "array",

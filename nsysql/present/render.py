@@ -526,6 +526,9 @@ def shorten_path(text: str, width: int) -> str:
     readable lines where a single ellipsis in the middle would cut both to the same text."""
     if len(text) <= width:
         return text
+    # cut once, in one pass, before the per-component work below (quadratic in the text): a 1 MiB range name
+    # is shown as quickly as a short one, its start and end kept
+    text = middle(text, bounded(width))
     parts = text.split("/")
     numbers = [m.group() if (m := _NUMBERED.search(p)) else None for p in parts]
     plain = sorted((i for i in range(1, len(parts) - 1) if numbers[i] is None), key=lambda i: (-len(parts[i]), -i))
@@ -539,6 +542,12 @@ def shorten_path(text: str, width: int) -> str:
             return "/".join(kept)
     fitted = _fit_components(_kept(parts, dropped), width, 4)
     return fitted if fitted is not None else middle(text, width)
+
+
+def bounded(width: int) -> int:
+    """The longest text the shortening routines work on for a `width`-character cell: a longer one is first cut
+    in the middle to this, so that their cost depends on the width, never on the text."""
+    return max(4 * width, 64)
 
 
 def _kept(parts: list[str], dropped: set[int]) -> list[str]:

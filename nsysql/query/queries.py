@@ -242,26 +242,46 @@ class Queries:
         """Every GPU op charged to direction (fprop/bprop/optim/comm/other), layer, op, input shapes, seq."""
         return self.run("analysis.kernel_table")
 
-    def layers(self, depth: int = 0, merge_repeats: bool = False) -> pl.DataFrame:
-        """Kernel time per layer path split fprop/bprop/optim/comm; `depth` keeps N path components."""
+    def layers(self, depth: int = 0, merge_repeats: bool = False, step: int = 0, pid: int | None = None) -> pl.DataFrame:
+        """Kernel time per layer path split fprop/bprop/optim/comm; `depth` keeps N path components; `step` (of
+        process `pid`, as pyprof_table chooses it): only that step's kernels (0 = every kernel)."""
         if depth < 0:
             raise NsysqlError(f"depth must be 0 (whole path) or more, not {depth}")
-        return self.run("analysis.layers", depth=depth, merge_repeats=merge_repeats)
+        if pid is not None and not step:
+            raise NsysqlError("`pid=` picks the process of `step=`; give both")
+        process = self._step_process(step, pid)
+        return self.run("analysis.layers", depth=depth, merge_repeats=merge_repeats, step=step, process=process)
 
     def attribution_coverage(self) -> dict:
         """Kernel time with a known layer, per direction and per way the layer was found."""
         return self.run("analysis.attribution_coverage").row(0, named=True)
 
-    def pyprof_table(self, step: int = 1, pid: int | None = None) -> pl.DataFrame:
+    def pyprof_table(self, step: int | None = None, pid: int | None = None) -> pl.DataFrame:
         """The seed tables' layout (Idx, Direction, Layer, Op, Params, Kernel) for step range `step` of process
         `pid`, numbered within each process (1 = its first in time); `pid` is needed only when several processes
-        have that step. Step 0, or an export without step ranges, gives every kernel."""
+        have that step. Step 0 gives every kernel; no step: the first one, or every kernel of an export without
+        step ranges (a step asked for by number must exist)."""
+        if step is None:
+            step = 1 if self._step_counts() else 0
+        process = self._step_process(step, pid)
+        return self.run("analysis.kernel_table_pyprof", step=step, process=process)
+
+    def _step_counts(self) -> dict[int, int]:
+        """pid -> how many top-level step ranges it has."""
+        return dict(self.con.execute("SELECT pid, count(*) FROM user_range WHERE is_step GROUP BY pid").fetchall())
+
+    def _step_process(self, step: int, pid: int | None) -> int | None:
+        """The process whose step `step` (numbered within each process, 1 = its first) a command reads: `pid`, or
+        the only process with that step; None for step 0 (every kernel). One clear error when there is none,
+        or when several processes have it and `pid` does not say which."""
         if step < 0:
             raise NsysqlError(f"`step={step}`: steps count from 1 (0 = all kernels)")
-        per_pid = dict(self.con.execute(
-            "SELECT pid, count(*) FROM user_range WHERE is_step GROUP BY pid").fetchall())
-        if step == 0 or not per_pid:
-            return self.run("analysis.kernel_table_pyprof", step=0, process=None)
+        if step == 0:
+            return None
+        per_pid = self._step_counts()
+        if not per_pid:
+            raise NsysqlError(f"`step={step}`: {self.path.name} has no step ranges (see `nsysql steps`); "
+                              "`step=0` gives every kernel")
         if pid is not None and pid not in per_pid:
             have = ", ".join(str(p) for p in sorted(per_pid))
             raise NsysqlError(f"{self.path.name}: process {pid} has no step ranges; processes with steps: {have}")
@@ -274,7 +294,7 @@ class Queries:
         if len(candidates) > 1:
             raise NsysqlError(f"{self.path.name}: {len(candidates)} processes have step {step} "
                               f"({', '.join(map(str, candidates))}); choose one with `pid=`")
-        return self.run("analysis.kernel_table_pyprof", step=step, process=candidates[0])
+        return candidates[0]
 
     def ranges(self) -> pl.DataFrame:
         """NVTX ranges with depth, parent, full path and thread."""

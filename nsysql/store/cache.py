@@ -2,7 +2,9 @@
 
 The key covers the export's identity (absolute path, size, mtime and a hash of its first
 and last 64 KiB, which change whenever nsys rewrites the file) and the version of the
-normalized views and of DuckDB, so a changed export or a new nsysql never reuses a stale cache.
+normalized views and of DuckDB, so a changed export or a new nsysql never reuses a stale cache. The key is
+also kept inside the cache (nsysql_meta.export_identity) and compared when it is opened: another export's cache
+copied under this one's name is built again (nsysql/export.py).
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from nsysql.store import formats_in
 from nsysql.store.inputs import safe_name
 
 CACHE_ENV = "NSYSQL_CACHE_DIR"
+# what a cache file holds beside the tables, in the key: caches of an nsysql that kept no identity are never opened
+CACHE_FORMAT = "identity-kept"
 _PROBE = 64 * 1024
 
 
@@ -43,7 +47,7 @@ def cache_key(path: Path, views_version: str) -> str:
     probe = formats_in.identity(formats_in.folder(path)) if formats_in.is_folder(path) else content_probe(path)
     ident = "|".join([
         str(path.resolve()), str(st.st_size), str(st.st_mtime_ns), probe,
-        views_version, duckdb.__version__,
+        views_version, duckdb.__version__, CACHE_FORMAT,
     ])
     return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()[:32]  # non-UTF-8 names too
 

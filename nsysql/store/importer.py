@@ -212,10 +212,13 @@ def statements_to_add(present: set[str], wanted: set[str], view_set: str = "nsys
     return [q for q in by_name.values() if q.name in needed]
 
 
-def normalize(export: Path, target: Path, *, shown_as: Path | None = None, everything: bool = False) -> dict:
+def normalize(export: Path, target: Path, *, shown_as: Path | None = None, everything: bool = False,
+              identity: str = "") -> dict:
     """Build `target` (a DuckDB file) from `export`: every normalized table, or (`everything=False`) all but
     those built on first use (built_on_first_use; `extend` adds them). Returns facts about the export. Messages
-    name `shown_as` when given: the `.xz` the user named, when `export` is the copy it was unpacked to."""
+    name `shown_as` when given: the `.xz` the user named, when `export` is the copy it was unpacked to.
+    `identity` (the cache key, nsysql/cache.py) is kept in nsysql_meta as `export_identity`: a cache opened for
+    an export whose key differs is another export's (nsysql/export.py)."""
     shown = shown_as or export
     with _opened(export, target, shown) as (con, workers, tables, check, from_sqlite):
         try:
@@ -287,6 +290,7 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None, every
                 ("views_version", views_version(view_set)),
                 ("shims", ", ".join(shim.id for shim in shims) or "none"),
                 ("missing_columns", ", ".join(f"{t}.{c}" for t, c in filled) or "none"),
+                ("export_identity", identity),
             ])
             con.execute("DROP SCHEMA raw CASCADE")
             con.execute("DETACH nsys")

@@ -66,6 +66,16 @@ def _warn(line: str) -> None:
     warnings.warn(line, stacklevel=4)
 
 
+def _built_from(con: duckdb.DuckDBPyConnection, identity: str) -> bool:
+    """Whether the cache `con` reads was built from the export whose identity (nsysql/store/cache.py) is
+    `identity`: another export's cache copied under this one's name is not."""
+    try:
+        row = con.execute("SELECT value FROM nsysql_meta WHERE key = 'export_identity'").fetchone()
+    except duckdb.CatalogException:  # not a cache of nsysql's at all
+        return False
+    return row is not None and row[0] == identity
+
+
 def damaged_file(exc: BaseException) -> bool:
     """Whether `exc` is DuckDB finding its database file damaged."""
     return isinstance(exc, duckdb.IOException) and any(words in str(exc) for words in DAMAGED_FILE)
@@ -103,6 +113,8 @@ class Store:
                        nsys_rep.exported(self.path, directory) if nsys_rep.is_report(self.path) else self.path)
         if not folder:
             importer.check_sqlite_file(self.source)
+        # the export's identity (nsysql/store/cache.py), kept in the cache it builds and compared when it is opened
+        self._identity = cache_key(self.source, importer.views_version()) if use_cache else ""
         self.cache_path = (cache_file(directory, self.source, importer.views_version()) if use_cache
                            else directory / "export.duckdb")
         self.cache_hit = self.cache_path.exists()
@@ -143,9 +155,10 @@ class Store:
             self._discard_damaged_cache(error_line(exc))
         return action()
 
-    def _discard_damaged_cache(self, why: str) -> None:
-        """Remove the damaged cache and its stored answers, and build it again."""
-        self.on_notice(f"the cache of {self.path.name} was damaged ({why}); building it again")
+    def _discard_damaged_cache(self, why: str, *, foreign: bool = False) -> None:
+        """Remove the damaged (or another export's) cache and its stored answers, and build it again."""
+        what = "not built from this export" if foreign else "damaged"
+        self.on_notice(f"the cache of {self.path.name} was {what} ({why}); building it again")
         if self._con is not None:
             try:
                 self._con.close()
@@ -167,6 +180,9 @@ class Store:
         if self._con is None:
             database = self._private.name if self._private is not None else self.cache_path
             self._con = self.rebuilt_once(lambda: connect(database, read_only=True))
+            if self._tmpdir is None and not _built_from(self._con, self._identity):
+                self._discard_damaged_cache("its identity differs", foreign=True)
+                self._con = connect(database, read_only=True)
             macros.install(self._con)
         return self._con
 
@@ -248,7 +264,8 @@ class Store:
 
     def _build(self, directory: Path, *, everything: bool = False) -> None:
         with importer.scratch_cache(directory) as tmp:
-            importer.normalize(self.source, tmp, shown_as=self.path, everything=everything)  # messages name the .xz
+            importer.normalize(self.source, tmp, shown_as=self.path, everything=everything,  # messages name the .xz
+                               identity=self._identity)
             os.replace(tmp, self.cache_path)  # atomic: readers never see a half-built cache
 
     # -- what the export holds ---------------------------------------------------------------------------

@@ -1,13 +1,18 @@
--- nsysql: analysis.layers v3
+-- nsysql: analysis.layers v4
 -- purpose: GPU kernel time per layer (user NVTX path, see analysis.kernel_table) split into forward, backward, optimizer and communication (NCCL kernels), in model order, with the backward/forward ratio.
--- requires: kernel, gpu_op, gpu_op_attribution, user_range
--- params: depth BIGINT default 0 (keep the first N path components; 0 = whole path), merge_repeats BOOLEAN default false (numbered components such as layer_3, MLP_0, Embedding_12 become layer_*, MLP_*, Embedding_*)
+-- requires: kernel, gpu_op, gpu_op_int, gpu_op_attribution, user_range
+-- params: depth BIGINT default 0 (keep the first N path components; 0 = whole path), merge_repeats BOOLEAN default false (numbered components such as layer_3, MLP_0, Embedding_12 become layer_*, MLP_*, Embedding_*),
+--   step BIGINT default 0 (the kernels of one step range, numbered within its process as analysis.steps and
+--   analysis.kernel_table_pyprof number them: 1 = the process's first; 0 = every kernel), process BIGINT default
+--   null (the pid whose step; null = every process that has that step)
 -- notes: Kernels only (copies and sets are not kernel time); a CUDA graph traced at graph level (gpu_op kind graph)
 --   counts as one kernel lasting the whole graph, charged to the ranges around its cudaGraphLaunch. `total_ns`
 --   includes direction `other`. comm_ns: NCCL's kernels (direction comm, gpu_op_attribution: named like NCCL's
 --   or launched inside an NCCL range), never in fprop_ns, bprop_ns or optim_ns.
---   Rows are in the order their first kernel ran (model order); the unknown layer '?' sorts last.
---   pct = share of all kernel time in the export. bprop_ratio = bprop_ns / fprop_ns (NULL without fprop).
+--   Rows are in the order their first kernel ran (model order); kernels outside every layer (the unknown
+--   layer '?') are one row, last, so the rows add up to the kernel time. With `step`, a kernel belongs to the
+--   step when its launching call starts inside the step's time span in the same process, on any thread (as in
+--   analysis.kernel_table_pyprof). pct = share of all kernel time in the export (in the step, with `step`). bprop_ratio = bprop_ns / fprop_ns (NULL without fprop).
 -- columns:
 --   layer | VARCHAR | text
 --   fprop_ns | BIGINT | ns
@@ -19,10 +24,18 @@
 --   pct | DOUBLE | pct | 1
 --   bprop_ratio | DOUBLE | ratio | 2
 WITH
+step AS (
+    SELECT pid, start_ns, end_ns
+    FROM (SELECT pid, start_ns, end_ns, row_number() OVER (PARTITION BY pid ORDER BY start_ns, range_id) AS nth
+          FROM user_range WHERE is_step)
+    WHERE nth = $step AND ($process IS NULL OR pid = $process)
+),
 ops AS (  -- per layer range and direction first: integers only, so the texts below are cut once per range
     SELECT a.layer_range_id, a.direction, MIN(o.start_ns) AS first_ns, SUM(o.end_ns - o.start_ns) AS d, COUNT(*) AS n
-    FROM gpu_op AS o JOIN gpu_op_attribution AS a USING (op_kind, op_id)
+    FROM gpu_op_int AS o JOIN gpu_op_attribution AS a ON a.op_kind = CAST(o.op_kind AS VARCHAR) AND a.op_id = o.op_id
     WHERE o.op_kind IN ('kernel', 'graph')  -- a graph traced at graph level: its kernels as one
+      AND ($step = 0 OR EXISTS (SELECT 1 FROM step AS s
+                                WHERE s.pid = o.pid AND o.call_start_ns >= s.start_ns AND o.call_start_ns <= s.end_ns))
     GROUP BY ALL
 ),
 rolled AS (

@@ -1,7 +1,9 @@
--- nsysql: reports.cuda_api_sum v1
+-- nsysql: reports.cuda_api_sum v2
 -- purpose: CUDA runtime/driver API calls summed by name, identical to `nsys stats -r cuda_api_sum` (Nsight Systems 2025.3).
 -- requires: runtime
 -- params: none
+-- notes: One row per name id, as NVIDIA's script groups (`GROUP BY nameId`): an export whose StringIds holds
+--   one API name under two ids (seen in a 2022 MPI export) has two rows of that name, as nsys stats prints.
 -- columns:
 --   Time (%) | DOUBLE | pct of all API time | 1
 --   Total Time (ns) | BIGINT | ns
@@ -22,5 +24,5 @@ SELECT 100.0 * SUM(end_ns - start_ns) / SUM(SUM(end_ns - start_ns)) OVER () AS "
        COALESCE(STDDEV_SAMP(end_ns - start_ns), 0.0) AS "StdDev (ns)",
        api_short_name AS "Name"
 FROM runtime
-GROUP BY api_short_name
-ORDER BY "Total Time (ns)" DESC, "Num Calls", "Name";
+GROUP BY name_id, api_short_name
+ORDER BY "Total Time (ns)" DESC, "Num Calls", "Name", name_id;

@@ -1,7 +1,9 @@
--- nsysql: reports.osrt_sum v1
+-- nsysql: reports.osrt_sum v2
 -- purpose: OS runtime library calls (poll, read, pthread_*, ...) summed by name, identical to `nsys stats -r osrt_sum` (Nsight Systems 2025.3).
 -- requires: osrt
 -- params: none
+-- notes: One row per name id, as NVIDIA's script groups (`GROUP BY nameId`): a name stored under two ids in
+--   StringIds gives two rows, as nsys stats prints.
 -- columns:
 --   Time (%) | DOUBLE | pct of all OS runtime time | 1
 --   Total Time (ns) | BIGINT | ns
@@ -22,5 +24,5 @@ SELECT 100.0 * SUM(end_ns - start_ns) / SUM(SUM(end_ns - start_ns)) OVER () AS "
        COALESCE(STDDEV_SAMP(end_ns - start_ns), 0.0) AS "StdDev (ns)",
        api_name AS "Name"
 FROM osrt
-GROUP BY api_name
-ORDER BY "Total Time (ns)" DESC, "Num Calls", "Name";
+GROUP BY name_id, api_name
+ORDER BY "Total Time (ns)" DESC, "Num Calls", "Name", name_id;
