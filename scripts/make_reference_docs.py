@@ -52,8 +52,8 @@ def command_paths() -> list[str]:
     """Every command as typed after `nsysql`: 'summarize', 'cache list', ..."""
     import typer.main
 
-    from nsysql.cli.app import app
-    root = typer.main.get_command(app)
+    from nsysql.cli.app import make_app
+    root = typer.main.get_command(make_app())  # made now: commands declared since the import are in it
     ctx = root.context_class(root, info_name="nsysql")
     return [sub.command_path.split(" ", 1)[1] for sub, _ in _commands(root, ctx)]
 
@@ -61,8 +61,8 @@ def command_paths() -> list[str]:
 def cli_reference() -> str:
     import typer.main
 
-    from nsysql.cli.app import app
-    root = typer.main.get_command(app)
+    from nsysql.cli.app import make_app
+    root = typer.main.get_command(make_app())  # made now: commands declared since the import are in it
     ctx = root.context_class(root, info_name="nsysql", terminal_width=WIDTH, max_content_width=WIDTH)
     out = [GENERATED, "", "# CLI reference", "",
            "Every command's `--help`, as printed on a terminal 100 columns wide. The pages under *Commands* explain",

@@ -277,7 +277,7 @@ def test_parameter_defaults_become_literals_or_the_view_is_skipped():
                                             "AND kernel_name <> $tag;"))
     assert "> 1000" in sql and "<> 'a b'" in sql and "$" not in sql.split("\n", 6)[-1]
     assert "min_ns=1000" in note
-    sql, note = views._with_defaults(_query("min_ns = 5", "SELECT count(*) AS n FROM kernel WHERE start_ns > $min_ns"))
+    sql, note = views._with_defaults(_query("$min_ns BIGINT default 5", "SELECT count(*) AS n FROM kernel WHERE start_ns > $min_ns"))
     assert sql.endswith("start_ns > 5\n")
     sql, note = views._with_defaults(_query("$min_ns BIGINT (ns)", "SELECT count(*) AS n FROM kernel "
                                             "WHERE start_ns > $min_ns"))

@@ -71,7 +71,7 @@ def add_declared(app: typer.Typer, *, rest: bool = False) -> None:
     `rest=True`: every declared analysis not yet added (one declared without `after`, or after a missing one)."""
     names = {info.name for info in app.registered_commands}
     while True:
-        ready = [a for a in analyses.DECLARED if a.name not in names and (rest or a.after in names)]
+        ready = [a for a in analyses.declared() if a.name not in names and (rest or a.after in names)]
         if not ready:
             return
         add_commands(app, **{ready[0].name: table_command(ready[0])})

@@ -3,7 +3,10 @@ its parameters and how its table is shown. Each declaration becomes a table comm
 with the shared option groups); in the library `Export.analysis(name, by=..., **params)` runs it, through the
 `Export` method of that name where there is one (`overhead`, `memcpy`, `efficiency` take their query from here).
 
-Adding an analysis takes one SQL file (queries/analysis/NAME.sql, with its header) and one declaration:
+Adding an analysis takes one SQL file (queries/analysis/NAME.sql, with its header). A header line
+`-- command: NAME [(after COMMAND)]` declares it in the file itself: a table command with its purpose as help and
+one option per header parameter. For `--by` choices, units shared by columns or columns a narrow table hides first,
+declare it here instead:
 
     Analysis(
         name="busy_streams",                       # the command `nsysql busy_streams`; t.analysis("busy_streams")
@@ -17,6 +20,7 @@ them with the query's header (columns, types, units, decimals), so a renderer ne
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
@@ -359,8 +363,35 @@ def declare(analysis: Analysis) -> Analysis:
     return analysis
 
 
+_PY_TYPES: dict[str, Any] = {"BIGINT": int, "INTEGER": int, "DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool}
+
+
+def from_header(q: catalog.Query) -> Analysis:
+    """The declaration an analysis file makes of itself with `-- command: NAME [(after COMMAND)]`: a table command
+    named NAME, its help the file's purpose, one option per header parameter (its type, its default, its help)."""
+    m = catalog.COMMAND_LINE.fullmatch(q.meta["command"].strip())
+    assert m is not None  # the header parser checked it
+    params = []
+    for p in q.params:
+        kind = _PY_TYPES.get(p.type, str)
+        dashed = p.name.replace("_", "-")
+        params.append(Param(p.name, kind if p.has_default else Optional[kind], FROM_HEADER if p.has_default else None,
+                            p.help or p.name, flag=f"--{dashed}/--no-{dashed}" if kind is bool else None,
+                            show_default=p.has_default))
+    return Analysis(name=m["name"], help=q.purpose, queries={"": q.id}, params=tuple(params),
+                    title=re.split(r"\. | \(", q.purpose)[0].rstrip("."), after=m["after"])
+
+
+def declared() -> list[Analysis]:
+    """Every declared analysis: those above (and `declare`d), then the files that declare themselves (`command:`)."""
+    own = {a.name for a in DECLARED}
+    found = [from_header(q) for q in catalog.group("analysis") if "command" in q.meta]
+    return DECLARED + [a for a in found if a.name not in own]
+
+
 def get(name: str) -> Analysis:
-    for a in DECLARED:
+    every = declared()
+    for a in every:
         if a.name == name:
             return a
-    raise NsysqlError(f"no analysis named {name!r}; declared: {', '.join(a.name for a in DECLARED)}")
+    raise NsysqlError(f"no analysis named {name!r}; declared: {', '.join(a.name for a in every)}")

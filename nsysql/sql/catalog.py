@@ -198,10 +198,13 @@ def strip_comments(sql: str) -> str:
     return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
 
 
-HEADER_KEYS = ("purpose", "requires", "params", "notes", "columns", "args", "provides", "storage-of", "rows", "built")
+HEADER_KEYS = ("purpose", "requires", "params", "notes", "columns", "args", "provides", "storage-of", "rows", "built",
+               "command")
 """Every key a header may have (docs/query-headers.md says what each means); any other is an error."""
 BUILT_ON_FIRST_USE = "on first use"  # the one value of `built:` (a normalized table a cache's first open leaves out)
 REQUIRED_KEYS = ("purpose", "requires", "params", "columns")
+# `command: NAME [(after COMMAND)]` in an analysis makes it a table command of its own (nsysql/sql/analyses.py)
+COMMAND_LINE = re.compile(r"(?P<name>[a-z][a-z0-9_-]*)(?:\s+\(after\s+(?P<after>[a-z][a-z0-9_-]*)\))?")
 _KEY_LINE = re.compile(r"^-- (?P<key>[a-z][a-z-]*):(?P<value>.*)$")
 _MORE_LINE = re.compile(r"^--  +(?P<text>\S.*)$")
 
@@ -237,6 +240,9 @@ def parse(text: str, path: str) -> Query:
             if key == "columns" and first and not (first == "none" or first.startswith("(")):
                 raise HeaderError(f"{where}: 'columns:' stands alone with one column per indented line below it, "
                                   "or says `none` or `(why)` for a file that returns no rows (DDL)")
+            if key == "command" and not COMMAND_LINE.fullmatch(first):
+                raise HeaderError(f"{where}: 'command:' says `NAME` or `NAME (after COMMAND)`, the table command "
+                                  f"this analysis becomes, got {first[:60]!r}")
             if key == "built" and not first.startswith(BUILT_ON_FIRST_USE):
                 raise HeaderError(f"{where}: 'built:' says `{BUILT_ON_FIRST_USE} (why)`; a table built on a "
                                   "cache's first open has no such line")
