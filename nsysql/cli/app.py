@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 import traceback
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -345,7 +347,7 @@ def summarize(
 # --help`; the table commands of the declared analyses (nsysql/sql/analyses.py) join after the command each follows.
 # A module that fails to import is an error, not a command missing from --help; only `capture` is left out where
 # the capture package (the optional torch side, shipped beside nsysql) is not installed.
-COMMAND_MODULES = (
+_ORDER = (
     "overview",
     "capture",
     "attribution",
@@ -361,6 +363,17 @@ COMMAND_MODULES = (
     "cache",
     "analyze",
 )
+
+
+def command_modules() -> tuple[str, ...]:
+    """Every module of this folder with a `register(app)`: those of _ORDER in its order, then any other (a new
+    command is one module; its line in `nsysql --help` comes from nsysql/cli/index.py, else under "More")."""
+    here = Path(__file__).parent
+    found = sorted(p.stem for p in here.glob("*.py") if re.search(r"^def register\(", p.read_text(encoding="utf-8"), re.M))
+    return tuple(n for n in _ORDER if n in found) + tuple(n for n in found if n not in _ORDER)
+
+
+COMMAND_MODULES = command_modules()
 
 
 def register_commands(target: typer.Typer, names: tuple[str, ...] = COMMAND_MODULES) -> None:
