@@ -207,7 +207,59 @@ CASES: list[tuple[str, Callable[[Path, Path], Path], str, str]] = [
     ("huge-timestamps", lambda g, d: _edit(g, d, f'UPDATE {K} SET start = start + 4611686018427387904, '
                                                  f'"end" = "end" + 4611686018427387904'), "either", ""),
     ("zero-length-kernels", lambda g, d: _edit(g, d, f'UPDATE {K} SET "end" = start'), "ok", ""),
+    # folder exports (nsys export --type parquetdir | arrowdir; nsysql/store/formats_in.py) and nsys reports
+    ("parquetdir-good", lambda g, d: _parquetdir(g, d), "ok", ""),
+    ("arrowdir-good", lambda g, d: _arrowdir(g, d), "ok", ""),
+    ("parquetdir-kernel-missing", lambda g, d: _parquetdir(g, d, drop=K), "either", ""),
+    ("parquetdir-stringids-missing", lambda g, d: _parquetdir(g, d, drop="StringIds"), "warn-either", "StringIds"),
+    ("parquet-truncated", lambda g, d: _parquetdir(g, d, cut="NVTX_EVENTS"), "error", "truncated Parquet file"),
+    ("parquet-not-parquet", lambda g, d: _parquetdir(g, d, replace=(K, b"kernel,start\n1,2\n")), "error",
+     "is not a Parquet file"),
+    ("arrow-other-schema", lambda g, d: _arrowdir(g, d, swap=(K, "StringIds")), "error",
+     f"does not hold nsys's {K} table"),
+    ("arrow-truncated", lambda g, d: _arrowdir(g, d, cut=R), "error", "truncated Arrow stream"),
+    ("folder-without-tables", lambda g, d: (_bytes(d, b"notes", "README.txt"), d)[1], "error",
+     "no <TABLE>.parquet or <TABLE>.arrow files"),
+    ("nsys-rep-unreadable", lambda g, d: _bytes(d, os.urandom(4096), "run.nsys-rep"), "error", "nsys"),
 ]
+
+
+def _parquetdir(good: Path, d: Path, drop: str = "", cut: str = "", replace: tuple[str, bytes] | None = None) -> Path:
+    """The export as nsys's parquetdir (bench/parquetdir_of.py), a table left out, cut in half or replaced."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("parquetdir_of", Path(__file__).resolve().parents[1] / "bench" /
+                                                  "parquetdir_of.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    folder = d / "run_pqtdir"
+    module.convert(good, folder)
+    if drop:
+        (folder / f"{drop}.parquet").unlink()
+    if cut:
+        data = (folder / f"{cut}.parquet").read_bytes()
+        (folder / f"{cut}.parquet").write_bytes(data[:len(data) // 2])
+    if replace:
+        (folder / f"{replace[0]}.parquet").write_bytes(replace[1])
+    return folder
+
+
+def _arrowdir(good: Path, d: Path, swap: tuple[str, str] | None = None, cut: str = "") -> Path:
+    """The export as an arrowdir of IPC streams (written by Polars from the parquetdir), a table holding another's
+    rows (`swap`: (table, the one whose rows it holds)) or cut in half."""
+    import polars as pl
+    (d / "tmp").mkdir()
+    parquet = _parquetdir(good, d / "tmp")
+    folder = d / "run_arwdir"
+    folder.mkdir()
+    for file in parquet.iterdir():
+        pl.read_parquet(file).write_ipc_stream(folder / f"{file.stem}.arrow")
+    shutil.rmtree(d / "tmp")
+    if swap:
+        shutil.copyfile(folder / f"{swap[1]}.arrow", folder / f"{swap[0]}.arrow")
+    if cut:
+        data = (folder / f"{cut}.arrow").read_bytes()
+        (folder / f"{cut}.arrow").write_bytes(data[:len(data) // 2])
+    return folder
 
 
 def _sqlite(d: Path, statements: list[str]) -> Path:

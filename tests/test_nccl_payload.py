@@ -128,6 +128,47 @@ def test_every_value_equals_a_plain_decode(ddp, ddp_opened):
 
 
 @needs_ddp
+def test_payloads_from_parquet_and_arrow_equal_a_plain_decode(ddp, tmp_path):
+    """The same blobs read from Parquet and Arrow folders (nsysql/store/formats_in.py): the export with blobs written as
+    a parquetdir (bench/parquetdir_of.py: binaryData as bytes), as an arrowdir of IPC streams written here with
+    Polars, and as that arrowdir with binaryData declared text, as nsys 2025.3 writes it (on the GPU machine its
+    arrowdir's NVTX_EVENTS.arrow held the same 162 payloads as its SQLite export, byte for byte); nccl_payload
+    equals the plain decode of the SQLite export's blobs."""
+    import shutil
+
+    import polars as pl
+
+    import nsysql
+    from nsysql.store import formats_in
+    parquetdir = tmp_path / "run_pqtdir"
+    load_script("bench/parquetdir_of.py").convert(ddp["blobs"], parquetdir)
+    arrowdir = tmp_path / "run_arwdir"
+    arrowdir.mkdir()
+    for file in parquetdir.iterdir():
+        # the oldest layout: LargeUtf8 and LargeBinary, as nsys writes them (no views)
+        pl.read_parquet(file).write_ipc_stream(arrowdir / f"{file.stem}.arrow", compat_level=pl.CompatLevel.oldest())
+    # as nsys 2025.3 writes it: binaryData declared text (Arrow type LargeUtf8) over bytes that are not UTF-8, which
+    # Polars refuses; nsysql reads that column's bytes itself (formats_in.text_column_bytes)
+    as_text = tmp_path / "run_arwdir_text"
+    shutil.copytree(arrowdir, as_text)
+    stream = bytearray((as_text / "NVTX_EVENTS.arrow").read_bytes())
+    message = bytes(stream[8:8 + formats_in._u32(stream, 4)])
+    schema = formats_in._ref(message, formats_in._u32(message, 0), 2)
+    field = next(f for f in formats_in._vector(message, formats_in._ref(message, schema, 1))
+                 if formats_in._string(message, formats_in._ref(message, f, 0)) == "binaryData")
+    kind_at = formats_in._slot(message, field, 2)
+    assert message[kind_at] == 19  # LargeBinary, as Polars wrote it
+    stream[8 + kind_at] = 20  # LargeUtf8, nsys's type for it
+    (as_text / "NVTX_EVENTS.arrow").write_bytes(bytes(stream))
+    with pytest.raises(pl.exceptions.ComputeError, match="utf"):
+        pl.read_ipc_stream(as_text / "NVTX_EVENTS.arrow")
+    want = plain_decode(ddp["blobs"])
+    for folder in (parquetdir, arrowdir, as_text):
+        with nsysql.open(folder, cache_dir=tmp_path / "cache") as ex:
+            assert table(ex) == want, folder.name
+
+
+@needs_ddp
 def test_one_communicator_shared_by_both_ranks(ddp_opened):
     """DDP's one process group is one communicator: ranks 0 and 1 (one process each) have the same communicator id,
     and run its collectives in the same order with the same sizes."""

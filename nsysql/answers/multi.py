@@ -13,6 +13,7 @@ import polars as pl
 
 from nsysql.errors import MissingDataError, NsysqlError, cli_text
 from nsysql.store import inputs
+from nsysql.store.open_many import open_all
 
 # rank in a file name: rank3, rank_3, rank-03, or r3 (r/rank not glued to a letter or digit before it)
 _RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank|r)[_-]?(\d+)(?:[^0-9]|$)", re.IGNORECASE)
@@ -42,8 +43,8 @@ def expand(paths: list[Path]) -> list[Path]:
 
 
 def label(path: Path) -> str:
-    """The export's name in multi-export output: the file name without .sqlite/.xz."""
-    name = path.name
+    """The export's name in multi-export output: the file name without .sqlite/.xz (or .nsys-rep)."""
+    name = path.name.removesuffix(".nsys-rep")
     for suffix in (".xz", ".sqlite"):
         name = name.removesuffix(suffix)
     return name
@@ -79,11 +80,14 @@ def gather(paths: list[Path], analysis: Callable, opener: Callable,
             return analysis(ex)
     frames, failed = [], []
     opened = []
-    for i, (path, name) in enumerate(zip(paths, labels(paths))):
-        try:
-            opened.append((i, path, name, opener(path)))
-        except NsysqlError as exc:  # not an export nsysql can open (damaged, truncated, too old, ...)
-            failed.append((i, name, str(exc).removeprefix(f"{name}: ")))
+    names = labels(paths)
+    # opened several at a time (nsysql/store/open_many.py); one that cannot be opened (damaged, truncated, too old ...)
+    # is named below
+    for i, (path, name, ex) in enumerate(zip(paths, names, open_all(paths, names, opener))):
+        if isinstance(ex, NsysqlError):
+            failed.append((i, name, str(ex).removeprefix(f"{name}: ")))
+        else:
+            opened.append((i, path, name, ex))
     aligned = _link_job([ex for *_, ex in opened], [name for _, _, name, _ in opened])
     for i, path, name, ex in opened:
         try:
@@ -113,20 +117,15 @@ def open_job(paths: list[Path], opener: Callable, *, strict: bool = False) -> tu
     """The exports at `paths` opened and linked (nsysql/answers/job.py) when they are the ranks of one job, with their
     labels; None (nothing left open) when they are not: separate runs, or one cannot be opened and not `strict` (the
     caller's own handling of several exports names it; `strict`: its error is raised, with the export's label)."""
-    opened = []
-    try:
-        for path, name in zip(paths, labels(paths)):
-            try:
-                opened.append(opener(path))
-            except NsysqlError as exc:
-                if strict:
-                    raise NsysqlError(f"{name}: {str(exc).removeprefix(f'{name}: ')}") from None
-                raise
-    except NsysqlError:
+    results = open_all(paths, labels(paths), opener)  # several at a time (nsysql/store/open_many.py)
+    opened = [ex for ex in results if not isinstance(ex, NsysqlError)]
+    failed = [(name, ex) for name, ex in zip(labels(paths), results) if isinstance(ex, NsysqlError)]
+    if failed:
         for ex in opened:
             ex.close()
         if strict:
-            raise
+            name, exc = failed[0]
+            raise NsysqlError(f"{name}: {str(exc).removeprefix(f'{name}: ')}")
         return None
     names = labels(paths)
     if _link_job(opened, names):

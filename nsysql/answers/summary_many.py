@@ -11,6 +11,7 @@ from nsysql.answers import multi
 from nsysql.answers.summary import Section
 from nsysql.core import units
 from nsysql.errors import MissingDataError, NsysqlError
+from nsysql.store.open_many import open_all
 
 
 def build(paths: list[Path], opener: Callable, top: int = 10, deviation_pct: float = 10.0) -> list[Section]:
@@ -19,11 +20,9 @@ def build(paths: list[Path], opener: Callable, top: int = 10, deviation_pct: flo
     ranges: list[pl.DataFrame] = []
     steps: list[pl.DataFrame] = []
     failures: list[tuple[str, str]] = []
-    for path, name in zip(paths, names):
-        try:
-            ex = opener(path)
-        except NsysqlError as exc:  # cannot be opened: skipped and named; the command fails only when none succeeds
-            failures.append((name, str(exc)))
+    for path, name, ex in zip(paths, names, open_all(paths, names, opener)):  # several at a time
+        if isinstance(ex, NsysqlError):  # cannot be opened: skipped and named; the command fails only when none succeeds
+            failures.append((name, str(ex)))
             continue
         try:
             _one(ex, name, multi.rank_of(path), totals, ranges, steps)

@@ -28,19 +28,25 @@ from nsysql.core.formats import Format
 from nsysql.errors import NsysqlError, cli_text
 from nsysql.store import inputs
 
-ExportArg = Annotated[Path, typer.Argument(help="An nsys SQLite export (nsys export --type sqlite REPORT.nsys-rep).",
-                                           show_default=False)]
+ExportArg = Annotated[Path, typer.Argument(
+    help="An nsys report or export: .nsys-rep (exported once by your nsys), .sqlite, .sqlite.xz, or a parquetdir or "
+         "arrowdir folder (nsys export --type parquetdir|arrowdir).", show_default=False)]
 ExportsArg = Annotated[list[Path], typer.Argument(
-    help="One or more nsys SQLite exports (.sqlite or .sqlite.xz), or a quoted glob such as 'runs/rank*.sqlite'; "
-         "with several, rows carry `export` and `rank` columns.", show_default=False)]
+    help="One or more nsys reports or exports (.nsys-rep, .sqlite, .sqlite.xz, parquetdir or arrowdir folders), or a "
+         "quoted glob such as 'runs/rank*.sqlite'; with several, rows carry `export` and `rank` columns.",
+    show_default=False)]
 # the same, for a command whose output is no table of rows (summarize's text, plot's images)
 ExportFilesArg = Annotated[list[Path], typer.Argument(
-    help="One or more nsys SQLite exports (.sqlite or .sqlite.xz), or a quoted glob such as 'runs/rank*.sqlite'.",
+    help="One or more nsys reports or exports (.nsys-rep, .sqlite, .sqlite.xz, parquetdir or arrowdir folders), or a "
+         "quoted glob such as 'runs/rank*.sqlite'.",
     show_default=False)]
 CacheDirOpt = Annotated[Optional[Path], typer.Option(
     "--cache-dir", help="Where normalized exports are cached [default: $NSYSQL_CACHE_DIR or ~/.cache/nsysql].",
     show_default=False)]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Normalize into a temporary file and discard it.")]
+NsysOpt = Annotated[Optional[Path], typer.Option(
+    "--nsys", help="The nsys that exports a .nsys-rep [default: $NSYS, else nsys on PATH, else "
+                   "/opt/nvidia/nsight-systems*/bin or /usr/local/cuda*/bin].", show_default=False)]
 OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write to this file instead of stdout.",
                                                    show_default=False)]
 FormatOpt = Annotated[Format, typer.Option(
@@ -155,10 +161,16 @@ class Output:
 
 @dataclass(frozen=True)
 class Source:
-    """`--cache-dir`, `--no-cache`, `--debug`: how exports are opened, and how errors are shown."""
+    """`--cache-dir`, `--no-cache`, `--nsys`, `--debug`: how exports are opened, and how errors are shown."""
     cache_dir: CacheDirOpt = None
     no_cache: NoCacheOpt = False
+    nsys: NsysOpt = None
     debug: DebugOpt = False
+
+    def __post_init__(self) -> None:
+        if self.nsys is not None:  # one command a process: the nsys that exports any .nsys-rep it is given
+            from nsysql.store.nsys_rep import choose
+            choose(self.nsys)
 
     def errors(self):
         return user_errors(self.debug)

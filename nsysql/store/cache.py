@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 
+from nsysql.store import formats_in
 from nsysql.store.inputs import safe_name
 
 CACHE_ENV = "NSYSQL_CACHE_DIR"
@@ -42,8 +43,10 @@ def content_probe(path: Path) -> str:
 
 def cache_key(path: Path, views_version: str) -> str:
     st = path.stat()
+    # a folder export (Parquet, Arrow): every table file's identity (formats_in.identity)
+    probe = formats_in.identity(formats_in.folder(path)) if formats_in.is_folder(path) else content_probe(path)
     ident = "|".join([
-        str(path.resolve()), str(st.st_size), str(st.st_mtime_ns), content_probe(path),
+        str(path.resolve()), str(st.st_size), str(st.st_mtime_ns), probe,
         views_version, duckdb.__version__, CACHE_FORMAT,
     ])
     return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()[:32]  # non-UTF-8 names too

@@ -21,7 +21,7 @@ from nsysql.core.owner import owner_tag
 from nsysql.errors import NsysqlError
 from nsysql.sql import catalog, macros
 from nsysql.sql.engine import connect, error_line, quote_ident, quote_literal
-from nsysql.store import inputs, readonly, sqlite_check
+from nsysql.store import formats_in, inputs, readonly, sqlite_check
 from nsysql.store.build_graph import build_graph, build_workers
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -110,10 +110,66 @@ def fill_columns(stub: list[tuple[str, str]], has: set[str]) -> list[tuple[str, 
     return [(c, t) for c, t in stub if c != "rowid" and c.lower() not in has]
 
 
-def raw_view(table: str, missing: list[tuple[str, str]]) -> str:
-    """raw.<table> over the export's table, with `missing` columns as typed NULLs."""
+def raw_view(table: str, missing: list[tuple[str, str]], *, from_sqlite: bool = True) -> str:
+    """raw.<table> over the export's table, with `missing` columns as typed NULLs. A folder export's tables
+    carry their `rowid` as a column already (nsysql/store/formats_in.py)."""
     filled = "".join(f", CAST(NULL AS {t}) AS {quote_ident(c)}" for c, t in missing)
-    return f"CREATE VIEW raw.{table} AS SELECT rowid AS rowid, *{filled} FROM nsys.{table}"
+    rowid = "rowid AS rowid, " if from_sqlite else ""
+    return f"CREATE VIEW raw.{table} AS SELECT {rowid}*{filled} FROM nsys.{table}"
+
+
+def folder_binary_view(name: str) -> str:
+    """SQLITE_SQL_TABLES' view over a folder export (Parquet or Arrow): the same columns, read by DuckDB itself.
+    binaryData is BLOB, or VARCHAR in the Parquet some nsys versions write: hex() reads the bytes of either."""
+    table, column, _ = SQLITE_SQL_TABLES[name]
+    return (f"CREATE VIEW raw.{name} AS SELECT rowid, CAST(eventType AS BIGINT) AS eventType, "
+            f"CAST(globalTid AS BIGINT) AS globalTid, CAST(domainId AS BIGINT) AS domainId, "
+            f"hex({column}) AS binaryHex FROM nsys.{table} WHERE {column} IS NOT NULL")
+
+
+class _NoCheck:
+    """SQLite's own check, for an export that is not SQLite: nothing to check there (nsysql/store/formats_in.py says
+    what is checked instead)."""
+
+    def result(self) -> list:
+        return []
+
+    def cancel(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _opened(export: Path, target: Path, shown: Path) -> Iterator[tuple]:
+    """The connection to the cache being built with the export attached as `nsys`: (connection, build workers,
+    the export's tables, SQLite's check running beside (sqlite_check) or a stand-in, whether it is SQLite)."""
+    workers = build_workers()
+    if formats_in.is_folder(export):
+        folder = formats_in.folder(export)
+        con = connect(target, share=workers)
+        try:
+            with formats_in.attached(con, folder, stub_columns()) as tables:
+                yield con, workers, tables, _NoCheck(), False
+        finally:
+            con.close()
+        return
+    check_sqlite_file(export)
+    with readonly.sqlite_path(export, scratch=target.parent) as link:
+        con = connect(target, with_sqlite=True, share=workers)
+        # SQLite's own check of the tables read, kept as table sqlite_check: in its own process beside the build
+        # (a SIGBUS of its memory-mapped read, met once in CI on a WAL-mode export, ends only that process)
+        check = sqlite_check.start(link)
+        try:
+            try:
+                tables = {r[0] for r in con.execute(
+                    "SELECT name FROM sqlite_scan($p, 'sqlite_master') WHERE type = 'table'", {"p": str(link)}).fetchall()}
+            except duckdb.Error as exc:
+                raise NsysqlError(damage(shown, exc, check.result()) or
+                                  f"{shown}: cannot read it as SQLite ({str(exc).splitlines()[0]})") from None
+            con.execute(f"ATTACH {quote_literal(str(link))} AS nsys (TYPE sqlite, READ_ONLY)")
+            yield con, workers, tables, check, True
+        finally:
+            check.cancel()  # still running only when the build failed or was interrupted
+            con.close()
 
 
 def _ordered(view_set: str) -> list[catalog.Query]:
@@ -164,24 +220,12 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None, every
     `identity` (the cache key, nsysql/cache.py) is kept in nsysql_meta as `export_identity`: a cache opened for
     an export whose key differs is another export's (nsysql/export.py)."""
     shown = shown_as or export
-    check_sqlite_file(export)
-    with readonly.sqlite_path(export, scratch=target.parent) as link:
-        workers = build_workers()
-        con = connect(target, with_sqlite=True, share=workers)
-        # SQLite's own check of the tables read, kept as table sqlite_check: in its own process beside the build
-        # (a SIGBUS of its memory-mapped read, met once in CI on a WAL-mode export, ends only that process)
-        check = sqlite_check.start(link)
+    with _opened(export, target, shown) as (con, workers, tables, check, from_sqlite):
         try:
-            try:
-                tables = {r[0] for r in con.execute(
-                    "SELECT name FROM sqlite_scan($p, 'sqlite_master') WHERE type = 'table'", {"p": str(link)}).fetchall()}
-            except duckdb.Error as exc:
-                raise NsysqlError(damage(shown, exc, check.result()) or
-                                  f"{shown}: cannot read it as SQLite ({str(exc).splitlines()[0]})") from None
             if not tables & NSYS_MARKERS:
-                raise NsysqlError(f"{shown} is a SQLite file but not an Nsight Systems export "
+                what = "a SQLite file" if from_sqlite else "a folder of tables"
+                raise NsysqlError(f"{shown} is {what} but not an Nsight Systems export "
                                   "(no StringIds, NVTX_EVENTS or CUPTI tables); export one with: nsys export --type sqlite REPORT.nsys-rep")
-            con.execute(f"ATTACH {quote_literal(str(link))} AS nsys (TYPE sqlite, READ_ONLY)")
             schema = _schema_version(con, tables)
             view_set = _view_set(schema, tables, shown)
             con.execute("CREATE SCHEMA raw")
@@ -202,17 +246,22 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None, every
                 if name in SQLITE_SQL_TABLES:
                     table, column, view = SQLITE_SQL_TABLES[name]
                     has = table in tables and table not in shimmed and column in columns.get(table, set())
-                    con.execute(view if has else stub)
+                    con.execute((view if from_sqlite else folder_binary_view(name)) if has else stub)
                 elif name in tables:
                     missing = [] if name in RAW_TABLES else fill_columns(stubs[name], columns.get(name, set()))
                     filled += [(name, c) for c, _ in missing]
-                    con.execute(RAW_TABLES.get(name) or raw_view(name, missing))
+                    con.execute(RAW_TABLES.get(name) or raw_view(name, missing, from_sqlite=from_sqlite))
                 else:
                     con.execute(stub)
             def failed(q: catalog.Query, exc: duckdb.Error) -> NsysqlError:
                 if isinstance(exc, duckdb.OutOfMemoryException):
                     return NsysqlError(f"{shown}: could not normalize {q.name}: {error_line(exc)}")
-                return NsysqlError(damage(shown, exc, check.result()) or f"{shown}: could not normalize {q.name} "
+                if (line := damage(shown, exc, check.result())) is not None:
+                    return NsysqlError(line)
+                if not from_sqlite:  # Parquet or Arrow read only now, a page damaged inside a file
+                    return NsysqlError(f"{shown}: could not normalize {q.name} ({str(exc).splitlines()[0]}); a file "
+                                       "of the folder may be damaged: export it again from the .nsys-rep")
+                return NsysqlError(f"{shown}: could not normalize {q.name} "
                                    f"({str(exc).splitlines()[0]}); export schema {schema} may be unsupported")
 
             statements = [q for q in _ordered(view_set) if everything or not built_on_first_use(q)]
@@ -248,9 +297,6 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None, every
             con.execute("CHECKPOINT")
         except duckdb.Error as exc:  # a damaged file or a full disk, met outside the steps wrapped above
             raise NsysqlError(damage(shown, exc, check.result()) or f"{shown}: cannot read it ({str(exc).splitlines()[0]})") from None
-        finally:
-            check.cancel()  # still running only when the build failed or was interrupted
-            con.close()
     return {"schema": schema, "view_set": view_set, "tables": tables}
 
 

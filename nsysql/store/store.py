@@ -25,7 +25,7 @@ from nsysql.core.owner import owner_tag
 from nsysql.errors import MissingDataError, NsysqlError
 from nsysql.sql import catalog, macros
 from nsysql.sql.engine import connect, error_line
-from nsysql.store import busy, hygiene, importer, inputs
+from nsysql.store import busy, formats_in, hygiene, importer, inputs, nsys_rep
 from nsysql.store import stored as answers
 from nsysql.store.cache import cache_file, cache_key, default_cache_dir
 
@@ -91,7 +91,11 @@ class Store:
         cache as a command does, until it exits; a background run answering ahead waits for it (store/busy.py)."""
         self.path = Path(path)
         self._tmpdir: tempfile.TemporaryDirectory | None = None
-        inputs.regular_file(self.path)  # before any cache directory is made: a FIFO or a typo fails at once
+        folder = formats_in.is_folder(self.path)
+        if folder:  # a Parquet or Arrow folder (nsysql/store/formats_in.py), checked before any cache directory is made
+            formats_in.folder(self.path)
+        else:
+            inputs.regular_file(self.path)  # before any cache directory is made: a FIFO or a typo fails at once
         if use_cache:
             directory = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
             try:
@@ -103,9 +107,12 @@ class Store:
         else:
             self._tmpdir = tempfile.TemporaryDirectory(prefix=f"nsysql-nocache-{owner_tag()}-")
             directory = Path(self._tmpdir.name)
-        # The SQLite file actually read: the export itself, or an .xz export unpacked into the cache.
-        self.source = unpack_xz(self.path, directory) if self.path.name.endswith(".xz") else self.path
-        importer.check_sqlite_file(self.source)
+        # What is actually read: the export itself, an .xz export unpacked into the cache, or a .nsys-rep exported
+        # into the cache by nsys (nsysql/store/nsys_rep.py)
+        self.source = (unpack_xz(self.path, directory) if self.path.name.endswith(".xz") else
+                       nsys_rep.exported(self.path, directory) if nsys_rep.is_report(self.path) else self.path)
+        if not folder:
+            importer.check_sqlite_file(self.source)
         # the export's identity (nsysql/store/cache.py), kept in the cache it builds and compared when it is opened
         self._identity = cache_key(self.source, importer.views_version()) if use_cache else ""
         self.cache_path = (cache_file(directory, self.source, importer.views_version()) if use_cache
