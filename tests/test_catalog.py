@@ -147,3 +147,26 @@ def test_header_lock_rule():
     assert check.problems(locked, {}) == ([], ["a.x: removed"])
     lock = json.loads(check.LOCK.read_text(encoding="utf-8"))
     assert check.problems(lock, check.current()) == ([], []), "run python scripts/check_headers.py --update"
+
+
+@pytest.mark.parametrize("line, message", [
+    ('-- optional: "pct", ("name", "total_ns")', None),
+    ('-- optional: "nope"', "presentation hints name columns it does not have: nope"),
+    ("-- optional: pct", "'optional:' lists quoted column names"),
+    ('-- text-min: "name" wide', "'text-min:' is"),
+])
+def test_presentation_hints_are_read_from_the_header(line, message):
+    text = GOOD.replace("-- notes: First line.", line + "\n-- notes: First line.", 1)
+    if message is None:
+        q = catalog.parse(text, "analysis/toy.sql")
+        assert q.optional == ("pct", ("name", "total_ns")) and q.text_min == {}
+        return
+    with pytest.raises(catalog.HeaderError, match=re.escape(message)):
+        catalog.parse(text, "analysis/toy.sql")
+
+
+def test_every_reports_hints_name_its_own_columns():
+    """The hints moved from the command line's code into the headers (e.g. cuda_gpu_trace's launch geometry)."""
+    q = catalog.get("reports.cuda_gpu_trace")
+    assert ("GrdX", "GrdY", "GrdZ") in q.optional and catalog.get("reports.um_sum").text_min == {"Virtual Address": 18}
+    assert "NCCL" in catalog.get("reports.nccl_gpu_overlap_trace").meta["empty"]

@@ -203,53 +203,16 @@ def arg_usage(q: catalog.Query) -> str:
 
 # Report tables: the statistics hidden (first ones first) when the terminal is too narrow; --wide shows them.
 _STATS = ("StdDev", "Min", "Max", "Med")
-REPORT_OPTIONAL: dict[str, tuple[str | tuple[str, ...], ...]] = {
-    "cuda_kern_exec_sum": ("TStdDev (ns)", "AStdDev (ns)", "QStdDev (ns)", "KStdDev (ns)", "TMin (ns)", "AMin (ns)",
-                           "QMin (ns)", "KMin (ns)", "TMax (ns)", "AMax (ns)", "QMax (ns)", "KMax (ns)", "TMed (ns)",
-                           "AMed (ns)", "QMed (ns)", "KMed (ns)", "QCount", "DevId", "PID", "API Name", "TID",
-                           "TAvg (ns)"),
-    "nvtx_gpu_proj_sum": ("Avg Num Child", "Avg Range Lvl", "Avg GPU Ops", "Style", "Total GPU Ops", "Proj Avg (ns)",
-                          "Total Range Time (ns)"),
-    "nvtx_kern_sum": ("Style", "PID", "NVTX Inst", "TID", "Avg (ns)"),
-    "nvtx_sum": ("Style",),
-    # the call, its rank, peer and size first; the end, ids and collective sizes go when narrow
-    "mpi_event_trace": ("End (ns)", "Pid", "Tid", "RootRank", "CollRecvSize (MB)", "CollSendSize (MB)", "Tag"),
-    # the traces keep when and how long, and the name; the ids and launch geometry go first when narrow
-    "cuda_gpu_trace": ("GreenCtx", "Ctx", ("StcSMem (MB)", "DymSMem (MB)"), "Reg/Trd", ("GrdX", "GrdY", "GrdZ"),
-                       ("BlkX", "BlkY", "BlkZ"), "CorrId", "Throughput (MB/s)", ("SrcMemKd", "DstMemKd"), "Device"),
-    "cuda_kern_exec_trace": (("PID", "TID"), "DevId", ("GridXYZ", "BlockXYZ"), ("Queue Start (ns)", "Queue Dur (ns)"),
-                             "Total Dur (ns)", "API Function"),
-    # the recipe's: the kernel, its process's device and the two overlaps stay; Rank (0 for one export) goes first
-    "nccl_gpu_overlap_trace": ("Rank", "End", "PID"),
-    "nvtx_gpu_proj_trace": ("RangeStack", "ParentId", "RangeId", "NumChild", "Lvl", ("PID", "TID"), "Style",
-                            ("Orig Start (ns)", "Orig Duration (ns)")),
-    "nvtx_pushpop_trace": ("NameTree", "RangeStack", "ParentId", "RangeId", "NumChild", "Lvl", ("PID", "TID"),
-                           ("DurChild (ns)", "DurNonChild (ns)"), "End (ns)"),
-    "um_sum": ("Migration Throughput (MB/s)",),
-    "um_total_sum": (("Minimum Virtual Address", "Maximum Virtual Address"),),
-}
-
-
-# what a report's empty table means, where "(no rows)" alone would leave the reader guessing
-REPORT_EMPTY_NOTE = {
-    "nccl_gpu_overlap_trace": "no kernel named nccl* (NVIDIA's rule: a short name starting with nccl; one-rank "
-                              "NCCL's oneRankReduce is not one), so NVIDIA's recipe lists no kernel either",
-}
-
-
 REPORT_TEXT_MIN = {"Name": 30, "Kernel Name": 30, "Range": 30, "NVTX Range": 24, "Operation": 30, "Event": 24}
-# openacc_sum's names carry the directive's file and line (`Compute construct@/src/jacobi.c:42`): wider first
-REPORT_TEXT_MIN_OF = {"openacc_sum": {"Name": 44},
-                      # an address is a number: never shortened to fit (`0x7F3…1000` would say nothing)
-                      "um_sum": {"Virtual Address": 18}}
 
 
 def report_layout(name: str) -> tuple[list[str | tuple[str, ...]], list[list[str]]]:
     """(optional columns, unit groups) of a report's table: its spread statistics are optional (StdDev first,
-    then Min, Max, Med), then the report's own (REPORT_OPTIONAL; a tuple goes together), and its time columns
+    then Min, Max, Med), then the report's own (its header's `optional:`; a tuple goes together), and its time columns
     share one unit: totals one, per-instance statistics another."""
-    cols = [c.name for c in catalog.get(f"reports.{name}").columns]
-    own = REPORT_OPTIONAL.get(name, ())
+    q = catalog.get(f"reports.{name}")
+    cols = [c.name for c in q.columns]
+    own = q.optional
     listed = {n for o in own for n in ((o,) if isinstance(o, str) else o)}
     optional: list[str | tuple[str, ...]] = [c for stat in _STATS for c in cols
                                              if c.split(" (")[0].endswith(stat) and c not in listed]
@@ -282,9 +245,9 @@ def report(
         origins = TimeOrigins(out.for_people and any(c.unit == "ns timestamp" for c in q.columns))
         df = src.gather(exports, origins.wrap(lambda ex: ex.report(name)))
         optional, groups = report_layout(q.name)
-        notes = [REPORT_EMPTY_NOTE[q.name]] if df.is_empty() and q.name in REPORT_EMPTY_NOTE else []
+        notes = [q.meta["empty"]] if df.is_empty() and "empty" in q.meta else []  # what no rows means
         out.emit(df, columns=q.columns, title=name, optional=optional, unit_groups=groups, max_rows=TABLE_ROWS,
-                 text_min={**REPORT_TEXT_MIN, **REPORT_TEXT_MIN_OF.get(q.name, {})}, origin=origins.origin(exports),
+                 text_min={**REPORT_TEXT_MIN, **q.text_min}, origin=origins.origin(exports),
                  notes=notes)
 
 

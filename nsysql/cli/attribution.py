@@ -23,7 +23,6 @@ from nsysql.core.formats import Format
 # table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
 OPTIONAL_KERNELS = ("seq", "device", "pid", "tid", "stream", "block", "grid", "params", "start_ns", "op")
 OPTIONAL_PYPROF: tuple[str, ...] = ("Params", "Op")
-OPTIONAL_LAYERS = ("bprop_ratio", "kernels", "optim_ns", "comm_ns")
 # a layer path is what a row is about: up to this many characters it is kept whole, before the optional columns
 # (a narrow terminal hides the ratio first); longer ones are shortened (nsysql/present/render.py: shorten_path)
 LAYER_WHOLE = 40
@@ -103,7 +102,7 @@ def layers(
             df = df.drop("comm_ns")  # no NCCL kernel: a column of zeros only for people; csv, json, parquet keep it
         longest = max((len(p) for p in df["layer"].drop_nulls()), default=0) if "layer" in df.columns else 0
         out.emit(df, columns=catalog.get("analysis.layers").columns, title="GPU kernel time per layer",
-                 optional=OPTIONAL_LAYERS, unit_groups=LAYER_UNITS, text_min={"layer": min(longest, LAYER_WHOLE)})
+                 optional=catalog.get("analysis.layers").optional, unit_groups=LAYER_UNITS, text_min={"layer": min(longest, LAYER_WHOLE)})
         line = coverage_line(combined(covs))
         if out.fmt is Format.table and not out.wide:  # wrapped, never between a number and its unit
             kept = line.replace(" ms", "\u00a0ms")

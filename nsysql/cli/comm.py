@@ -3,9 +3,6 @@ from __future__ import annotations
 
 from nsysql.cli.common import OUTPUT, SOURCE, ExportsArg, Output, Source, TimeOrigins, add_commands
 
-OPTIONAL = ("analysed", "start_ns", "memory_ns", "comm_kernels", "exposed_pct", "overlap_ns", "collectives",
-            "wall_ns", "pid", "device_id")
-
 
 def comm(
     exports: ExportsArg,
@@ -42,7 +39,7 @@ def comm(
         if df["comm_kernels"].sum() == 0:
             typer.echo("note: no communication kernels (NCCL) in the steps; the table shows compute only", err=True)
         out.emit(df, columns=catalog.get("analysis.comm").columns,
-                 title="Communication and compute per rank and step", optional=OPTIONAL,
+                 title="Communication and compute per rank and step", optional=catalog.get("analysis.comm").optional,
                  origin=origins.origin(exports))
 
 

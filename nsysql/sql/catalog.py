@@ -78,6 +78,16 @@ class Query:
         """The $parameters the SQL uses (comments ignored), sorted."""
         return sorted(set(PARAM_REF.findall(strip_comments(self.sql))))
 
+    @property
+    def optional(self) -> tuple[str | tuple[str, ...], ...]:
+        """Presentation: the columns a narrow table hides first, in order (a tuple goes together), from `optional:`."""
+        return parse_optional(self.meta.get("optional", ""), self.path)
+
+    @property
+    def text_min(self) -> dict[str, int]:
+        """Presentation: the width a text column keeps before optional columns are hidden, from `text-min:`."""
+        return {m[1]: int(m[2]) for m in _TEXT_MIN.finditer(self.meta.get("text-min", ""))}
+
     def param(self, name: str) -> Param | None:
         """The header's declaration of $name, if it has one."""
         return next((p for p in self.params if p.name == name), None)
@@ -199,7 +209,7 @@ def strip_comments(sql: str) -> str:
 
 
 HEADER_KEYS = ("purpose", "requires", "params", "notes", "columns", "args", "provides", "storage-of", "rows", "built",
-               "command")
+               "command", "optional", "text-min", "empty")
 """Every key a header may have (docs/query-headers.md says what each means); any other is an error."""
 BUILT_ON_FIRST_USE = "on first use"  # the one value of `built:` (a normalized table a cache's first open leaves out)
 REQUIRED_KEYS = ("purpose", "requires", "params", "columns")
@@ -264,6 +274,14 @@ def parse(text: str, path: str) -> Query:
     q = Query(id=m["id"], version=int(m["version"]), purpose=meta["purpose"],
               requires=requires, params=parse_params(meta["params"], f"{path}: params"), columns=tuple(columns),
               sql=text, path=path, meta=meta)
+    names = {c.name for c in q.columns}
+    hinted = [n for o in parse_optional(meta.get("optional", ""), path) for n in ((o,) if isinstance(o, str) else o)]
+    hinted += list(q.text_min)
+    if meta.get("text-min", "").strip() and not q.text_min:
+        raise HeaderError(f"{path}: 'text-min:' is `\"column\" WIDTH`, comma-separated")
+    if [n for n in hinted if n not in names]:
+        raise HeaderError(f"{path}: presentation hints name columns it does not have: "
+                          f"{', '.join(n for n in hinted if n not in names)}")
     declared = {p.name for p in q.params}
     if set(q.param_names) != declared:
         undeclared, unused = sorted(set(q.param_names) - declared), sorted(declared - set(q.param_names))
@@ -271,6 +289,24 @@ def parse(text: str, path: str) -> Query:
                           + (f"; undeclared: {', '.join(undeclared)}" if undeclared else "")
                           + (f"; unused: {', '.join(unused)}" if unused else ""))
     return q
+
+
+_TEXT_MIN = re.compile(r'"([^"]+)"\s+(\d+)')
+
+
+def parse_optional(text: str, where: str) -> tuple[str | tuple[str, ...], ...]:
+    """An `optional:` value: `"a", ("b", "c"), "d"`: quoted column names, a parenthesized group hidden together."""
+    import ast
+    if not text.strip():
+        return ()
+    try:
+        value = ast.literal_eval(f"({text},)")
+    except (SyntaxError, ValueError):
+        raise HeaderError(f"{where}: 'optional:' lists quoted column names, a group in parentheses, got "
+                          f"{text[:60]!r}") from None
+    if not all(isinstance(v, str) or (isinstance(v, tuple) and all(isinstance(x, str) for x in v)) for v in value):
+        raise HeaderError(f"{where}: 'optional:' lists quoted column names, a group in parentheses")
+    return value
 
 
 _PARAM_ITEM = re.compile(r"\$?(?P<name>[A-Za-z_]\w*)\s+(?P<type>[A-Z]+)"

@@ -8,6 +8,7 @@
 --   rounded half to even, as NVIDIA prints it. Ctx, GreenCtx and Strm are empty when 0.
 --   Device is `<GPU name> (<device id>)`. Rows with the same start keep kernels, then memcpys, then memsets, each
 --   in export order, as NVIDIA's union does.
+-- optional: "GreenCtx", "Ctx", ("StcSMem (MB)", "DymSMem (MB)"), "Reg/Trd", ("GrdX", "GrdY", "GrdZ"), ("BlkX", "BlkY", "BlkZ"), "CorrId", "Throughput (MB/s)", ("SrcMemKd", "DstMemKd"), "Device"
 -- columns:
 --   Start (ns) | BIGINT | ns timestamp
 --   Duration (ns) | BIGINT | ns

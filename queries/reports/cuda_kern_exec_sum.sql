@@ -6,6 +6,7 @@
 -- notes: For each launch: API time A = call end - call start; queue time Q = kernel start - call end; kernel time K = kernel
 --   duration; total T = (later of kernel end and call end) - call start. Q statistics and QCount cover only launches whose kernel started after the
 --   call returned (Q >= 0); with none, QAvg..QMax are empty and QStdDev is 0.0, as NVIDIA prints them.
+-- optional: "TStdDev (ns)", "AStdDev (ns)", "QStdDev (ns)", "KStdDev (ns)", "TMin (ns)", "AMin (ns)", "QMin (ns)", "KMin (ns)", "TMax (ns)", "AMax (ns)", "QMax (ns)", "KMax (ns)", "TMed (ns)", "AMed (ns)", "QMed (ns)", "KMed (ns)", "QCount", "DevId", "PID", "API Name", "TID", "TAvg (ns)"
 -- columns:
 --   PID | BIGINT | id
 --   TID | BIGINT | id

@@ -7,6 +7,7 @@
 --   Total Dur = (later of kernel end and call end) - call start. API Function drops a trailing 6-character
 --   `_vNNNN` suffix, as NVIDIA does. GridXYZ and BlockXYZ are NVIDIA's printf('%4d %4d %4d').
 --   Launches with the same API start keep the calls' export order, then the kernels'.
+-- optional: ("PID", "TID"), "DevId", ("GridXYZ", "BlockXYZ"), ("Queue Start (ns)", "Queue Dur (ns)"), "Total Dur (ns)", "API Function"
 -- columns:
 --   API Start (ns) | BIGINT | ns timestamp
 --   API Dur (ns) | BIGINT | ns

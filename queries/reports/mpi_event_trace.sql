@@ -7,6 +7,7 @@
 --   request. Size is a point-to-point message's, CollSendSize and CollRecvSize a collective's; MB = 10^6 bytes.
 --   Rank is the rank of the calling thread. Rows with the same start keep NVIDIA's order: p2p, start-wait, other,
 --   collectives, each in export order.
+-- optional: "End (ns)", "Pid", "Tid", "RootRank", "CollRecvSize (MB)", "CollSendSize (MB)", "Tag"
 -- columns:
 --   Start (ns) | BIGINT | ns timestamp
 --   End (ns) | BIGINT | ns timestamp

@@ -21,6 +21,8 @@
 --   A kernel's overlap with the other kind is the first measure between its start and its end, with its own kind
 --   the second (another one runs beside it). No pairs of kernels, no interval join: macros.union_islands and
 --   device_busy_in answer "covered by any", not "by another of its own kind", and the sweep gives all four at once.
+-- optional: "Rank", "End", "PID"
+-- empty: no kernel named nccl* (NVIDIA's rule: a short name starting with nccl; one-rank NCCL's oneRankReduce is not one), so NVIDIA's recipe lists no kernel either
 -- columns:
 --   Name | VARCHAR | text (the kernel's short name)
 --   Start | BIGINT | ns timestamp

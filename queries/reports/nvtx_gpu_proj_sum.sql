@@ -8,6 +8,7 @@
 --   (one CUDA graph launch counts once). As NVIDIA's report, it reads kernels, copies and sets only: a graph traced at graph level (op_kind graph) is left out. Children counted are children that have GPU ops themselves.
 --   Written over the relations a Parquet dataset has (no storage tables such as nvtx_node or gpu_op_int), so
 --   the file runs unchanged on DuckDB, Polars or Spark over `nsysql parquet` output.
+-- optional: "Avg Num Child", "Avg Range Lvl", "Avg GPU Ops", "Style", "Total GPU Ops", "Proj Avg (ns)", "Total Range Time (ns)"
 -- columns:
 --   Range | VARCHAR | text (`<domain>:<text>`)
 --   Style | VARCHAR | PushPop or StartEnd

@@ -9,6 +9,7 @@
 --   (`:<top id>:...:<own id>`) follow the range's stack on its thread; NumChild counts the children that are in
 --   the report themselves. RangeId is the range's row in NVTX_EVENTS; rows come in RangeId order, as NVIDIA's
 --   query returns them (its ORDER BY names no column it has, so sorts nothing).
+-- optional: "RangeStack", "ParentId", "RangeId", "NumChild", "Lvl", ("PID", "TID"), "Style", ("Orig Start (ns)", "Orig Duration (ns)")
 -- columns:
 --   Name | VARCHAR | text (`<domain>:<text>`)
 --   Projected Start (ns) | BIGINT | ns timestamp

@@ -6,6 +6,7 @@
 --   so nested ranges each count it. Kernels outside every range form rows with an empty range name and NVTX Inst 0.
 --   Written over the relations a Parquet dataset has (no storage tables such as nvtx_node or gpu_op_int), so
 --   the file runs unchanged on DuckDB, Polars or Spark over `nsysql parquet` output.
+-- optional: "Style", "PID", "NVTX Inst", "TID", "Avg (ns)"
 -- columns:
 --   NVTX Range | VARCHAR | text (`<domain>:<text>`; empty = no range)
 --   Style | VARCHAR | PushPop or StartEnd

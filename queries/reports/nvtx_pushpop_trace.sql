@@ -11,6 +11,7 @@
 --   range self-join, which is quadratic. It equals NVIDIA's containment rule except where ranges of a thread
 --   share timestamps in ways a push/pop stack rarely records: two identical ranges nest here (NVIDIA drops
 --   both), and a zero-length range at the instant one range ends and another begins goes in the later one.
+-- optional: "NameTree", "RangeStack", "ParentId", "RangeId", "NumChild", "Lvl", ("PID", "TID"), ("DurChild (ns)", "DurNonChild (ns)"), "End (ns)"
 -- columns:
 --   Start (ns) | BIGINT | ns timestamp
 --   End (ns) | BIGINT | ns timestamp

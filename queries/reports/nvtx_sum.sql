@@ -2,6 +2,7 @@
 -- purpose: CPU time of NVTX ranges summed by name and style, identical to `nsys stats -r nvtx_sum` (Nsight Systems 2025.3).
 -- requires: nvtx_range
 -- params: none
+-- optional: "Style"
 -- columns:
 --   Time (%) | DOUBLE | pct of all range time | 1
 --   Total Time (ns) | BIGINT | ns

@@ -5,6 +5,7 @@
 -- notes: As NVIDIA: an event with a source file is named `<event>@<file>:<line>`, one without (device init,
 --   runtime shutdown) by the event alone, and events of the same name are summed whatever table they are in.
 --   Time (%) is of the time of all OpenACC events listed, not of the run. Ties in total time: by name, as NVIDIA's.
+-- text-min: "Name" 44
 -- columns:
 --   Time (%) | DOUBLE | pct of all OpenACC event time | 1
 --   Total Time (ns) | BIGINT | ns

@@ -8,6 +8,8 @@
 --   bytes moved in both directions times 10^9 divided by their summed duration, that division in whole numbers as
 --   SQLite does it (so 10^9 // ns, then times bytes); addresses with no migration have none and come last. Ties in
 --   throughput: by address here, in SQLite's order in NVIDIA's (no fixture has any within the rows shown).
+-- optional: "Migration Throughput (MB/s)"
+-- text-min: "Virtual Address" 18
 -- columns:
 --   Virtual Address | VARCHAR | address (hex, as nsys prints it)
 --   HtoD Migration size (MB) | DOUBLE | MB (10^6 bytes) | 3

@@ -6,6 +6,7 @@
 -- notes: As NVIDIA: the migrations are the unified Host-to-Device and Device-to-Host copies; the GPU page faults
 --   sum numberOfPageFaults. The address range spans the CPU faults, GPU faults and both migration directions, and
 --   is empty when any of the four has no rows (SQLite's several-argument min and max give NULL then).
+-- optional: ("Minimum Virtual Address", "Maximum Virtual Address")
 -- columns:
 --   Total HtoD Migration Size (MB) | DOUBLE | MB (10^6 bytes) | 3
 --   Total DtoH Migration Size (MB) | DOUBLE | MB (10^6 bytes) | 3
