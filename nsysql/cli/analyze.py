@@ -63,12 +63,7 @@ def analyze(
                 return
             out.output.write_text("", encoding="utf-8")
             return
-        out.emit(df, columns=query.columns, title=rule, origin=origins.origin(exports), optional=RULE_OPTIONAL,
-                 text_min={"API Name": 24})
-
-
-# the ids go first when the terminal is narrow (--wide shows them): the copy, its size and its call stay
-RULE_OPTIONAL = ("Green Context ID", "Context ID", "Device ID", "PID", "Stream ID")
+        out.emit(df, query=query, title=rule, origin=origins.origin(exports))  # hints: the rule's header
 
 
 def register(app: typer.Typer) -> None:

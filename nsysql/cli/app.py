@@ -170,7 +170,7 @@ def _options(version: Annotated[bool, typer.Option(
         "--cache-size", help="Keep the cache directory under this size, least recently used exports removed first "
                              "(500M, 10G, unlimited) [default: $NSYSQL_CACHE_SIZE or 10G].",
         show_default=False)] = None) -> None:
-    """Exact, fast answers about where GPU time went in an Nsight Systems SQLite export."""
+    """Exact, fast answers about where GPU time went in an Nsight Systems export (.nsys-rep, SQLite, Parquet or Arrow)."""
     from nsysql.store import hygiene
     if cache_size is not None:
         hygiene.parse_size(cache_size)  # a typo fails now, not after the analysis
@@ -367,7 +367,7 @@ def make_app() -> typer.Typer:
     made = typer.Typer(
         cls=OneLineErrors,
         name="nsysql",
-        help="Exact, fast answers about where GPU time went in an Nsight Systems SQLite export.",
+        help="Exact, fast answers about where GPU time went in an Nsight Systems export (.nsys-rep, SQLite, Parquet or Arrow).",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,

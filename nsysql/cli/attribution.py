@@ -20,13 +20,9 @@ from nsysql.cli.common import (
 )
 from nsysql.core.formats import Format
 
-# table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
-OPTIONAL_KERNELS = ("seq", "device", "pid", "tid", "stream", "block", "grid", "params", "start_ns", "op")
-OPTIONAL_PYPROF: tuple[str, ...] = ("Params", "Op")
 # a layer path is what a row is about: up to this many characters it is kept whole, before the optional columns
 # (a narrow terminal hides the ratio first); longer ones are shortened (nsysql/present/render.py: shorten_path)
 LAYER_WHOLE = 40
-LAYER_UNITS = [("fprop_ns", "bprop_ns", "optim_ns", "comm_ns", "total_ns")]  # one time unit: they add up
 
 
 def kernels(
@@ -60,12 +56,12 @@ def kernels(
         origins = TimeOrigins(out.for_people and style == "full")
         if style == "pyprof":
             df = src.gather(exports, lambda ex: ex.pyprof_table(step, pid))
-            query, optional = "analysis.kernel_table_pyprof", OPTIONAL_PYPROF
+            query = "analysis.kernel_table_pyprof"
         else:
             df = src.gather(exports, origins.wrap(lambda ex: ex.kernel_table()))
-            query, optional = "analysis.kernel_table", OPTIONAL_KERNELS
-        out.emit(df, columns=catalog.get(query).columns, title=f"kernels ({style})", optional=optional,
-                 origin=origins.origin(exports), max_rows=TABLE_ROWS, text_min={"kernel": 24, "Kernel": 24})
+            query = "analysis.kernel_table"
+        out.emit(df, query=catalog.get(query), title=f"kernels ({style})", origin=origins.origin(exports),
+                 max_rows=TABLE_ROWS)
 
 
 def layers(
@@ -101,8 +97,8 @@ def layers(
         if out.for_people and "comm_ns" in df.columns and not (df["comm_ns"] > 0).any():
             df = df.drop("comm_ns")  # no NCCL kernel: a column of zeros only for people; csv, json, parquet keep it
         longest = max((len(p) for p in df["layer"].drop_nulls()), default=0) if "layer" in df.columns else 0
-        out.emit(df, columns=catalog.get("analysis.layers").columns, title="GPU kernel time per layer",
-                 optional=catalog.get("analysis.layers").optional, unit_groups=LAYER_UNITS, text_min={"layer": min(longest, LAYER_WHOLE)})
+        out.emit(df, query=catalog.get("analysis.layers"), title="GPU kernel time per layer",
+                 text_min={"layer": min(longest, LAYER_WHOLE)})
         line = coverage_line(combined(covs))
         if out.fmt is Format.table and not out.wide:  # wrapped, never between a number and its unit
             kept = line.replace(" ms", "\u00a0ms")

@@ -38,9 +38,8 @@ def comm(
             raise NsysqlError("no steps with GPU work to compare; `nsysql steps` says how steps are found")
         if df["comm_kernels"].sum() == 0:
             typer.echo("note: no communication kernels (NCCL) in the steps; the table shows compute only", err=True)
-        out.emit(df, columns=catalog.get("analysis.comm").columns,
-                 title="Communication and compute per rank and step", optional=catalog.get("analysis.comm").optional,
-                 origin=origins.origin(exports))
+        out.emit(df, query=catalog.get("analysis.comm"),
+                 title="Communication and compute per rank and step", origin=origins.origin(exports))
 
 
 def collectives(
@@ -69,8 +68,7 @@ def collectives(
                 df = df.drop("mean_message_bytes", "bus_gb_per_s")
             typer.echo(wrap_note("note: message sizes and bus bandwidth need NCCL's NVTX payloads: export with "
                                  "`nsys export --type sqlite --include-blobs=true -o X.sqlite X.nsys-rep`"), err=True)
-        out.emit(df, columns=catalog.get("analysis.collectives").columns, title="Collectives per operation",
-                 optional=("mean_ns", "ranks", "collectives", "instances", "algorithms"))
+        out.emit(df, query=catalog.get("analysis.collectives"), title="Collectives per operation")
 
 
 def register(app) -> None:

@@ -9,9 +9,6 @@ import typer
 
 from nsysql.cli.common import OUTPUT, SOURCE, Output, Source, add_commands
 
-# table output: columns hidden (first ones first) when the terminal is too narrow; --wide shows them
-OPTIONAL = ("ratio", ("a_count", "b_count"))
-
 
 class By(str, Enum):
     range = "range"
@@ -52,11 +49,10 @@ def diff(
             df = a.diff(b, by=by.value, match=match.value)
         if top is not None:
             df = df.head(top)
-        out.emit(df, columns=catalog.get("analysis._diff").columns,
+        out.emit(df, query=catalog.get("analysis._diff"),
                  title=f"{export_a} (A) vs {export_b} (B) by {by.value}" + (" base name" if match is Match.base else ""),
-                 optional=OPTIONAL, max_rows=TABLE_ROWS if top is None else None,
-                 more_hint="--top N, or -f csv / -f parquet -o FILE for all",
-                 unit_groups=[("a_ns", "b_ns", "delta_ns")], text_min={"name": 30})
+                 max_rows=TABLE_ROWS if top is None else None,
+                 more_hint="--top N, or -f csv / -f parquet -o FILE for all")
 
 
 def register(app: typer.Typer) -> None:

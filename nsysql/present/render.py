@@ -766,13 +766,21 @@ def to_markdown(df: pl.DataFrame, decimals: dict[str, int] | None = None, *, col
 def emit(df: pl.DataFrame, fmt: Format, *, columns: Iterable | None = None, output: Path | None = None,
          title: str | None = None, optional: Sequence[str | tuple[str, ...]] = (), origin=None, wide: bool = False,
          max_rows: int | None = None, more_hint: str | None = None, notes: Sequence[str] = (),
-         text_min: Mapping[str, int] | None = None, unit_groups: Sequence[Sequence[str]] = ()) -> None:
+         text_min: Mapping[str, int] | None = None, unit_groups: Sequence[Sequence[str]] = (), query=None) -> None:
     """Write `df` in `fmt` to `output` (or stdout). Parquet needs an output file.
+
+    `query` (a catalog.Query): its header gives the columns and the presentation hints (`optional:`, `text-min:`,
+    `unit-groups:`) that are not given here.
 
     `columns` is the result's header, as its query file declares it (`catalog.Query.columns`: name, type, unit,
     decimals); the renderer takes units and decimals from it and looks nothing up. Without it (ad-hoc SQL) numbers
     are only grouped. csv/json/parquet keep exact values, table/markdown show human units (see to_table for
     `optional`, `origin`, `wide`, `max_rows`)."""
+    if query is not None:
+        columns = query.columns if columns is None else columns
+        optional = optional or query.optional
+        text_min = {**query.text_min, **(text_min or {})}
+        unit_groups = unit_groups or query.unit_groups
     meta = column_meta(columns)
     decimals = header_decimals(meta)
     if fmt is Format.parquet:

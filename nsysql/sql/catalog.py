@@ -88,6 +88,11 @@ class Query:
         """Presentation: the width a text column keeps before optional columns are hidden, from `text-min:`."""
         return {m[1]: int(m[2]) for m in _TEXT_MIN.finditer(self.meta.get("text-min", ""))}
 
+    @property
+    def unit_groups(self) -> tuple[tuple[str, ...], ...]:
+        """Presentation: duration columns a table shows in one shared unit (they add up), from `unit-groups:`."""
+        return tuple(g for g in parse_optional(self.meta.get("unit-groups", ""), self.path) if isinstance(g, tuple))
+
     def param(self, name: str) -> Param | None:
         """The header's declaration of $name, if it has one."""
         return next((p for p in self.params if p.name == name), None)
@@ -209,7 +214,7 @@ def strip_comments(sql: str) -> str:
 
 
 HEADER_KEYS = ("purpose", "requires", "params", "notes", "columns", "args", "provides", "storage-of", "rows", "built",
-               "command", "optional", "text-min", "empty")
+               "command", "optional", "text-min", "unit-groups", "empty")
 """Every key a header may have (docs/query-headers.md says what each means); any other is an error."""
 BUILT_ON_FIRST_USE = "on first use"  # the one value of `built:` (a normalized table a cache's first open leaves out)
 REQUIRED_KEYS = ("purpose", "requires", "params", "columns")
@@ -277,6 +282,10 @@ def parse(text: str, path: str) -> Query:
     names = {c.name for c in q.columns}
     hinted = [n for o in parse_optional(meta.get("optional", ""), path) for n in ((o,) if isinstance(o, str) else o)]
     hinted += list(q.text_min)
+    groups = parse_optional(meta.get("unit-groups", ""), path)
+    if any(isinstance(g, str) for g in groups):
+        raise HeaderError(f"{path}: 'unit-groups:' lists groups in parentheses: (\"a_ns\", \"b_ns\"), ...")
+    hinted += [n for g in groups for n in g]
     if meta.get("text-min", "").strip() and not q.text_min:
         raise HeaderError(f"{path}: 'text-min:' is `\"column\" WIDTH`, comma-separated")
     if [n for n in hinted if n not in names]:

@@ -3,6 +3,9 @@
 -- requires: diff_a, diff_b (tables of name, count, total_ns: one side query, analysis._diff_ranges, diff_kernels or diff_layers, run on each export by nsysql.answers.diff)
 -- params: none
 -- notes: A name found on one side only has count 0 and time 0 on the other; delta_pct is NULL when A's time is 0.
+-- optional: "ratio", ("a_count", "b_count")
+-- text-min: "name" 30
+-- unit-groups: ("a_ns", "b_ns", "delta_ns")
 -- columns:
 --   name | VARCHAR | text (range path, kernel name or base name, or layer)
 --   a_count | BIGINT | count

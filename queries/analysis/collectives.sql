@@ -15,6 +15,7 @@
 --   message_bytes x the bus factor of nccl-tests (PERFORMANCE.md; n = the collective's ranks: AllReduce 2(n-1)/n,
 --   AllGather and ReduceScatter (n-1) for a per-rank size, others 1) / the sum of their transfer time: the
 --   bandwidth of the data movement itself, waiting left out.
+-- optional: "mean_ns", "ranks", "collectives", "instances", "algorithms"
 -- columns:
 --   operation | VARCHAR | text
 --   instances | BIGINT | count (kernels, on all ranks)

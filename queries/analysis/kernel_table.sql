@@ -2,6 +2,8 @@
 -- purpose: One row per GPU op (kernel, memcpy, memset) in GPU start order, charged to its direction, layer, PyTorch op and input shapes: the PyProf kernel table from a plain nsys export (how each is found: normalize.nsys3.gpu_op_attribution).
 -- requires: gpu_op, gpu_op_label, kernel, runtime
 -- params: none
+-- optional: "seq", "device", "pid", "tid", "stream", "block", "grid", "params", "start_ns", "op"
+-- text-min: "kernel" 24
 -- columns:
 --   idx | BIGINT | position (1 = first GPU op to start)
 --   direction | VARCHAR | fprop, bprop, optim, comm or other

@@ -11,6 +11,8 @@
 --   `forward_pass`/`forward` phase dropped (direction says it) and '/' written ':' as PyProf does
 --   (`MLP_0:Dropout`); '-' when unknown. Op: the aten op without `aten::`, or the autograd node.
 --   Kernel: nsys's short kernel name, as in the seed tables.
+-- optional: "Params", "Op"
+-- text-min: "Kernel" 24
 -- columns:
 --   Idx | BIGINT | position
 --   Direction | VARCHAR | fprop, bprop, optim, comm or other

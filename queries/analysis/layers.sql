@@ -14,6 +14,7 @@
 --   step when its launching call starts inside the step's time span in the same process, on any thread (as in
 --   analysis.kernel_table_pyprof). pct = share of all kernel time in the export (in the step, with `step`). bprop_ratio = bprop_ns / fprop_ns (NULL without fprop).
 -- optional: "bprop_ratio", "kernels", "optim_ns", "comm_ns"
+-- unit-groups: ("fprop_ns", "bprop_ns", "optim_ns", "comm_ns", "total_ns")
 -- columns:
 --   layer | VARCHAR | text
 --   fprop_ns | BIGINT | ns

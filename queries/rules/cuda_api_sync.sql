@@ -3,6 +3,8 @@
 -- requires: runtime
 -- params: $rows BIGINT default 50 (rows shown, longest first; -1 for all)
 -- notes: NVIDIA matches the API name with SQLite's case-insensitive LIKE ('cudaDeviceSynchronize%', 'cudaStreamSynchronize%') and prints the name as recorded (with its _vNNNN suffix). It orders by duration only; equal durations keep the export's row order here.
+-- optional: "PID"
+-- text-min: "API Name" 24
 -- columns:
 --   Duration (ns) | BIGINT | ns
 --   Start (ns) | BIGINT | ns timestamp

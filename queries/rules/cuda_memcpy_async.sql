@@ -3,6 +3,8 @@
 -- requires: memcpy, runtime
 -- params: $rows BIGINT default 50 (rows shown, longest first; -1 for all)
 -- notes: A copy is matched to its API call on correlationId alone, as NVIDIA does; the API name is matched with a case-insensitive LIKE 'cudaMemcpy%Async%' and printed as recorded. Bytes are printed in MB (10^6 bytes, 3 decimals). Equal durations come in NVIDIA's order: by the API call's row, then the copy's (with two processes, whose correlationIds overlap, each copy is matched to the calls of both, as NVIDIA does: fixtures/mpi-2rank).
+-- optional: "Green Context ID", "Context ID", "Device ID", "PID", "Stream ID"
+-- text-min: "API Name" 24
 -- columns:
 --   Duration (ns) | BIGINT | ns
 --   Start (ns) | BIGINT | ns timestamp

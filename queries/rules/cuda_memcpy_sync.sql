@@ -3,6 +3,8 @@
 -- requires: memcpy, runtime
 -- params: $rows BIGINT default 50 (rows shown, longest first; -1 for all)
 -- notes: As NVIDIA: host-to-device copies of 64000 bytes or less (which return early) and copies within one device are left out (with SQL's NULL logic: a copy with a source device but no destination device is left out too); a copy is matched to its API call on correlationId alone; API names are matched case-insensitively (LIKE 'cudaMemcpy%', NOT LIKE '%Async%') and printed as recorded. Bytes in MB (10^6 bytes, 3 decimals). Equal durations keep the export's row order here.
+-- optional: "Green Context ID", "Context ID", "Device ID", "PID", "Stream ID"
+-- text-min: "API Name" 24
 -- columns:
 --   Duration (ns) | BIGINT | ns
 --   Start (ns) | BIGINT | ns timestamp

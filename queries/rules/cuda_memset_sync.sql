@@ -3,6 +3,8 @@
 -- requires: memset, runtime
 -- params: $rows BIGINT default 50 (rows shown, longest first; -1 for all)
 -- notes: As NVIDIA: memsets on Pinned or Managed memory; a memset is matched to its API call on correlationId alone; API names are matched case-insensitively (LIKE 'cudaMemset%', NOT LIKE '%async%') and printed as recorded. Bytes in MB (10^6 bytes, 3 decimals). Equal durations keep the export's row order here.
+-- optional: "Green Context ID", "Context ID", "Device ID", "PID", "Stream ID"
+-- text-min: "API Name" 24
 -- columns:
 --   Duration (ns) | BIGINT | ns
 --   Start (ns) | BIGINT | ns timestamp

@@ -3,6 +3,7 @@
 -- requires: kernel|memcpy|memset
 -- params: $gap BIGINT default 500 (report gaps longer than this many milliseconds), $rows BIGINT default 50 (rows shown, longest first; -1 for all)
 -- notes: As NVIDIA: GPU operations are the kernels, memcpys and memsets with a start above 0, per (process, device); the k-th end in end order is paired with the (k+1)-th start in start order, and a gap is kept where the end is before that start and the difference is above the threshold (strictly, though NVIDIA's help says "equal to or greater"). The Context ID is the one of the operation that ends the gap's start. NVIDIA also folds in PROFILER_OVERHEAD rows named 'CUDA profiling overhead', 'CUDA profiling data flush overhead' or 'CUDA profiling stop overhead'; no Nsight Systems export we have holds rows of those names (2025.3 writes 'CUDA profiling data flush on ...'), so they are left out. NVIDIA's inner gap query also stops at `rows` gaps before ranking them, in SQLite's join order; with more gaps than `rows` it may therefore list other than the longest ones, while this lists the longest `rows` gaps (all fixtures have fewer).
+-- optional: "Context ID", "Device ID", "PID"
 -- columns:
 --   Row# | BIGINT | rank
 --   Duration (ns) | BIGINT | ns

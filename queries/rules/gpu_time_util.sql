@@ -3,6 +3,7 @@
 -- requires: kernel|memcpy|memset
 -- params: $threshold BIGINT default 50 (report chunks whose GPU use is below this percentage), $chunks BIGINT default 30 (equal-duration chunks the span of each process and device is cut into, 1 to 1000), $rows BIGINT default 50 (rows shown, lowest use first; -1 for all)
 -- notes: As NVIDIA: GPU operations are the kernels, memcpys and memsets with a start above 0; per (process, device) the span [first start, last end] is cut into chunks of ceil(span / chunks) ns (the last one shorter), a chunk's use is the summed overlap of every operation with it (concurrent streams add up, so it can pass 100%), chunks below the threshold that follow each other are merged, and In-Use is their duration-weighted average rounded to 1 decimal. Ranked by In-Use, then duration. The Context ID is the one of the span's last-ending operation. NVIDIA also folds in PROFILER_OVERHEAD rows named 'CUDA profiling overhead', 'CUDA profiling data flush overhead' or 'CUDA profiling stop overhead'; no export we have holds rows of those names, so they are left out.
+-- optional: "Context ID", "Device ID", "PID"
 -- columns:
 --   Row# | BIGINT | rank
 --   In-Use (%) | DOUBLE | pct of the stretch's time | 1
