@@ -67,9 +67,9 @@ def test_to_duckdb_names_force(tmp_path):
     assert "pass `force=True`" in message and "--force" not in message
 
 
-# Messages of library modules that may name options: nsys's and xz's own flags, and helpers whose input is the
-# command line's own text (`-p name=value` strings of `nsysql sql`, which adhoc parses and checks).
-ALLOWED = {"--type", "--trace", "-dk", "-p", "--format", "-o"}
+# Messages of library modules that may name options: nsys's, xz's and pip's own flags, and helpers whose input is
+# the command line's own text (`-p name=value` strings of `nsysql sql`, which adhoc parses and checks).
+ALLOWED = {"--type", "--trace", "--version", "-dk", "--force-reinstall", "-p", "--format", "-o"}
 CLI_ONLY = {"adhoc.py"}
 
 

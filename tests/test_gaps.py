@@ -159,7 +159,7 @@ def test_utilization_matches_brute_force(cases):
 
 # -- API and CLI -------------------------------------------------------------------------------------------
 def test_bad_values(ocg_export, cases):
-    with pytest.raises(NsysqlError, match="0 µs or more"):
+    with pytest.raises(NsysqlError, match=r"the minimum gap \(µs\) must be 0 or more, not -1"):
         ocg_export.gaps(min_gap_us=-1)
     with pytest.raises(NsysqlError, match="longer than 0 ms"):
         ocg_export.utilization(window_ms=1e-9)  # rounds to 0 ns

@@ -30,10 +30,10 @@ def parse_steps(text: str) -> tuple[int, int]:
     """`3-5` or `4` -> (first, last), 1-based as `nsysql steps` numbers them."""
     m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+))?\s*", text)
     if not m:
-        raise NsysqlError(f"--steps {text!r}: give a step or a range of steps, e.g. --steps 3 or --steps 3-5")
+        raise NsysqlError(f"`steps={text.strip()}`: give a step or a range of steps, e.g. `steps=3` or `steps=3-5`")
     first, last = int(m[1]), int(m[2] or m[1])
     if first < 1 or last < first:
-        raise NsysqlError(f"--steps {text!r}: steps count from 1, and the range must not run backwards")
+        raise NsysqlError(f"`steps={text.strip()}`: steps count from 1, and the range must not run backwards")
     return first, last
 
 
@@ -41,8 +41,8 @@ def parse_window(text: str) -> tuple[float, float]:
     """`120-180` (ms since the capture's first event) -> (120.0, 180.0)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*[-:,]\s*(\d+(?:\.\d*)?)\s*", text)
     if not m or float(m[2]) <= float(m[1]):
-        raise NsysqlError(f"--window {text!r}: give START-END in ms since the capture's first event, "
-                          "END after START, e.g. --window 120-180")
+        raise NsysqlError(f"`window={text.strip()}`: give START-END in ms since the capture's first event, "
+                          "END after START, e.g. `window=120-180`")
     return float(m[1]), float(m[2])
 
 
@@ -69,7 +69,7 @@ def choose(exports: list, *, steps: str | None = None, window: str | None = None
     """The window to show: --window (ms since the first export's first event), --steps (those steps of every
     process), or by default the analysed (steady-state) steps, or the GPU's active span where there are none."""
     if steps and window:
-        raise NsysqlError("give --steps or --window, not both")
+        raise NsysqlError("give `steps=` or `window=`, not both")
     origin = origin_of(exports[0])
     if window:
         a, b = parse_window(window)
@@ -79,11 +79,11 @@ def choose(exports: list, *, steps: str | None = None, window: str | None = None
         first, last = parse_steps(steps)
         has_steps = table.filter(pl.col("source") != "gpu_span")
         if has_steps.is_empty():
-            raise NsysqlError(f"{exports[0].path.name} has no steps (see `nsysql steps`); use --window START-END")
+            raise NsysqlError(f"{exports[0].path.name} has no steps (see `nsysql steps`); give a window, `window=START-END`")
         chosen = has_steps.filter(pl.col("step").is_between(first, last))
         if chosen.is_empty():
             last_step = int(has_steps["step"].max())  # type: ignore[arg-type]
-            raise NsysqlError(f"--steps {steps}: the steps are numbered 1 to {last_step} "
+            raise NsysqlError(f"`steps={steps}`: the steps are numbered 1 to {last_step} "
                               "(see `nsysql steps`)")
         what = f"step {first}" if first == last else f"steps {first}-{last}"
     else:

@@ -209,10 +209,11 @@ def _nvtx_for_ranges(export, by: str | None, values: dict) -> None:
 def _windows_not_too_many(export, by: str | None, values: dict) -> None:
     """A window count over a million is a typo, not a question."""
     window_ms = values["window_ms"]
-    if window_ms <= 0:
+    window_ns = round(window_ms * 1_000_000)  # what binds $window_ns: a window that rounds to 0 ns is none
+    if window_ns <= 0:
         raise NsysqlError(f"the window must be longer than 0 ms, not {window_ms:g}")
     span = export.run("analysis.export_totals")["gpu_span_ns"][0] or 0
-    if span // round(window_ms * 1_000_000) > 1_000_000:
+    if span // window_ns > 1_000_000:
         raise NsysqlError(f"{window_ms:g} ms windows cut the {span / 1e6:.0f} ms of GPU activity into more than "
                           "a million; choose a longer `window_ms=`")
 

@@ -83,11 +83,11 @@ def version(nsys: Path) -> str:
         done = subprocess.run([str(nsys), "--version"], capture_output=True, text=True, errors="replace",
                               timeout=VERSION_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise NsysqlError(f"{nsys} --version failed ({exc}); give a working nsys with --nsys PATH or $NSYS") from None
+        raise NsysqlError(f"{nsys} --version failed ({exc}); give a working nsys with `nsys=PATH` or $NSYS") from None
     line = (done.stdout.strip() or done.stderr.strip()).splitlines()
     if done.returncode != 0 or not line:
-        raise NsysqlError(f"{nsys} --version failed (exit {done.returncode}); give a working nsys with --nsys PATH "
-                          "or $NSYS")
+        raise NsysqlError(f"{nsys} --version failed (exit {done.returncode}); give a working nsys with "
+                          "`nsys=PATH` or $NSYS")
     return line[0]
 
 
@@ -96,7 +96,7 @@ def exported(report: Path, directory: Path) -> Path:
     inputs.regular_file(report)
     nsys = find()
     if nsys is None:
-        raise NsysqlError(f"{inputs.text(report)} is an nsys report and no nsys was found (--nsys PATH, ${NSYS_ENV}, "
+        raise NsysqlError(f"{inputs.text(report)} is an nsys report and no nsys was found (`nsys=PATH`, ${NSYS_ENV}, "
                           f"PATH, /opt/nvidia/nsight-systems*/bin); export it yourself: {manual_command(report)}")
     stem = inputs.safe_name(report.name.removesuffix(SUFFIX))
     target = directory / f"{stem}-{cache_key(report, 'nsys-rep ' + version(nsys))}.sqlite"
