@@ -94,6 +94,21 @@ def test_comm_command_csv_has_the_contract_columns(export_files, tmp_path):
     assert (frame["overlap_ns"] + frame["exposed_comm_ns"] == frame["comm_ns"]).all()
 
 
+@pytest.mark.parametrize("fixture", ["ddp-2gpu-torchrun", "fsdp-2gpu-torchrun"])
+def test_comm_table_fits_80_columns_keeping_who_waits_for_whom(fixture, tmp_path):
+    """At 80 columns the table keeps rank, step, compute, wait, transfer, late and straggler, and no line is wider."""
+    from typer.testing import CliRunner
+
+    from nsysql.cli.app import app
+    export = Path(__file__).resolve().parents[1] / "fixtures" / fixture / "export.sqlite.xz"
+    result = CliRunner().invoke(app, ["comm", str(export), "--cache-dir", str(tmp_path)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    header = " ".join(lines[1:3]).split()
+    assert {"rank", "step", "compute", "wait", "transfer", "late", "straggler"} <= set(header)
+
+
 def test_comm_command_over_several_exports_puts_export_and_rank_first(export_files, tmp_path):
     from typer.testing import CliRunner
 

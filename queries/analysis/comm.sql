@@ -14,7 +14,7 @@
 --   DDP runs, the rank's compute is the GPU's. step is analysis.steps' number, which counts the process's own
 --   steps (1 = its first), so ranks of one export compare step by step. Rows only for ranks and steps with GPU
 --   work; an export without steps has one window, step 0: the whole GPU activity (analysis.steady_steps).
--- optional: "analysed", "start_ns", "memory_ns", "comm_kernels", "exposed_pct", "overlap_ns", "collectives", "wall_ns", "pid", "device_id"
+-- optional: "analysed", "start_ns", "memory_ns", "comm_kernels", "exposed_pct", "overlap_ns", "collectives", "wall_ns", "pid", "device_id", "exposed_transfer_ns", "exposed_wait_ns", "comm_ns", "exposed_comm_ns"
 -- columns:
 --   rank | BIGINT | index (RANK of the process's environment, else the device id: analysis.comm_instances)
 --   pid | BIGINT | id
