@@ -108,8 +108,8 @@ def _op_step(g: Graph, n: int, c: int, add) -> tuple[int, int]:
     if pred < 0:
         add("launch", n, -(1 << 62), c)  # nothing recorded launched it: the rest is unexplained latency
         return -1, -(1 << 62)
-    if ready < c:
-        add("launch" if via_launch else _OP_KIND[cls], pred if via_launch else n, ready, c)
+    if ready < c:  # the op waited after its last predecessor was ready: launch and scheduling latency
+        add("launch", pred if via_launch else n, ready, c)
     return pred, min(c, ready)
 
 
@@ -178,8 +178,8 @@ def item_rows(ex, step: int | None = None, pid: int | None = None) -> pl.DataFra
 def _item_name(g: Graph, n: int, kind: str) -> str:
     if n < 0:
         return "(before the thread's first event)"
-    if g.kind[n] == OP and kind == "launch":
-        return "(no launching call)"
+    if g.kind[n] == OP and kind == "launch":  # the wait of an op after its last predecessor was ready
+        return f"(latency) {g.name[n]}"
     return g.name[n]
 
 
