@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 import sqlite3
+import subprocess
+import sys
 from collections import Counter
 
 import polars as pl
@@ -114,6 +116,13 @@ def test_expected_paths_are_contiguous_and_add_up(name):
             by_kind[item.kind] += item.end - item.start
         assert {k: by_kind.get(k, 0) for k in cp.KINDS} == path.composition, pid
         assert sum(path.composition.values()) == path.wall_ns, pid
+
+
+def test_script_writes_every_case(tmp_path):
+    proc = subprocess.run([sys.executable, str(cp.__file__), str(tmp_path / "out")], capture_output=True, text=True,
+                          check=True)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(f"{name}.sqlite" for name in cp.CASES)
+    assert len(proc.stdout.splitlines()) == len(cp.CASES)
 
 
 # -- the exports read as the cases say (passes before critical-path exists) ------------------------------------------
