@@ -18,12 +18,15 @@ nsysql to them; each is a question put to the author of the doc):
   a GPU op's by its name (the kernel's demangled name, `[CUDA memcpy Host-to-Device]` for a copy),
   an OS-runtime wait's by its function (`pthread_cond_wait`);
 - the `sync_wait` of a waiting call is named by the call; a launch latency gap [r, o.start] (rule 5) is
-  an item of the op (kind `launch`, the op's name); a zero-length interval is no item;
+  part of the launching call's item (kind `launch`, the API's name: [call start, o.start]); a gap of the
+  op's own kind (after a stream or event predecessor) is part of the op's item; a zero-length interval
+  is no item;
 - a call that waited for its own op (a blocking cudaMemcpy) does not bind that op's start by its end
   (case `blocking_copy`);
 - in the replay, an edge that did not bind keeps at most the lag of the edge that bound its node
-  (`min(its own lag, the binding lag)`), and a waiting call's own time is its end minus the end of
-  the op it waited for (what is left of it when `sync:...=0` removes the wait).
+  (the cases are built so that any lag from 0 to that one gives the same prediction), and a waiting
+  call is all wait: blocked until its op ended, then the wake-up that rule 3 counts as sync_wait too,
+  so `sync:...=0` leaves it no time.
 
 Library use: `CASES[name]` is a `Case`; `Case.build()` returns the SyntheticExport.
 CLI: `python scripts/make_critical_path_cases.py OUTDIR` writes every case as OUTDIR/<case>.sqlite.
@@ -155,7 +158,8 @@ def gpu_bound() -> "ms.SyntheticExport":
     [36000, 66000]: the stream predecessor is ready last (66000, 36000 vs. the launches' ends 13000,
     9000), at the op's start: no gap (rule 5). gemm_a [6000, 36000]: its launch is ready last (5000;
     in step 2 the stream's previous op, step 1's gemm_c, ended 1 ms before): gap [5000, 6000] is
-    launch latency, then the call [2000, 5000] (rule 2), then profiled_step [0, 2000].
+    launch latency, then the call [2000, 5000] (rule 2): one launch item [2000, 6000]; profiled_step
+    [0, 2000].
     cpu 2000+3000 = 5000, launch 3000+1000 = 4000, gpu_compute 90000, sync_wait 1000.
     What-if kernel:*=0.5: gemm_a [6000, 21000] (launch lag 1000 kept), gemm_b [21000, 36000],
     gemm_c [36000, 51000] (the launches, ready at 9000 and 13000, bound nothing), the sync ends
@@ -224,10 +228,11 @@ def sync() -> "ms.SyntheticExport":
     conv_fwd [17000, 57000]: the copy before it on the stream binds (17000 vs. its launch's 11000),
     at its start. The copy [7000, 17000]: its call (not waiting: async, returned before the copy
     ended) binds at 6000 (the stream had nothing before it in the step): latency [6000, 7000], then
-    the call cudaMemcpyAsync [3000, 6000], profiled_step [0, 3000].
+    the call [3000, 6000]: one item cudaMemcpyAsync [3000, 7000]; profiled_step [0, 3000].
     cpu 3000+1000+10000 = 14000, launch 3000+1000 = 4000, copy 10000, gpu_compute 40000, sync_wait 2000.
-    What-if sync:*=0: the call no longer waits; it keeps its own 2000 (its end after conv_fwd's),
-    so the thread runs 3000+3000+2000+3000+1000 (to the sync's start 12000) +2000 +1000+10000: 25000.
+    What-if sync:*=0: the call no longer waits, and all of it was wait (blocked until conv_fwd ended,
+    then the wake-up rule 3 counts as sync_wait), so it takes no time: the thread runs 3000+3000+2000
+    +3000+1000 to the sync's start (12000), then 1000+10000: 23000.
     copy:*=0.5: copy [7000, 12000], conv_fwd [12000, 52000], sync ends 54000, +11000: 65000.
     """
     b = ms.SyntheticExport().thread(P, MAIN, "python3")
@@ -407,8 +412,7 @@ CASES: dict[str, Case] = {c.name: c for c in (
          {IDENTITY: {P: 100000}, ("range:model=0",): {P: 71000}, ("kernel:*=0.5",): {P: 100000}}),
     Case("gpu_bound", gpu_bound, {P: StepPath(
         100000, composition(cpu=5000, launch=4000, gpu_compute=90000, sync_wait=1000),
-        (Item("cpu", PS, 0, 2000), Item("launch", LAUNCH, 2000, 5000), Item("launch", "gemm_a", 5000, 6000),
-         Item("gpu_compute", "gemm_a", 6000, 36000), Item("gpu_compute", "gemm_b", 36000, 66000),
+        (Item("cpu", PS, 0, 2000), Item("launch", LAUNCH, 2000, 6000), Item("gpu_compute", "gemm_a", 6000, 36000), Item("gpu_compute", "gemm_b", 36000, 66000),
          Item("gpu_compute", "gemm_c", 66000, 96000), Item("sync_wait", "cudaDeviceSynchronize", 96000, 97000),
          Item("cpu", PS, 97000, 100000)))},
          {IDENTITY: {P: 100000}, ("kernel:*=0.5",): {P: 55000}, ("kernel:gemm_b=0",): {P: 70000}}),
@@ -420,11 +424,10 @@ CASES: dict[str, Case] = {c.name: c for c in (
          {IDENTITY: {P: 80000}, ("kernel:attention_long=0.5",): {P: 50000}}),
     Case("sync", sync, {P: StepPath(
         70000, composition(cpu=14000, launch=4000, copy=10000, gpu_compute=40000, sync_wait=2000),
-        (Item("cpu", PS, 0, 3000), Item("launch", "cudaMemcpyAsync", 3000, 6000),
-         Item("launch", HTOD_NAME, 6000, 7000), Item("copy", HTOD_NAME, 7000, 17000),
+        (Item("cpu", PS, 0, 3000), Item("launch", "cudaMemcpyAsync", 3000, 7000), Item("copy", HTOD_NAME, 7000, 17000),
          Item("gpu_compute", "conv_fwd", 17000, 57000), Item("sync_wait", "cudaStreamSynchronize", 57000, 59000),
          Item("cpu", PS, 59000, 60000), Item("cpu", "loss", 60000, 70000)))},
-         {IDENTITY: {P: 70000}, ("sync:*=0",): {P: 25000}, ("copy:*=0.5",): {P: 65000}}),
+         {IDENTITY: {P: 70000}, ("sync:*=0",): {P: 23000}, ("copy:*=0.5",): {P: 65000}}),
     Case("blocking_copy", blocking_copy, {P: StepPath(
         60000, composition(cpu=14000, launch=3000, gpu_compute=40000, copy=2000, sync_wait=1000),
         (Item("cpu", PS, 0, 2000), Item("launch", LAUNCH, 2000, 5000), Item("gpu_compute", "reduce_sum", 5000, 45000),
