@@ -279,6 +279,31 @@ def blocking_copy() -> "ms.SyntheticExport":
     return b
 
 
+def launch_overlap() -> "ms.SyntheticExport":
+    """A kernel that starts before its launch call returns (common when the GPU is idle), then a stream sync.
+
+        tid 100: profiled_step [0, 50000]
+          corr 1 cudaLaunchKernel [2000, 6000] -> softmax [4000, 40000] stream 7
+          corr 2 cudaStreamSynchronize [8000, 41000]: SYNCHRONIZATION [8500, 40500] stream 7, type 2, no event
+
+    Walk from c = 50000: profiled_step [41000, 50000]; cudaStreamSynchronize waits for softmax (40000):
+    sync_wait [40000, 41000]. softmax [4000, 40000]: its only predecessor in the step is its launch,
+    ready at 6000, after the op's start: no gap, continue at the call with c = min(6000, 4000) = 4000,
+    the call reached in its middle (rule 2): launch [2000, 4000]; profiled_step [0, 2000].
+    cpu 2000+9000 = 11000, launch 2000, gpu_compute 36000, sync_wait 1000.
+    What-if kernel:*=0.5: the launch edge keeps its measured lag, -2000 (the identity needs it: softmax
+    starts at 4000 again), softmax [4000, 22000], the sync ends 23000, +9000: 32000.
+    """
+    b = ms.SyntheticExport().thread(P, MAIN, "python3")
+    main = b.on(P, MAIN)
+    _steps(b, P, MAIN, 50000)
+    for i, t in enumerate(STEP_STARTS):
+        main.launch(t + 2000, t + 6000, _corr(i, 1), "softmax", t + 4000, t + 40000)
+        b.runtime("cudaStreamSynchronize_v3020", t + 8000, t + 41000, tid=MAIN, pid=P, correlation_id=_corr(i, 2))
+        b.synchronization(t + 8500, t + 40500, pid=P, correlation_id=_corr(i, 2), stream=7)
+    return b
+
+
 def queue_full() -> "ms.SyntheticExport":
     """A launch that blocks 96 us on a full launch queue and returns just after an earlier kernel ended.
 
@@ -434,6 +459,11 @@ CASES: dict[str, Case] = {c.name: c for c in (
          Item("copy", DTOH_NAME, 45000, 47000), Item("sync_wait", "cudaMemcpy", 47000, 48000),
          Item("cpu", PS, 48000, 49000), Item("cpu", "metrics", 49000, 60000)))},
          {IDENTITY: {P: 60000}, ("kernel:*=0.5",): {P: 40000}}),
+    Case("launch_overlap", launch_overlap, {P: StepPath(
+        50000, composition(cpu=11000, launch=2000, gpu_compute=36000, sync_wait=1000),
+        (Item("cpu", PS, 0, 2000), Item("launch", LAUNCH, 2000, 4000), Item("gpu_compute", "softmax", 4000, 40000),
+         Item("sync_wait", "cudaStreamSynchronize", 40000, 41000), Item("cpu", PS, 41000, 50000)))},
+         {IDENTITY: {P: 50000}, ("kernel:*=0.5",): {P: 32000}}),
     Case("queue_full", queue_full, {P: StepPath(
         120000, composition(cpu=16000, launch=3000, gpu_compute=100000, sync_wait=1000),
         (Item("cpu", PS, 0, 2000), Item("launch", LAUNCH, 2000, 5000), Item("gpu_compute", "big_gemm_1", 5000, 105000),
