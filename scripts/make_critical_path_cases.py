@@ -56,7 +56,8 @@ def _builder() -> ModuleType:
 ms = _builder()
 
 KINDS = ("cpu", "launch", "gpu_compute", "copy", "sync_wait", "comm_transfer", "comm_wait")
-STEP_STARTS = (1_000_000, 2_000_000)  # step k starts at STEP_STARTS[k - 1]
+STEP_STARTS = (1_000_000, 2_000_000)  # step k starts at STEP_STARTS[k - 1] (all cases but carry_over)
+BACK_TO_BACK = (1_000_000, 1_050_000)  # carry_over's steps: the second starts where the first ends
 STEP_RANGE = "profiled_step"
 P, MAIN, AUTOGRAD = 100, 100, 101  # one process: pid 100, main thread 100, autograd thread 101
 RANK1 = 200  # two_ranks: the second process (pid and main thread 200, on GPU 1)
@@ -89,6 +90,7 @@ class Case:
     build: Callable[[], "ms.SyntheticExport"]
     paths: dict[int, StepPath]  # pid -> the path of each of its steps
     what_if: dict[tuple[str, ...], dict[int, int]] = field(default_factory=dict)  # scales -> {pid: predicted_ns}
+    step_starts: tuple[int, ...] = STEP_STARTS
 
     @property
     def doc(self) -> str:
@@ -102,8 +104,8 @@ def composition(**ns: int) -> dict[str, int]:
     return {kind: ns.get(kind, 0) for kind in KINDS}
 
 
-def _steps(b: "ms.SyntheticExport", pid: int, tid: int, wall: int) -> None:
-    for base in STEP_STARTS:
+def _steps(b: "ms.SyntheticExport", pid: int, tid: int, wall: int, starts: tuple[int, ...] = STEP_STARTS) -> None:
+    for base in starts:
         b.range(STEP_RANGE, base, base + wall, pid=pid, tid=tid)
 
 
@@ -304,6 +306,36 @@ def launch_overlap() -> "ms.SyntheticExport":
     return b
 
 
+def carry_over() -> "ms.SyntheticExport":
+    """Back-to-back steps, each ending with the launch of a kernel that runs into the next step, which begins
+    by synchronizing with it (a GPU-bound loop whose host reads last step's result first).
+
+        tid 100: profiled_step [0, 50000], the next one at 50000 (steps 1 and 2 at 1000000 and 1050000)
+          corr 2k   cudaStreamSynchronize [1000, 21000]: SYNCHRONIZATION [1500, 20500] stream 7, no event
+          corr 2k+1 cudaLaunchKernel [40000, 43000] -> big_k [43000, 70000] stream 7 (20000 into the next step)
+        before step 1: corr 1 cudaLaunchKernel [-10000, -7000] -> big_k [-7000, 20000] stream 7 (no step)
+
+    Walk from c = 50000: profiled_step [43000, 50000], the launch [40000, 43000], profiled_step
+    [21000, 40000]; cudaStreamSynchronize waits for the big_k launched before the step (ends 20000):
+    sync_wait [20000, 21000]; that big_k began at -7000, before the step: the walk stops at the step's
+    start, gpu_compute [0, 20000]. The big_k this step launches is on no path of it.
+    cpu 7000+19000 = 26000, launch 3000, gpu_compute 20000, sync_wait 1000.
+    What-if kernel:*=0.5 (big_k 13500): the kernel before step 1 ends at 6500, the sync 1000 later
+    (7500), then 19000 of CPU, the launch (29500), 7000 of CPU: step 1 ends at 36500; its big_k runs
+    [29500, 43000], 6500 into step 2, which repeats step 1: 36500 each.
+    """
+    b = ms.SyntheticExport().thread(P, MAIN, "python3")
+    main = b.on(P, MAIN)
+    _steps(b, P, MAIN, 50000, BACK_TO_BACK)
+    first = BACK_TO_BACK[0]
+    main.launch(first - 10000, first - 7000, 1, "big_k", first - 7000, first + 20000)
+    for i, t in enumerate(BACK_TO_BACK):
+        b.runtime("cudaStreamSynchronize_v3020", t + 1000, t + 21000, tid=MAIN, pid=P, correlation_id=2 * i + 2)
+        b.synchronization(t + 1500, t + 20500, pid=P, correlation_id=2 * i + 2, stream=7)
+        main.launch(t + 40000, t + 43000, 2 * i + 3, "big_k", t + 43000, t + 70000)
+    return b
+
+
 def queue_full() -> "ms.SyntheticExport":
     """A launch that blocks 96 us on a full launch queue and returns just after an earlier kernel ended.
 
@@ -464,6 +496,11 @@ CASES: dict[str, Case] = {c.name: c for c in (
         (Item("cpu", PS, 0, 2000), Item("launch", LAUNCH, 2000, 4000), Item("gpu_compute", "softmax", 4000, 40000),
          Item("sync_wait", "cudaStreamSynchronize", 40000, 41000), Item("cpu", PS, 41000, 50000)))},
          {IDENTITY: {P: 50000}, ("kernel:*=0.5",): {P: 32000}}),
+    Case("carry_over", carry_over, {P: StepPath(
+        50000, composition(cpu=26000, launch=3000, gpu_compute=20000, sync_wait=1000),
+        (Item("gpu_compute", "big_k", 0, 20000), Item("sync_wait", "cudaStreamSynchronize", 20000, 21000),
+         Item("cpu", PS, 21000, 40000), Item("launch", LAUNCH, 40000, 43000), Item("cpu", PS, 43000, 50000)))},
+         {IDENTITY: {P: 50000}, ("kernel:*=0.5",): {P: 36500}}, BACK_TO_BACK),
     Case("queue_full", queue_full, {P: StepPath(
         120000, composition(cpu=16000, launch=3000, gpu_compute=100000, sync_wait=1000),
         (Item("cpu", PS, 0, 2000), Item("launch", LAUNCH, 2000, 5000), Item("gpu_compute", "big_gemm_1", 5000, 105000),

@@ -48,7 +48,7 @@ def several(case) -> bool:
 def expected_steps(case) -> list[dict]:
     """One row per analysed step, ordered by (step, pid)."""
     rows = []
-    for step in range(1, len(cp.STEP_STARTS) + 1):
+    for step in range(1, len(case.step_starts) + 1):
         for pid in sorted(case.paths):
             path = case.paths[pid]
             row = {"step": step, **({"pid": pid} if several(case) else {}), "wall_ns": path.wall_ns,
@@ -61,7 +61,7 @@ def expected_steps(case) -> list[dict]:
 def expected_items(case) -> list[dict]:
     """The items of every analysed step's path, in time order, timestamps absolute."""
     rows = []
-    for step, start in enumerate(cp.STEP_STARTS, 1):
+    for step, start in enumerate(case.step_starts, 1):
         for pid in sorted(case.paths):
             for item in case.paths[pid].items:
                 rows.append({"step": step, **({"pid": pid} if several(case) else {}), "on_pid": item.on_pid,
@@ -72,7 +72,7 @@ def expected_items(case) -> list[dict]:
 
 def expected_what_if(case, scales) -> list[dict]:
     rows = []
-    for step in range(1, len(cp.STEP_STARTS) + 1):
+    for step in range(1, len(case.step_starts) + 1):
         for pid in sorted(case.paths):
             rows.append({"step": step, **({"pid": pid} if several(case) else {}),
                          "measured_ns": case.paths[pid].wall_ns, "predicted_ns": case.what_if[scales][pid]})
@@ -148,12 +148,12 @@ def test_export_reads_as_the_case_says(built, name):
     steps = ex.run("analysis.steady_steps").sort(["pid", "step"]).to_dicts()
     assert [(s["pid"], s["step"], s["start_ns"], s["end_ns"], s["analysed"]) for s in steps] == [
         (pid, k, start, start + case.paths[pid].wall_ns, True)
-        for pid in sorted(case.paths) for k, start in enumerate(cp.STEP_STARTS, 1)]
+        for pid in sorted(case.paths) for k, start in enumerate(case.step_starts, 1)]
     kernels = raw(path, "SELECT s.value, k.start FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
                         "JOIN StringIds AS s ON s.id = k.demangledName ORDER BY k.start, s.value")
     assert ex.kernels().sort(["start_ns", "kernel_name"]).select("kernel_name", "start_ns").rows() == kernels
     syncs = raw(path, "SELECT start, streamId, correlationId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start") \
-        if name in ("cross_stream_wait", "sync", "launch_overlap") else []
+        if name in ("cross_stream_wait", "sync", "launch_overlap", "carry_over") else []
     assert ex.sql("SELECT start_ns, stream_id, correlation_id FROM sync ORDER BY start_ns").rows() == syncs
     waits = raw(path, "SELECT start, \"end\" FROM OSRT_API ORDER BY start") if name == "thread_wakeup" else []
     assert ex.sql("SELECT start_ns, end_ns FROM osrt ORDER BY start_ns").rows() == waits
