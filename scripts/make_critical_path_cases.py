@@ -13,7 +13,7 @@ Conventions the expectations assume where docs/critical-path.md leaves a choice 
 nsysql to them; each is a question put to the author of the doc):
 
 - a CPU piece is named by the innermost user range over it, the step range `profiled_step` itself
-  included (it is a user range); `(no range)` outside every range;
+  included (it is a user range); `thread NAME` outside every range (`(no range)` on a thread without a name);
 - a CUDA call's item is named by the API's short name (`cudaLaunchKernel`, not `cudaLaunchKernel_v7000`),
   a GPU op's by its name (the kernel's demangled name, `[CUDA memcpy Host-to-Device]` for a copy),
   an OS-runtime wait's by its function (`pthread_cond_wait`);
@@ -62,6 +62,7 @@ STEP_RANGE = "profiled_step"
 P, MAIN, AUTOGRAD = 100, 100, 101  # one process: pid 100, main thread 100, autograd thread 101
 RANK1 = 200  # two_ranks: the second process (pid and main thread 200, on GPU 1)
 NCCL_ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+AUTOGRAD_CPU = "thread pt_autograd_0"  # CPU work outside every range is named by its thread
 LAUNCH = "cudaLaunchKernel"  # the short API name items carry (the export stores cudaLaunchKernel_v7000)
 HTOD_NAME, DTOH_NAME = "[CUDA memcpy Host-to-Device]", "[CUDA memcpy Device-to-Host]"
 
@@ -194,9 +195,9 @@ def cross_stream_wait() -> "ms.SyntheticExport":
     its stream 13 before it returned, consumer_b (76000): sync_wait [76000, 78000]. consumer_b's
     predecessors: its launch (ready 15000) and the cross-stream wait's op attention_long (the last op on
     stream 7 launched before the record; ready 65000): the wait binds, and the gap [65000, 66000] after
-    it is the op's own kind: gpu_compute consumer_b [65000, 76000]. attention_long [5000, 65000]: its
+    it is latency: launch `(latency) consumer_b` [65000, 66000], then gpu_compute consumer_b [66000, 76000]. attention_long [5000, 65000]: its
     launch binds at its start (no gap). The call [2000, 5000], profiled_step [0, 2000].
-    cpu 2000+2000 = 4000, launch 3000, gpu_compute 60000+11000 = 71000, sync_wait 2000.
+    cpu 2000+2000 = 4000, launch 3000+1000 = 4000, gpu_compute 60000+10000 = 70000, sync_wait 2000.
     What-if kernel:attention_long=0.5: attention_long [5000, 35000], consumer_b [36000, 46000] (wait lag
     1000 kept; the launch, ready 15000, binds nothing), the sync ends 2000 later: 48000, +2000: 50000.
     """
@@ -380,8 +381,8 @@ def thread_wakeup() -> "ms.SyntheticExport":
     Walk from c = 100000: optimizer [83000, 100000], profiled_step [82000, 83000]. The main thread's
     pthread_cond_wait: the other thread's CUDA or OS-runtime call that ended last inside it is corr 4
     (80000): sync_wait [80000, 82000] (rule 4), go to corr 4: launch [75000, 80000] on tid 101,
-    then tid 101's pieces back: (no range) [53000, 75000], launch [50000, 53000], (no range) [23000,
-    50000], launch [20000, 23000], (no range) [7000, 20000]. tid 101's pthread_cond_wait ends at 7000;
+    then tid 101's pieces back: thread pt_autograd_0 [53000, 75000], launch [50000, 53000], thread
+    pt_autograd_0 [23000, 50000], launch [20000, 23000], thread pt_autograd_0 [7000, 20000]. tid 101's pthread_cond_wait ends at 7000;
     the main thread's call that ended last inside it is corr 1 (6000): sync_wait [6000, 7000], then
     corr 1 [3000, 6000] and profiled_step [0, 3000].
     cpu 3000+13000+27000+22000+1000+17000 = 83000, launch 3000+3000+3000+5000 = 14000,
@@ -474,9 +475,10 @@ CASES: dict[str, Case] = {c.name: c for c in (
          Item("cpu", PS, 97000, 100000)))},
          {IDENTITY: {P: 100000}, ("kernel:*=0.5",): {P: 55000}, ("kernel:gemm_b=0",): {P: 70000}}),
     Case("cross_stream_wait", cross_stream_wait, {P: StepPath(
-        80000, composition(cpu=4000, launch=3000, gpu_compute=71000, sync_wait=2000),
+        80000, composition(cpu=4000, launch=4000, gpu_compute=70000, sync_wait=2000),
         (Item("cpu", PS, 0, 2000), Item("launch", LAUNCH, 2000, 5000),
-         Item("gpu_compute", "attention_long", 5000, 65000), Item("gpu_compute", "consumer_b", 65000, 76000),
+         Item("gpu_compute", "attention_long", 5000, 65000), Item("launch", "(latency) consumer_b", 65000, 66000),
+         Item("gpu_compute", "consumer_b", 66000, 76000),
          Item("sync_wait", "cudaStreamSynchronize", 76000, 78000), Item("cpu", PS, 78000, 80000)))},
          {IDENTITY: {P: 80000}, ("kernel:attention_long=0.5",): {P: 50000}}),
     Case("sync", sync, {P: StepPath(
@@ -510,9 +512,9 @@ CASES: dict[str, Case] = {c.name: c for c in (
     Case("thread_wakeup", thread_wakeup, {P: StepPath(
         100000, composition(cpu=83000, launch=14000, sync_wait=3000),
         (Item("cpu", PS, 0, 3000), Item("launch", LAUNCH, 3000, 6000), Item("sync_wait", "pthread_cond_wait", 6000, 7000),
-         Item("cpu", "(no range)", 7000, 20000), Item("launch", LAUNCH, 20000, 23000),
-         Item("cpu", "(no range)", 23000, 50000), Item("launch", LAUNCH, 50000, 53000),
-         Item("cpu", "(no range)", 53000, 75000), Item("launch", LAUNCH, 75000, 80000),
+         Item("cpu", AUTOGRAD_CPU, 7000, 20000), Item("launch", LAUNCH, 20000, 23000),
+         Item("cpu", AUTOGRAD_CPU, 23000, 50000), Item("launch", LAUNCH, 50000, 53000),
+         Item("cpu", AUTOGRAD_CPU, 53000, 75000), Item("launch", LAUNCH, 75000, 80000),
          Item("sync_wait", "pthread_cond_wait", 80000, 82000), Item("cpu", PS, 82000, 83000),
          Item("cpu", "optimizer", 83000, 100000)))},
          {IDENTITY: {P: 100000}, ("api:cudaLaunchKernel*=0",): {P: 86000}, ("range:optimizer=0",): {P: 83000}}),
