@@ -53,6 +53,19 @@ class Export(queries.Queries):
         from nsysql.answers.findings import run_findings
         return run_findings(self, top=top, **params)
 
+    def critical_path(self, step: int | None = None, pid: int | None = None, items: bool = False) -> pl.DataFrame:
+        """What bounds each step (docs/critical-path.md): per analysed step (or step `step`) wall_ns, path_ns and the
+        path's time by kind (cpu, launch, gpu_compute, copy, sync_wait, comm_transfer, comm_wait; adding up to
+        path_ns); `items=True`: the path's items in time order (kind, name, layer, start_ns, end_ns)."""
+        from nsysql.answers import critical_path
+        return (critical_path.item_rows if items else critical_path.composition)(self, step, pid)
+
+    def what_if(self, scales: list[str], step: int | None = None, pid: int | None = None) -> pl.DataFrame:
+        """Each analysed step's (or step `step`'s) measured_ns and predicted_ns when the graph of critical_path is
+        replayed with `scales` (`TARGET:PATTERN=FACTOR`, e.g. `kernel:*gemm*=0.5`, `range:dataloader=0`)."""
+        from nsysql.answers import what_if
+        return what_if.step_times(self, [what_if.parse(s) for s in scales], step, pid)
+
     def html(self, path: str | os.PathLike) -> Path:
         """Write summarize's answer as one self-contained HTML page (charts, tables, findings, a timeline of the
         median step), as `nsysql html` does; returns its path."""

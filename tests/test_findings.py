@@ -195,7 +195,8 @@ def test_cli_json_is_the_list(export_files, found, cache_dir):
     assert [i["rule"] for i in items] == df["rule"].to_list()
     assert [i["recoverable_ns"] for i in items] == df["recoverable_ns"].to_list()
     for item in items:
-        assert set(item) == {"rule", "title", "where", "evidence", "action", "recoverable_ns", "recoverable_pct"}
+        assert set(item) == {"rule", "title", "where", "evidence", "action", "recoverable_ns", "recoverable_pct",
+                             "predicted_gain_ns"}
         assert isinstance(item["recoverable_ns"], int)
     top = json.loads(cli("findings", str(export_files["cnn-dataloader-train"]), "-f", "json", "--top", "3",
                          "--cache-dir", str(cache_dir)))

@@ -25,6 +25,7 @@ FINDING_COLUMNS = {
     "action": pl.Utf8,
     "recoverable_ns": pl.Int64,
     "recoverable_pct": pl.Float64,
+    "predicted_gain_ns": pl.Int64,
 }
 
 
@@ -60,10 +61,28 @@ def run_findings(export, top: int | None = None, **params) -> pl.DataFrame:
             df = export.run(q.id, **rule_params(q, params))
         except MissingDataError:
             continue
+        df = df.with_columns(pl.lit(None, pl.Int64).alias("predicted_gain_ns"))
         frames.append(df.cast(FINDING_COLUMNS) if df.height else empty())
     out = pl.concat(frames) if frames else empty()
     out = per_job(out, ranks)
+    out = with_predicted_gains(export, out, params)
     return out.head(top) if top is not None else out
+
+
+def with_predicted_gains(export, findings: pl.DataFrame, params: dict | None = None) -> pl.DataFrame:
+    """predicted_gain_ns: the analysed steps' time the critical-path replay saves with each finding's cause removed
+    (nsysql/answers/what_if.py FINDING_SCALES; None where no replay models the cause, or without CUDA calls)."""
+    if not findings.height:
+        return findings
+    from nsysql.answers import what_if
+    try:
+        kernels = export.run("analysis._cp_fp32_kernels")["kernel_name"].to_list() \
+            if "fp32_gemm" in findings["rule"] else []
+        speedup = rule_params(catalog.get("findings.fp32_gemm"), params).get("speedup")
+        gains = what_if.predicted_gains(export, findings, kernels, speedup)
+    except MissingDataError:
+        return findings
+    return findings.with_columns(pl.Series("predicted_gain_ns", gains, dtype=pl.Int64))
 
 
 def _ranks(export) -> dict:
@@ -193,7 +212,7 @@ def render_text(findings: pl.DataFrame, width: int = 100, header: str | None = N
     indent = " " * (number_width + 2)
     for i, row in enumerate(findings.iter_rows(named=True), 1):
         prefix = f"{i:>{number_width}}. "
-        bound = f"up to {units.duration(row['recoverable_ns'])}"
+        bound = f"up to {units.duration(row['recoverable_ns'])}" + replay_text(row)
         title = textwrap.wrap(row["title"] or row["rule"], max(width - len(prefix) - len(bound) - 2, 20))
         first = prefix + title[0]
         lines.append(first + " " * max(width - len(first) - len(bound), 2) + bound)
@@ -206,13 +225,21 @@ def render_text(findings: pl.DataFrame, width: int = 100, header: str | None = N
     return "\n".join(lines)
 
 
+def replay_text(row: dict) -> str:
+    """`, what-if 38.9 ms`: the step time the critical-path replay saves with the cause removed (predicted_gain_ns),
+    after the bound; empty where no replay models the cause."""
+    gain = row.get("predicted_gain_ns")
+    return "" if gain is None else f", what-if {units.duration(gain)}"
+
+
 def render_markdown(findings: pl.DataFrame, header: str | None = None) -> str:
     """The findings as a Markdown numbered list (one item per finding, where/evidence/do as sub-items)."""
     lines = [header, ""] if header else []
     if findings.height == 0:
         return "\n".join(lines + ["No findings: no rule fired on the analysed steps."]) + "\n"
     for i, row in enumerate(findings.iter_rows(named=True), 1):
-        lines.append(f"{i}. **{_md(row['title'])}** (`{row['rule']}`): up to {units.duration(row['recoverable_ns'])}")
+        lines.append(f"{i}. **{_md(row['title'])}** (`{row['rule']}`): up to {units.duration(row['recoverable_ns'])}"
+                     + replay_text(row))
         for label, key in (("where", "where"), ("evidence", "evidence"), ("do", "action")):
             if row.get(key):
                 lines.append(f"   - {label}: {_md(row[key])}")

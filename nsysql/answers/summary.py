@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from nsysql.answers.findings import replay_text as findings_replay
 from nsysql.answers.overview import BREAKDOWN, BREAKDOWN_KEYS, Overview
 from nsysql.answers.overview import build as build_overview
 from nsysql.core import progress, units
@@ -55,6 +56,7 @@ class Summary:
     origin: int | None = None  # the capture's first event: where timestamps in the --full tables count from
     comm: Section | None = None  # only when the export has communication kernels
     title: str | None = None  # what the summary is of, when not one export (the exports of one job)
+    bound: dict | None = None  # what bounds the analysed steps on their critical path (bound_section)
 
 
 def build_summary(export: Queries, *, top: int = 5, full: bool = False) -> Summary:
@@ -72,7 +74,27 @@ def _build_summary(export: Queries, *, top: int, full: bool) -> Summary:
     findings = run_findings(export)
     details = detail_sections(export, top=top) if full else []
     origin = export.time_origin() if full else None
-    return Summary(export, capture, build_overview(export), findings, details, origin, communication_section(export))
+    return Summary(export, capture, build_overview(export), findings, details, origin, communication_section(export),
+                   bound=bound_section(export))
+
+
+def bound_section(export: Queries) -> dict | None:
+    """The analysed steps' critical path (nsysql/answers/critical_path.py): the line saying what bounds them and the
+    mean time per step of each kind on the path; None when the export has no graph to walk."""
+    from nsysql.answers import critical_path
+    from nsysql.errors import MissingDataError
+    try:
+        comp = critical_path.composition(export)
+        items = critical_path.item_rows(export)
+    except MissingDataError:
+        return None
+    line = critical_path.bound_line(comp, items)
+    if line is None:
+        return None
+    mean = {c: int(comp[c].mean()) for c in ("path_ns",) + critical_path.COLUMNS}  # type: ignore[arg-type]
+    return {"line": "Bound by (critical path): " + line[len("the step is bound by: "):] + ".", "steps": comp.height,
+            "mean_per_step": mean}
+
 
 
 def communication_section(export: Queries) -> Section | None:
@@ -351,13 +373,21 @@ def _scope_lines(ov: Overview, width: int) -> list[str]:
     return _wrap(text, width)
 
 
-def _step_time_line(ov: Overview, width: int) -> list[str]:
+def _step_time_line(ov: Overview, width: int, bound: dict | None = None) -> list[str]:
+    """The step time line, and after it in the same paragraph what bounds the steps (bound_section)."""
+    text = _step_time_text(ov)
+    if bound:
+        text = f"{text} {bound['line']}" if text else bound["line"]
+    return _wrap(text, width) if text else []
+
+
+def _step_time_text(ov: Overview) -> str:
     st = ov.stats
     if not st["analysed_steps"] or not ov.has_steps:
-        return []
+        return ""
     outliers = st["outlier_steps"] or []
     if st["analysed_steps"] == 1:
-        return _wrap(f"Step time: {units.duration(st['max_ns'])} (one step).", width)
+        return f"Step time: {units.duration(st['max_ns'])} (one step)."
     several = st["processes"] > 1  # each process numbers its own steps: say whose
     slowest = f"step {st['slowest_step']}" + (f" of pid {st['slowest_pid']}" if several else "")
     text = (f"Step time: mean {units.duration(st['mean_ns'])}, median {units.duration(st['median_ns'])}, "
@@ -366,7 +396,7 @@ def _step_time_line(ov: Overview, width: int) -> list[str]:
     listed = _process_steps_text([{"pid": p, "step": s} for p, s in zip(st["outlier_pids"] or [], outliers)])
     text += (f"outlier steps (> 1.5 x {judged}): {listed}." if outliers
              else "no outlier step." if st["analysed_steps"] >= 3 else "too few steps to judge outliers.")
-    return _wrap(text, width)
+    return text
 
 
 def _breakdown_frame(ov: Overview, top: int) -> tuple[pl.DataFrame, int]:
@@ -482,7 +512,8 @@ def _findings_lines(findings: pl.DataFrame | None, width: int, top: int) -> list
 def render_text(summary: Summary, *, width: int, color: bool = False, top: int = 5, wide: bool = False) -> str:
     ov = summary.overview
     notes = [line for note in ov.notes for line in _wrap(note, width)]
-    blocks = [_header_lines(summary, width) + [""] + _scope_lines(ov, width) + _step_time_line(ov, width) + notes]
+    blocks = [_header_lines(summary, width) + [""] + _scope_lines(ov, width)
+              + _step_time_line(ov, width, summary.bound) + notes]
     leads = (summary.comm is not None  # a job of several ranks: who waits for whom
              and summary.comm.frame.select("rank", "pid").unique().height > 1)
     if leads:
@@ -505,7 +536,7 @@ def _section_lines(s: Section, summary: Summary, width: int, color: bool, wide: 
 def render_markdown(summary: Summary, top: int = 5) -> str:
     ov = summary.overview
     parts = [f"# nsysql summary: {summary.title or summary.export.path.name}", "",
-             " ".join(_scope_lines(ov, 10_000) + _step_time_line(ov, 10_000)), ""]
+             " ".join(_scope_lines(ov, 10_000) + _step_time_line(ov, 10_000, summary.bound)), ""]
     if ov.breakdown.height:
         frame, _ = _breakdown_frame(ov, top)
         unused = _unused_comm(ov)
@@ -525,7 +556,8 @@ def render_markdown(summary: Summary, top: int = 5) -> str:
     if summary.findings is not None:
         parts += ["## Findings", ""]
         for i, f in enumerate(summary.findings.head(SUMMARY_TOP_FINDINGS).iter_rows(named=True), 1):
-            parts += [f"{i}. **{f['title']}** (up to {units.duration(f['recoverable_ns'])} recoverable): {f['evidence']}; "
+            parts += [f"{i}. **{f['title']}** (up to {units.duration(f['recoverable_ns'])} recoverable"
+                      f"{findings_replay(f)}): {f['evidence']}; "
                       f"where: {f['where']}; do: {f['action']}"]
         if not summary.findings.height:
             parts.append("No rule fired.")
@@ -538,6 +570,8 @@ def to_json(summary: Summary, top: int = 5) -> dict:
                  "overview": summary.overview.to_json(top)}
     for s in ([summary.comm] if summary.comm else []) + summary.details:
         doc[s.key] = {"rows": _json_rows(s), **({"note": s.note} if s.note else {})}
+    if summary.bound:
+        doc["critical_path"] = summary.bound
     from nsysql.answers.findings import to_records
     doc["findings"] = to_records(summary.findings) if summary.findings is not None else []
     return doc

@@ -43,7 +43,9 @@ def findings(
             header = f"Findings on {title or exports[0]}. " + rules.describe_steps(steps)
         if fmt is Format.table:
             text = rules.render_text(df, table_width(output), header=header + " \"up to\": the most wall time a "
-                                     "fix could save over these steps (findings overlap: do not add them up).")
+                                     "fix could save over these steps (findings overlap: do not add them up); "
+                                     "\"what-if\": what the critical-path replay saves with the cause removed "
+                                     "(docs/critical-path.md).")
         elif fmt is Format.markdown:
             text = rules.render_markdown(df, header=header)
         elif fmt is Format.json:

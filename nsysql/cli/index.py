@@ -10,6 +10,10 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
         ("overview", "The steady-state steps at a glance"),
         ("findings", "Problems found, largest recoverable time first"),
     ]),
+    ("What bounds the step", [
+        ("critical-path", "The chain of CPU, GPU and rank work that sets each step"),
+        ("what-if", "Predicted step time with some durations scaled"),
+    ]),
     ("Where GPU time went", [
         ("steps", "Steps (iterations): wall time, GPU busy time, split"),
         ("kernels", "Every kernel with its direction, layer and op"),

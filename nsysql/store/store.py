@@ -39,6 +39,7 @@ SOURCES = {
     "graph_trace": ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
                     "--trace=cuda (the program launched no CUDA graph, or nsys traced them with --cuda-graph-trace=node)"),
     "sync": ("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "--trace=cuda"),
+    "cuda_event": ("CUPTI_ACTIVITY_KIND_CUDA_EVENT", "--trace=cuda (the program recorded no CUDA events)"),
     "nvtx_range": ("NVTX_EVENTS", "--trace=nvtx"),
     "osrt": ("OSRT_API", "--trace=osrt"),
     "gpu": ("TARGET_INFO_GPU", "--trace=cuda"),

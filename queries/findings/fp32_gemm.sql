@@ -1,6 +1,6 @@
 -- nsysql: findings.fp32_gemm v2
 -- purpose: Finding: fp32 matrix multiplications and convolutions running on CUDA cores (no tensor cores) inside the analysed steps, which TF32 or bf16 autocast would move to tensor cores.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns_each, macros.plural_s, macros.union_ns, macros.clip_to_steps
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns_each, macros.plural_s, macros.union_ns, macros.clip_to_steps, macros.is_fp32_gemm
 -- params: $min_busy_pct DOUBLE default 10 (fires when those kernels take at least this share of the GPU busy time of the analysed steps, %), $speedup BIGINT default 8 (assumed ceiling of the tensor-core speedup)
 -- notes: A kernel counts when its demangled name
 --   (a) is a GEMM/GEMV/convolution kernel: matches, ignoring case, gemm|gemv|xmma|cutlass|splitkreduce|
@@ -38,12 +38,7 @@ win AS (  -- the analysed steady-state step windows
 ),
 kernel_class AS (  -- each distinct kernel name once: is it an fp32 GEMM/convolution off the tensor cores? (any_value:
     -- the optimizer cannot push the name tests below the grouping, so they run per name, not per kernel)
-    SELECT kernel_name,
-           regexp_matches(kernel_name, 'gemm|gemv|xmma|cutlass|splitkreduce|convolve|conv([^e]|$)|winograd|fft2d|fprop|dgrad|wgrad', 'i')
-             AND NOT (regexp_matches(kernel_name, 'hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|tensor[0-9]+x[0-9]+x[0-9]+|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8', 'i')
-                      AND NOT regexp_matches(kernel_name, 'ffma|simt|sgemm|dgemm', 'i'))
-             AND regexp_matches(kernel_name, 'f32f32|sgemm|ffma|float|_s1688|fp32', 'i')
-             AND NOT regexp_matches(kernel_name, 'bf16|bfloat16|f16|fp16|half|tf32|double|dgemm|int8|i8', 'i') AS fp32_gemm
+    SELECT kernel_name, is_fp32_gemm(kernel_name) AS fp32_gemm
     FROM (SELECT any_value(kernel_name) AS kernel_name FROM kernel GROUP BY kernel_name)
 ),
 gemm AS (  -- those kernels of the processes with analysed steps

@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.raw_stubs v6
+-- nsysql: normalize.nsys3.raw_stubs v7
 -- purpose: Empty stand-ins for raw nsys tables an export lacks (nsys exports only tables that have data), so every normalized table exists, empty, instead of failing.
 -- requires: none
 -- params: none
@@ -19,7 +19,8 @@ CREATE TABLE raw.CUPTI_ACTIVITY_KIND_KERNEL (rowid BIGINT, start BIGINT, "end" B
 CREATE TABLE raw.CUPTI_ACTIVITY_KIND_MEMCPY (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, bytes BIGINT, copyKind BIGINT, srcKind BIGINT, dstKind BIGINT, graphNodeId BIGINT);
 CREATE TABLE raw.CUPTI_ACTIVITY_KIND_MEMSET (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, value BIGINT, bytes BIGINT, graphNodeId BIGINT, memKind BIGINT);
 CREATE TABLE raw.CUPTI_ACTIVITY_KIND_GRAPH_TRACE (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, greenContextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, graphId BIGINT, graphExecId BIGINT);
-CREATE TABLE raw.CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, syncType BIGINT);
+CREATE TABLE raw.CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (rowid BIGINT, start BIGINT, "end" BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, syncType BIGINT, eventSyncId BIGINT);
+CREATE TABLE raw.CUPTI_ACTIVITY_KIND_CUDA_EVENT (rowid BIGINT, deviceId BIGINT, contextId BIGINT, streamId BIGINT, correlationId BIGINT, globalPid BIGINT, eventId BIGINT, eventSyncId BIGINT);
 CREATE TABLE raw.NVTX_EVENTS (rowid BIGINT, start BIGINT, "end" BIGINT, eventType BIGINT, rangeId BIGINT, text VARCHAR, globalTid BIGINT, endGlobalTid BIGINT, textId BIGINT, domainId BIGINT);
 CREATE TABLE raw.NVTX_EVENTS_BINARY (rowid BIGINT, eventType BIGINT, globalTid BIGINT, domainId BIGINT, binaryHex VARCHAR);
 CREATE TABLE raw.NVTX_PAYLOAD_SCHEMAS (rowid BIGINT, domainId BIGINT, schemaId BIGINT, type BIGINT, payloadSize BIGINT, alignTo BIGINT);

@@ -1,0 +1,254 @@
+"""The dependency graph of docs/critical-path.md, built from the export's `analysis._cp_*` queries: CPU pieces, CUDA
+calls and blocking OS waits per thread in program order, GPU ops with their launch, stream and cross-stream edges,
+waiting calls with the op they waited for, OS waits with their waker, collectives with their last arrival.
+
+Nodes are integers into parallel lists (a few per CUDA call: the walk and the replay touch each once, so plain lists
+beat a frame library's per-row access here)."""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+PIECE, CALL, OS_WAIT, OP = 0, 1, 2, 3  # node kinds
+KERNEL, COPY, COMM = "kernel", "copy", "comm"  # classes of GPU ops
+NO_RANGE = "(no range)"
+
+
+@dataclass
+class Graph:
+    kind: list[int] = field(default_factory=list)
+    start: list[int] = field(default_factory=list)
+    end: list[int] = field(default_factory=list)
+    pid: list[int] = field(default_factory=list)
+    name: list[str] = field(default_factory=list)  # range text, API name or op name
+    layer: list[str | None] = field(default_factory=list)  # range path (CPU) or layer path (GPU op)
+    stack: list[tuple[str, ...]] = field(default_factory=list)  # the user ranges open around a CPU node, outermost first
+    prev: list[int] = field(default_factory=list)  # previous node on the thread, or on the stream for an op; -1
+    op_class: dict[int, str] = field(default_factory=dict)  # op -> kernel, copy or comm
+    launch: dict[int, int] = field(default_factory=dict)  # op -> the call that launched it
+    sources: dict[int, list[int]] = field(default_factory=dict)  # op -> ops it waits for across streams
+    waited: dict[int, int] = field(default_factory=dict)  # waiting call -> the op it waited for
+    waker: dict[int, tuple[int, int]] = field(default_factory=dict)  # OS wait -> (waker thread, time)
+    collective: dict[int, tuple[int, list[int]]] = field(default_factory=dict)  # op -> (last arrival L, instances)
+    operation: dict[int, str] = field(default_factory=dict)  # comm op -> its operation
+    last_arrival: dict[int, int] = field(default_factory=dict)  # comm op -> the instance that arrived last
+    threads: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)  # tid -> (node ends, nodes)
+    missing: list[str] = field(default_factory=list)  # edges the export cannot give, one line each
+
+    def add(self, kind: int, start: int, end: int, pid: int, name: str, layer: str | None,
+            stack: tuple[str, ...] = (), prev: int = -1) -> int:
+        self.kind.append(kind)
+        self.start.append(start)
+        self.end.append(end)
+        self.pid.append(pid)
+        self.name.append(name)
+        self.layer.append(layer)
+        self.stack.append(stack)
+        self.prev.append(prev)
+        return len(self.kind) - 1
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def before(self, tid: int, t: int) -> int:
+        """The node of thread `tid` holding the instant just before `t` (start < t <= end), else -1."""
+        ends, nodes = self.threads.get(tid, ((), ()))
+        i = bisect.bisect_left(ends, t)
+        if i < len(nodes) and self.start[nodes[i]] < t:
+            return nodes[i]
+        return -1
+
+
+def build(ex) -> Graph:
+    """The graph of every process of `ex` with steps. Tables an export lacks drop their edges, each said in
+    `missing`; without CUDA runtime calls there is no graph to walk (MissingDataError)."""
+    g = Graph()
+    ex.require(["runtime"], "the critical path")
+    ranges = _optional(ex, "analysis._cp_ranges", ("nvtx_range",))
+    calls = ex.run("analysis._cp_calls")
+    waits = _optional(ex, "analysis._cp_os_waits", ("osrt",))
+    steps = ex.run("analysis._cp_steps")
+    ops = ex.run("analysis._cp_ops")
+    names = {r["global_tid"]: r["thread_name"] for r in ex.run("analysis._cp_threads").iter_rows(named=True)}
+    call_node = _threads(g, calls, waits, ranges, steps, names)
+    _ops(g, ops, calls, call_node)
+    events = _optional(ex, "analysis._cp_event_waits", ("sync", "cuda_event"))
+    if events is not None:
+        _event_edges(g, events)
+    else:
+        g.missing.append("cross-stream waits: the export has no CUDA event records or stream waits "
+                         "(CUPTI_ACTIVITY_KIND_CUDA_EVENT, _SYNCHRONIZATION)")
+    if waits is None:
+        g.missing.append("thread wake-ups: the export has no OS runtime calls (nsys profile -t osrt)")
+    return g
+
+
+def _optional(ex, query: str, tables: tuple[str, ...]):
+    """The query's rows, or None when the export lacks one of `tables`."""
+    return ex.run(query) if all(ex.has(t) for t in tables) else None
+
+
+def _threads(g: Graph, calls, waits, ranges, steps, names: dict[int, str]) -> dict[int, int]:
+    """Cut every thread of interest into pieces, calls and waits; returns runtime_id -> its node."""
+    by_thread: dict[int, list[tuple]] = {}  # tid -> [(start, end, kind, payload)]
+    for r in calls.iter_rows(named=True):
+        by_thread.setdefault(r["global_tid"], []).append((r["start_ns"], r["end_ns"], CALL, r))
+    wait_rows = list(waits.iter_rows(named=True)) if waits is not None else []
+    for r in wait_rows:
+        by_thread.setdefault(r["global_tid"], []).append((r["start_ns"], r["end_ns"], OS_WAIT, r))
+    cuts: dict[int, set[int]] = {}
+    range_rows: dict[int, list[tuple]] = {}
+    for r in (ranges.iter_rows(named=True) if ranges is not None else ()):
+        range_rows.setdefault(r["global_tid"], []).append((r["start_ns"], r["end_ns"], r["user_depth"], r["text"],
+                                                           r["layer"]))
+    for r in steps.iter_rows(named=True):
+        if r["global_tid"] is not None:
+            cuts.setdefault(r["global_tid"], set()).update((r["start_ns"], r["end_ns"]))
+            by_thread.setdefault(r["global_tid"], [])
+    for r in wait_rows:
+        if r["waker_global_tid"] is not None:
+            cuts.setdefault(r["waker_global_tid"], set()).add(r["waker_end_ns"])
+            by_thread.setdefault(r["waker_global_tid"], [])
+    pid_of = {r["global_tid"]: r["pid"] for r in steps.iter_rows(named=True) if r["global_tid"] is not None}
+    pid_of.update({r["global_tid"]: r["pid"] for r in calls.iter_rows(named=True)})
+    pid_of.update({r["global_tid"]: r["pid"] for r in wait_rows})
+    call_node: dict[int, int] = {}
+    os_nodes: list[tuple[int, dict]] = []
+    for tid, segments in by_thread.items():
+        tranges = sorted(range_rows.get(tid, []), key=lambda x: (x[0], x[2]))
+        points = set(cuts.get(tid, ()))
+        for s, e, *_ in tranges:
+            points.update((s, e))
+        outside = f"thread {names[tid]}" if names.get(tid) else NO_RANGE
+        _one_thread(g, tid, pid_of.get(tid, (tid >> 24) & 0xFFFFFF), sorted(segments, key=lambda x: (x[0], -x[1])),
+                    _Labels(tranges, outside), sorted(points), call_node, os_nodes)
+    for node, r in os_nodes:
+        if r["waker_global_tid"] is not None and r["waker_global_tid"] in g.threads:
+            g.waker[node] = (r["waker_global_tid"], r["waker_end_ns"])
+    return call_node
+
+
+def _one_thread(g: Graph, tid: int, pid: int, segments: list[tuple], labels: "_Labels", points: list[int],
+                call_node: dict[int, int], os_nodes: list) -> None:
+    kept: list[tuple] = []
+    outer: list[tuple[int, int]] = []  # (runtime_id of a nested call, runtime_id of the call around it)
+    for seg in segments:  # a call inside another (a driver call under a runtime call) is part of the outer one
+        if kept and seg[0] < kept[-1][1]:
+            if seg[2] == CALL and kept[-1][2] == CALL:
+                outer.append((seg[3]["runtime_id"], kept[-1][3]["runtime_id"]))
+            continue
+        kept.append(seg)
+    times = [t for seg in kept for t in seg[:2]] + points
+    if not times:
+        return
+    first, last = min(times), max(times)
+    ends: list[int] = []
+    nodes: list[int] = []
+    prev = -1
+    p = 0  # next cut point
+
+    def piece(a: int, b: int) -> None:
+        nonlocal prev, p
+        while a < b:
+            while p < len(points) and points[p] <= a:
+                p += 1
+            cut = min(b, points[p]) if p < len(points) else b
+            text, layer, stack = labels.at(a)
+            prev = g.add(PIECE, a, cut, pid, text, layer, stack, prev)
+            ends.append(cut)
+            nodes.append(prev)
+            a = cut
+
+    t = first
+    for s, e, kind, row in kept:
+        piece(t, s)
+        text, layer, stack = labels.at(s)
+        prev = g.add(kind, s, e, pid, row["api"], layer, stack, prev)
+        ends.append(e)
+        nodes.append(prev)
+        if kind == CALL:
+            call_node[row["runtime_id"]] = prev
+            if row["wait_kind"] is not None:
+                g.waited[prev] = -1 - len(g.waited)  # resolved to the op's node once ops exist (_ops)
+                row["_node"] = prev
+        else:
+            os_nodes.append((prev, row))
+        t = max(t, e)
+    piece(t, last)
+    for inner, around in outer:
+        call_node[inner] = call_node.get(around, -1)
+    g.threads[tid] = (ends, nodes)
+
+
+class _Labels:
+    """The innermost user range open at a time on one thread, for times in increasing order (ranges nest)."""
+
+    def __init__(self, ranges: list[tuple], outside: str = NO_RANGE):
+        self.ranges = ranges
+        self.outside = outside  # the name of CPU work outside every range
+        self.i = 0
+        self.open: list[tuple] = []
+        self.stack: tuple[str, ...] = ()
+
+    def at(self, t: int) -> tuple[str, str | None, tuple[str, ...]]:
+        changed = False
+        while self.i < len(self.ranges) and self.ranges[self.i][0] <= t:
+            r = self.ranges[self.i]
+            while self.open and self.open[-1][1] <= r[0]:
+                self.open.pop()
+            self.open.append(r)
+            self.i += 1
+            changed = True
+        while self.open and self.open[-1][1] <= t:
+            self.open.pop()
+            changed = True
+        if changed:
+            self.stack = tuple(r[3] for r in self.open)
+        if not self.open:
+            return self.outside, None, self.stack
+        top = self.open[-1]
+        return top[3], top[4], self.stack
+
+
+def _ops(g: Graph, ops, calls, call_node: dict[int, int]) -> None:
+    op_node: dict[tuple[str, int], int] = {}
+    stream_last: dict[tuple[int, int, int], int] = {}
+    kernel_node: dict[tuple[int, int], int] = {}
+    pending: list[tuple[int, dict]] = []
+    for r in ops.iter_rows(named=True):  # in (pid, device, stream, start) order
+        key = (r["pid"], r["device_id"], r["stream_id"])
+        n = g.add(OP, r["start_ns"], r["end_ns"], r["pid"], r["op_name"], r["layer"], (), stream_last.get(key, -1))
+        stream_last[key] = n
+        op_node[(r["op_kind"], r["op_id"])] = n
+        g.op_class[n] = COMM if r["is_comm"] else COPY if r["op_kind"] in ("memcpy", "memset") else KERNEL
+        if r["op_kind"] == "kernel":
+            kernel_node[(r["pid"], r["op_id"])] = n
+        if r["runtime_id"] is not None and call_node.get(r["runtime_id"], -1) >= 0:
+            g.launch[n] = call_node[r["runtime_id"]]
+        if r["is_comm"]:
+            g.operation[n] = r["operation"] or r["op_name"]
+            if r["last_start_ns"] is not None:
+                pending.append((n, r))
+    members: dict[tuple[int, int], list[int]] = {}
+    for n, r in pending:
+        last = kernel_node.get((r["last_pid"], r["last_kernel_id"]), -1)
+        g.last_arrival[n] = last
+        members.setdefault((r["last_pid"], r["last_kernel_id"]), []).append(n)
+    for n, r in pending:
+        g.collective[n] = (r["last_start_ns"], members[(r["last_pid"], r["last_kernel_id"])])
+    for r in calls.filter(calls["wait_kind"].is_not_null()).iter_rows(named=True):
+        node = call_node.get(r["runtime_id"], -1)
+        if node >= 0 and node in g.waited:
+            g.waited[node] = op_node.get((r["waited_kind"], r["waited_id"]), -1)
+    for node in [n for n, q in g.waited.items() if q < 0]:
+        del g.waited[node]
+    g.op_node = op_node  # type: ignore[attr-defined]  # for the event edges
+
+
+def _event_edges(g: Graph, waits) -> None:
+    op_node = g.op_node  # type: ignore[attr-defined]
+    for r in waits.iter_rows(named=True):
+        target = op_node.get((r["op_kind"], r["op_id"]))
+        source = op_node.get((r["source_kind"], r["source_id"]))
+        if target is not None and source is not None and source != target:
+            g.sources.setdefault(target, []).append(source)

@@ -1,0 +1,86 @@
+"""How `nsysql critical-path` and `nsysql what-if` show their frames to a person: the column headers with units, the
+columns that hold something, and the lines under the table (what bounds the steps, the top items, the mean change)."""
+from __future__ import annotations
+
+import polars as pl
+
+from nsysql.answers.critical_path import COLUMNS, bound_line
+from nsysql.core import units
+from nsysql.present.render import wrap_note
+from nsysql.sql.catalog import Column
+
+TOP_ITEMS = 5
+_NS = {"wall_ns", "path_ns", "measured_ns", "predicted_ns", *COLUMNS}
+_IDS = {"step": "index", "pid": "id", "on_pid": "id"}
+
+
+def header(df: pl.DataFrame) -> list[Column]:
+    out = []
+    for name in df.columns:
+        if name in _NS:
+            out.append(Column(name, "BIGINT", "ns"))
+        elif name in ("start_ns", "end_ns"):
+            out.append(Column(name, "BIGINT", "ns timestamp"))
+        elif name == "change_pct":
+            out.append(Column(name, "DOUBLE", "pct", 1))
+        elif name in _IDS:
+            out.append(Column(name, "BIGINT", _IDS[name]))
+        else:
+            out.append(Column(name, "VARCHAR", "text"))
+    return out
+
+
+def composition_table(comp: pl.DataFrame, for_people: bool) -> tuple[pl.DataFrame, list[Column]]:
+    """For people: path_ns (always the wall time) and the kinds that are 0 in every step left out."""
+    if for_people:
+        comp = comp.drop("path_ns").drop([c for c in COLUMNS if comp[c].sum() == 0])
+    return comp, header(comp)
+
+
+def items_table(items: pl.DataFrame, for_people: bool) -> tuple[pl.DataFrame, list[Column]]:
+    if for_people:
+        items = items.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
+        _NS.add("dur_ns")
+    return items, header(items)
+
+
+def summary_lines(comp: pl.DataFrame, items: pl.DataFrame) -> list[str]:
+    """What bounds the steps on average, and the items holding the most of the path, mean per step."""
+    import shutil
+    width = max(shutil.get_terminal_size((100, 24)).columns, 40)
+    steps = comp.height
+    lines = [""]
+    line = bound_line(comp, items)
+    if line:
+        mean = units.duration(int(comp["wall_ns"].mean())) if steps else "-"  # type: ignore[arg-type]
+        lines += wrap_note(f"Mean step {mean} over {steps} step{'s' if steps != 1 else ''}, "
+                           f"{line[len('the step is '):]}").split("\n")
+    top = (items.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("ns"))
+                .group_by("kind", "name").agg(pl.col("ns").sum())
+                .sort(["ns", "name"], descending=[True, False]).head(TOP_ITEMS))
+    if top.height:
+        lines.append("Most of the path (mean per step):")
+        for row in top.iter_rows(named=True):
+            share = 100 * row["ns"] / comp["path_ns"].sum()
+            text = f"  {units.duration(row['ns'] // max(steps, 1)):>8} {share:3.0f}%  {row['kind']:<13} "
+            lines.append(text + _cut(row["name"], max(width - len(text), 10)))
+    return lines
+
+
+def what_if_table(df: pl.DataFrame, for_people: bool) -> tuple[pl.DataFrame, list[Column]]:
+    if for_people:
+        df = df.with_columns((100 * (pl.col("predicted_ns") - pl.col("measured_ns")) / pl.col("measured_ns"))
+                             .alias("change_pct"))
+    return df, header(df)
+
+
+def what_if_lines(df: pl.DataFrame) -> list[str]:
+    measured = int(df["measured_ns"].mean())  # type: ignore[arg-type]
+    predicted = int(df["predicted_ns"].mean())  # type: ignore[arg-type]
+    change = 100 * (predicted - measured) / measured if measured else 0.0
+    return ["", *wrap_note(f"Mean step: {units.duration(measured)} measured, {units.duration(predicted)} predicted "
+                           f"({change:+.1f}%).").split("\n")]
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(width - 1, 1)] + "…"

@@ -1,0 +1,270 @@
+"""What-if (docs/critical-path.md): the graph of nsysql/answers/cp_graph.py replayed with some durations scaled, and
+each step's predicted time against the measured one; the findings' predicted gains."""
+from __future__ import annotations
+
+import fnmatch
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+
+import polars as pl
+
+from nsysql.answers import critical_path
+from nsysql.answers.cp_graph import CALL, COMM, OP, OS_WAIT, PIECE, Graph
+from nsysql.errors import NsysqlError
+
+TARGETS = {
+    "kernel": "kernels by name (NCCL's excluded: comm)",
+    "layer": "GPU ops by layer path",
+    "copy": "copies and sets by name",
+    "comm": "the transfer part of NCCL kernels, by operation",
+    "wait": "the cross-rank wait of collectives, by operation",
+    "range": "CPU work and CUDA calls inside a user range of that name (any depth)",
+    "cpu": "all CPU work and CUDA calls, by the innermost range's name ((no range) outside every range)",
+    "api": "CUDA calls by API name (their own time, not their waits)",
+    "sync": "the wait of waiting calls by API name (0: the call no longer waits for the GPU)",
+}
+_SPEC = re.compile(r"^(?P<target>[a-z]+):(?P<pattern>.+)=(?P<factor>[^=]+)$")
+
+
+@dataclass(frozen=True)
+class Scale:
+    target: str
+    pattern: str  # a glob, or a regular expression when `regex`
+    factor: float
+    regex: bool = False
+    names: frozenset[str] | None = None  # exact names instead of the pattern
+
+    def matches(self, text: str | None) -> bool:
+        if text is None:
+            return False
+        if self.names is not None:
+            return text in self.names
+        if self.regex:
+            return re.search(self.pattern, text, re.IGNORECASE) is not None
+        return fnmatch.fnmatchcase(text, self.pattern)
+
+    def __str__(self) -> str:
+        return f"{self.target}:{self.pattern}={self.factor:g}"
+
+
+def parse(spec: str) -> Scale:
+    """`TARGET:PATTERN=FACTOR`, e.g. `kernel:sm80_xmma*=0.5`; an error names what is wrong."""
+    m = _SPEC.match(spec.strip())
+    if not m:
+        raise NsysqlError(f"--scale {spec!r}: write TARGET:PATTERN=FACTOR, e.g. 'kernel:*gemm*=0.5' or "
+                          "'range:dataloader=0'")
+    target, pattern, factor = m["target"], m["pattern"], m["factor"]
+    if target not in TARGETS:
+        raise NsysqlError(f"--scale {spec!r}: unknown target {target!r}; use one of {', '.join(TARGETS)}")
+    try:
+        value = float(factor)
+    except ValueError:
+        raise NsysqlError(f"--scale {spec!r}: the factor {factor!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise NsysqlError(f"--scale {spec!r}: the factor must be a finite number of 0 or more")
+    return Scale(target, pattern, value)
+
+
+def _factors(g: Graph, scales: list[Scale]) -> tuple[list[float], dict[int, float], dict[int, float]]:
+    """Per node its duration factor; per waiting call its wait factor (sync); per comm op its wait factor (wait)."""
+    f = [1.0] * len(g)
+    sync: dict[int, float] = {}
+    wait: dict[int, float] = {}
+    if not scales:
+        return f, sync, wait
+    for n in range(len(g)):
+        kind = g.kind[n]
+        for sc in scales:
+            t = sc.target
+            if kind == OP:
+                cls = g.op_class[n]
+                if t == "kernel" and cls == "kernel" and sc.matches(g.name[n]) \
+                        or t == "copy" and cls == "copy" and sc.matches(g.name[n]) \
+                        or t == "layer" and sc.matches(g.layer[n]) \
+                        or t == "comm" and cls == COMM and sc.matches(g.operation.get(n)):
+                    f[n] *= sc.factor
+                elif t == "wait" and cls == COMM and sc.matches(g.operation.get(n)):
+                    wait[n] = wait.get(n, 1.0) * sc.factor
+            else:
+                if t == "range" and any(sc.matches(r) for r in g.stack[n]) \
+                        or t == "cpu" and sc.matches(g.stack[n][-1] if g.stack[n] else "(no range)") \
+                        or t == "api" and kind == CALL and sc.matches(g.name[n]):
+                    f[n] *= sc.factor
+                elif t == "sync" and kind == CALL and n in g.waited and sc.matches(g.name[n]):
+                    sync[n] = sync.get(n, 1.0) * sc.factor
+    return f, sync, wait
+
+
+class Replay:
+    """New start and end of every node under `scales`; nodes ending before `frozen_before` keep their times."""
+
+    def __init__(self, g: Graph, scales: list[Scale], frozen_before: int | None = None):
+        self.g = g
+        self.f, self.sync, self.wait = _factors(g, scales)
+        self.S: list[int | None] = [None] * len(g)
+        self.E: list[int | None] = [None] * len(g)
+        self.busy: set[tuple[int, int]] = set()
+        self.pre = _pre_wait(g)
+        if frozen_before is not None:
+            for n in range(len(g)):
+                if g.end[n] < frozen_before:
+                    self.S[n], self.E[n] = g.start[n], g.end[n]
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 50000))
+        try:
+            events = sorted([(g.end[n], 0, n) for n in range(len(g)) if self.E[n] is None]
+                            + [(g.start[n], 1, n) for n in range(len(g)) if self.S[n] is None])
+            for _, phase, n in events:
+                self.end(n) if phase == 0 else self.start(n)
+        finally:
+            sys.setrecursionlimit(limit)
+
+    def start(self, n: int) -> int:
+        v = self.S[n]
+        if v is not None:
+            return v
+        if (n, 0) in self.busy:  # a cycle of inconsistent records: keep the measured time
+            return self.g.start[n]
+        self.busy.add((n, 0))
+        g = self.g
+        if g.kind[n] != OP:
+            p = g.prev[n]
+            v = self.end(p) + (g.start[n] - g.end[p]) if p >= 0 else g.start[n]
+        else:
+            pred, _, via_launch = critical_path.binding(g, n)
+            cands = []
+            call = g.launch.get(n, -1)
+            if call >= 0:
+                lag = g.start[n] - g.start[call]
+                if pred != call:
+                    lag = min(lag, g.end[call] - g.start[call])
+                cands.append(self.start(call) + lag)
+            for p in ([g.prev[n]] if g.prev[n] >= 0 else []) + list(g.sources.get(n, ())):
+                gap = g.start[n] - g.end[p]
+                cands.append(self.end(p) + (gap if p == pred else min(gap, 0)))
+            v = max(cands) if cands else g.start[n]
+        self.busy.discard((n, 0))
+        self.S[n] = v
+        return v
+
+    def end(self, n: int) -> int:
+        v = self.E[n]
+        if v is not None:
+            return v
+        if (n, 1) in self.busy:
+            return self.g.end[n]
+        self.busy.add((n, 1))
+        g = self.g
+        s = self.start(n)
+        d = g.end[n] - g.start[n]
+        kind = g.kind[n]
+        if kind == CALL and n in g.waited:
+            q = g.waited[n]
+            wake = g.end[n] - g.end[q]
+            pre = min(d, self.pre.get(g.name[n], 0))
+            waited = self.end(q) + wake - s
+            v = s + max(round(pre * self.f[n]), round(waited * self.sync.get(n, 1.0)))
+        elif kind == OS_WAIT and n in g.waker:
+            tid, t = g.waker[n]
+            v = max(s, self.point(tid, t) + g.end[n] - t)
+        elif kind == OP and n in g.collective:
+            last, members = g.collective[n]
+            arrival = max(self.start(m) for m in members)
+            own = s
+            arrive = own + round(max(arrival - own, 0) * self.wait.get(n, 1.0))
+            v = arrive + round((g.end[n] - last) * self.f[n])
+        else:
+            v = s + round(d * self.f[n])
+        self.busy.discard((n, 1))
+        self.E[n] = v
+        return v
+
+    def point(self, tid: int, t: int) -> int:
+        """The new time of instant `t` of thread `tid`."""
+        g = self.g
+        m = g.before(tid, t)
+        if m < 0:
+            m = g.before(tid, t + 1)
+            if m < 0:
+                return t
+        if t == g.end[m]:
+            return self.end(m)
+        if g.kind[m] in (PIECE, CALL):
+            return self.start(m) + round((t - g.start[m]) * self.f[m])
+        return self.start(m) + (t - g.start[m])
+
+
+def _pre_wait(g: Graph) -> dict[str, int]:
+    """Per API, the median time of its calls that did not wait: a waiting call's own time once its wait is gone."""
+    own: dict[str, list[int]] = {}
+    for n in range(len(g)):
+        if g.kind[n] == CALL and n not in g.waited:
+            own.setdefault(g.name[n], []).append(g.end[n] - g.start[n])
+    return {api: int(statistics.median(v)) for api, v in own.items()}
+
+
+def step_times(ex, scales: list[Scale], step: int | None = None, pid: int | None = None) -> pl.DataFrame:
+    """step, pid, measured_ns, predicted_ns for each step to walk (the analysed ones, or `step`)."""
+    g = critical_path.graph(ex)
+    steps = critical_path.steps(ex, step, pid)
+    first = int(steps["start_ns"].min()) if steps.height else None  # type: ignore[arg-type]
+    r = Replay(g, scales, frozen_before=first)
+    rows = []
+    for row in steps.iter_rows(named=True):
+        tid = row["global_tid"]
+        if tid is None:
+            a, b = _gpu_span(g, r, row["start_ns"], row["end_ns"])
+        else:
+            a, b = r.point(tid, row["start_ns"]), r.point(tid, row["end_ns"])
+        rows.append({"step": row["step"], "pid": row["pid"], "measured_ns": row["wall_ns"], "predicted_ns": b - a})
+    df = pl.DataFrame(rows, schema={"step": pl.Int64, "pid": pl.Int64, "measured_ns": pl.Int64,
+                                    "predicted_ns": pl.Int64}, orient="row")
+    return critical_path._pid_if_several(df, ex)
+
+
+def _gpu_span(g: Graph, r: Replay, start: int, end: int) -> tuple[int, int]:
+    ops = [n for n in g.op_class if g.start[n] >= start and g.end[n] <= end]
+    if not ops:
+        return start, end
+    return min(r.start(n) for n in ops), max(r.end(n) for n in ops)
+
+
+# the cause of each finding, as scales: what the replay removes to predict the finding's gain (None: no model)
+_DATA = r"dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|^batch$|input[ _-]?pipeline"
+FINDING_SCALES: dict[str, list[Scale] | None] = {
+    "dataloader_wait": [Scale("range", _DATA, 0.0, regex=True)],
+    "sync_in_step": [Scale("sync", "*", 0.0)],
+    "pageable_copy": [Scale("sync", "cu*Memcpy*", 0.0)],
+    "gpu_idle_in_step": [Scale("cpu", "*", 0.0)],
+    "launch_bound": [Scale("api", "*", 0.0)],
+    "exposed_comm": [Scale("comm", "*", 0.0)],
+    "straggler": [Scale("wait", "*", 0.0)],
+    "fp32_gemm": None,  # set per export from the rule's kernels and speedup (predicted_gains)
+    "outlier_step": None,
+    "short_kernels": None,
+}
+
+
+def predicted_gains(ex, findings: pl.DataFrame, fp32_kernels: list[str] | None = None,
+                    speedup: float | None = None) -> list[int | None]:
+    """Per finding row, the analysed steps' time the replay saves with the finding's cause removed: per step the
+    job's time (its slowest process) measured minus predicted, summed, never below 0; None where no replay models
+    the cause. The straggler's cause is the late rank's extra work: with no rank waiting for another, the job's
+    step would take what its fastest rank takes (the ranks doing alike work)."""
+    out: list[int | None] = []
+    for rule in findings["rule"]:
+        scales = FINDING_SCALES.get(rule)
+        if rule == "fp32_gemm" and fp32_kernels and speedup:
+            scales = [Scale("kernel", "(fp32 GEMMs)", 1 / speedup, names=frozenset(fp32_kernels))]
+        if not scales:
+            out.append(None)
+            continue
+        df = step_times(ex, scales)
+        if "pid" in df.columns:
+            fastest = rule == "straggler"
+            df = df.group_by("step").agg(pl.col("measured_ns").max(),
+                                         pl.col("predicted_ns").min() if fastest else pl.col("predicted_ns").max())
+        out.append(max(int((df["measured_ns"] - df["predicted_ns"]).sum()), 0) if df.height else None)
+    return out

@@ -1,0 +1,99 @@
+"""``nsysql critical-path`` and ``nsysql what-if``: what bounds each step, and what a change would give
+(docs/critical-path.md)."""
+from __future__ import annotations
+
+from typing import Annotated, Callable, Optional
+
+import typer
+
+from nsysql.cli.common import OUTPUT, SOURCE, ExportArg, Output, Source, add_commands
+
+StepOpt = Annotated[Optional[int], typer.Option(
+    "--step", min=0, help="Only this step (as `nsysql steps` numbers them), analysed or not; default: every analysed "
+                          "(steady-state) step.", show_default=False)]
+PidOpt = Annotated[Optional[int], typer.Option(
+    "--pid", help="With --step: only this process's step (several processes number their steps alike).",
+    show_default=False)]
+
+
+def critical_path(
+    export: ExportArg,
+    step: StepOpt = None,
+    pid: PidOpt = None,
+    items: Annotated[bool, typer.Option("--items", help="List the path's items in time order (kind, name, layer, "
+                                                         "start, end) instead of its composition.")] = False,
+    out: Output = OUTPUT,
+    src: Source = SOURCE,
+) -> None:
+    """What bounds each step: the chain of CPU work, CUDA calls, GPU ops, synchronizations and collectives that ends
+    last, walked back from the step's end (the end of its NVTX range) to its start. Its length is the step's wall
+    time; its composition says where that time went: CPU work (named by its NVTX range), launches and their latency,
+    GPU compute, copies, waits for synchronization, and communication (transfer, and waiting for a late rank).
+
+    With several ranks in one export the path of a rank that waits runs through the late rank. The model and its
+    limits: docs/critical-path.md. Table and markdown show times in ms or µs; csv, json and parquet keep
+    nanoseconds."""
+    from nsysql.answers import critical_path as cp
+    from nsysql.answers.critical_path_view import composition_table, items_table, summary_lines
+    from nsysql.errors import NsysqlError
+    from nsysql.present.render import wrap_note
+    with src.errors():
+        with src.open(export) as ex:
+            comp = cp.composition(ex, step, pid)
+            if comp.height == 0:
+                raise NsysqlError(f"no step {step} in this export; `nsysql steps` lists them" if step is not None
+                                  else "no analysed steps; `nsysql steps` says how steps are found")
+            for line in cp.graph(ex).missing:
+                typer.echo(wrap_note(f"note: no {line}"), err=True)
+            its = cp.item_rows(ex, step, pid)
+            if items:
+                df, columns = items_table(its, out.for_people)
+                out.emit(df, columns=columns, title="Critical path items", origin=ex.time_origin() if out.for_people
+                         else None)
+                return
+            df, columns = composition_table(comp, out.for_people)
+            out.emit(df, columns=columns, title="Critical path per step")
+            if out.for_people and out.output is None:
+                for line in summary_lines(comp, its):
+                    typer.echo(line)
+
+
+def what_if(
+    export: ExportArg,
+    scale: Annotated[list[str], typer.Option(
+        "--scale", help="TARGET:PATTERN=FACTOR, repeatable: kernel, layer, copy, comm, wait, range, cpu, api or sync, "
+                        "a glob, and a factor (0 removes it), e.g. 'kernel:sm80_xmma*=0.5', 'range:dataloader=0', "
+                        "'sync:*=0'.", show_default=False)],
+    step: StepOpt = None,
+    pid: PidOpt = None,
+    out: Output = OUTPUT,
+    src: Source = SOURCE,
+) -> None:
+    """Predict each step's time if some durations changed: the critical-path graph replayed with them scaled (kernels
+    by name, layers, copies, communication, waiting for late ranks, CPU work in ranges, CUDA calls, synchronization
+    waits), against the measured time.
+
+    Every edge keeps the latency the capture measured on it; with no change the replay gives the measured times
+    exactly. What the model does not see (other processes, a launch queue that never filled, new kernels a change
+    would add): docs/critical-path.md. Table and markdown show times in ms or µs; csv, json and parquet keep
+    nanoseconds."""
+    from nsysql.answers import what_if as wi
+    from nsysql.answers.critical_path_view import what_if_lines, what_if_table
+    from nsysql.errors import NsysqlError
+    with src.errors():
+        scales = [wi.parse(s) for s in scale]
+        with src.open(export) as ex:
+            df = wi.step_times(ex, scales, step, pid)
+        if df.height == 0:
+            raise NsysqlError(f"no step {step} in this export; `nsysql steps` lists them" if step is not None
+                              else "no analysed steps; `nsysql steps` says how steps are found")
+        shown, columns = what_if_table(df, out.for_people)
+        out.emit(shown, columns=columns, title="What if: " + ", ".join(str(s) for s in scales))
+        if out.for_people and out.output is None:
+            for line in what_if_lines(df):
+                typer.echo(line)
+
+
+def register(app: typer.Typer) -> None:
+    commands: dict[str, Callable] = {"critical-path": critical_path, "what-if": what_if}
+    add_commands(app, **commands)

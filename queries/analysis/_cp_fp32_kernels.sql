@@ -1,0 +1,9 @@
+-- nsysql: analysis._cp_fp32_kernels v1
+-- purpose: The kernel names findings.fp32_gemm counts (macros.is_fp32_gemm): the kernels whose time its predicted gain scales down (nsysql/answers/what_if.py).
+-- requires: kernel, macros.is_fp32_gemm
+-- params: none
+-- columns:
+--   kernel_name | VARCHAR | text
+SELECT kernel_name FROM (SELECT DISTINCT CAST(kernel_name AS VARCHAR) AS kernel_name FROM kernel)
+WHERE is_fp32_gemm(kernel_name)
+ORDER BY kernel_name;

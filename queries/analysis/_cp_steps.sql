@@ -1,0 +1,16 @@
+-- nsysql: analysis._cp_steps v1
+-- purpose: The steps whose critical path nsysql walks (docs/critical-path.md): every step of analysis.steady_steps with its thread's global id.
+-- requires: analysis.steady_steps, thread
+-- params: none
+-- columns:
+--   step | BIGINT | index
+--   pid | BIGINT | id
+--   global_tid | BIGINT | id (the step's own thread; NULL for a gpu_span window without one)
+--   source | VARCHAR | text (range, pattern or gpu_span)
+--   start_ns | BIGINT | ns timestamp
+--   end_ns | BIGINT | ns timestamp
+--   wall_ns | BIGINT | ns
+--   analysed | BOOLEAN | flag
+SELECT s.step, s.pid, t.global_tid, s.source, s.start_ns, s.end_ns, s.wall_ns, s.analysed
+FROM steady_steps AS s LEFT JOIN thread AS t ON t.pid = s.pid AND t.tid = s.tid
+ORDER BY s.pid, s.step;
