@@ -26,8 +26,10 @@ GEMM_GLOBS, as the scale matches them) per analysed step of the bf16 capture, ov
 
 The measured side is read twice: the analysed steps from nsysql (`analysis.steady_steps`), and, by a plain sqlite3
 walk of the raw export, the `profiled_step` NVTX ranges with the same start and end (the script stops if one is
-missing), the `dataloader` ranges, the kernels and R. It runs without `nsysql what-if` (the predicted column then
-says why it is empty).
+missing), the `dataloader` ranges, the kernels and R, and the time of the four phase ranges (forward_pass,
+loss_computation, backward_pass, optimizer_step) outside cudaDeviceSynchronize: the step thread's CPU work and
+launches, which the replay keeps as measured. Per analysed step, means. Without `nsysql what-if` the predicted
+column says why it is empty.
 
 Captures of the same program differ from one run to the next on the GPU machine (the step thread's CPU work most):
 with --reruns DIR (default ../shared/samples/whatif-cnn-reruns when it exists), the exports there, named
@@ -67,6 +69,7 @@ DEFAULT_RERUNS = REPO.parent / "shared" / "samples" / "whatif-cnn-reruns"
 GEMM_GLOBS = ("*gemm*", "*Gemm*", "*xmma*", "*cutlass*", "*splitKreduce*", "*convolve*", "*winograd*", "*fft2d*",
               "*pointwise_mult_and_sum_complex*", "*flip_filter*", "*fprop*", "*dgrad*", "*wgrad*")
 STEP_RANGE, DATA_RANGE = "profiled_step", "dataloader"
+PHASES = ("forward_pass", "loss_computation", "backward_pass", "optimizer_step")
 
 
 @dataclass
@@ -78,6 +81,7 @@ class Capture:
     data_ns: float = 0.0  # mean `dataloader` range time per analysed step (raw walk)
     kernel_ns: float = 0.0  # mean kernel time per analysed step (kernels that start in the step)
     gemm_ns: float = 0.0  # the part of kernel_ns in GEMM/convolution kernels (GEMM_GLOBS)
+    phase_cpu_ns: float = 0.0  # mean time of the PHASES ranges outside cudaDeviceSynchronize: CPU work and launches
     environment: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -142,8 +146,13 @@ def measure(path: Path, scratch: Path) -> Capture:
     kernels = db.execute("SELECT k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
                          "JOIN StringIds AS s ON s.id = k.demangledName").fetchall()
     in_steps = [(end - start, name) for start, end, name in kernels if inside(start)]
+    syncs = db.execute("SELECT r.start, r.end FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r JOIN StringIds AS s "
+                       "ON s.id = r.nameId WHERE s.value LIKE 'cudaDeviceSynchronize%'").fetchall()
+    phases = [(a, b) for phase in PHASES for a, b in nvtx_ranges(db, phase) if inside(a)]
     db.close()
     n = len(steps)
+    capture.phase_cpu_ns = sum((b - a) - sum(max(0, min(b, e) - max(a, s)) for s, e in syncs)
+                               for a, b in phases) / n
     capture.data_ns = sum(data) / n
     capture.kernel_ns = sum(d for d, _ in in_steps) / n
     capture.gemm_ns = sum(d for d, name in in_steps if is_gemm(name)) / n
@@ -273,7 +282,8 @@ def header_lines(base: Capture, bf16: Capture, ratio: float, base_spread: list[f
         f"captures: {env.get('date', '?')} on {env.get('gpu', '?')}, torch {env.get('torch', '?')}, "
         f"nsys {env.get('nsys', '?')}",
         f"baseline {BASE}: {len(base.steps)} analysed steps, mean {ms(base.mean_ns)} "
-        f"(dataloader {ms(base.data_ns)}, kernels {ms(base.kernel_ns)}, GEMM/conv {ms(base.gemm_ns)})",
+        f"(dataloader {ms(base.data_ns)}, phases without synchronize {ms(base.phase_cpu_ns)}, "
+        f"kernels {ms(base.kernel_ns)}, GEMM/conv {ms(base.gemm_ns)})",
         f"R = bf16/fp32 GEMM/conv kernel time per step = {ms(bf16.gemm_ns)} / {ms(base.gemm_ns)} = {ratio:.4g}",
     ]
     if len(base_spread) > 1:
@@ -290,7 +300,7 @@ def spread_text(spread: list[float]) -> str:
 def error_range(errors: list[float]) -> str:
     if len(errors) < 2:
         return "-"
-    return f"{min(errors) * 100:+.0f} to {max(errors) * 100:+.0f} %"
+    return f"{min(errors) * 100:+.1f} to {max(errors) * 100:+.1f} %"
 
 
 def text(base: Capture, bf16: Capture, ratio: float, rows: list, base_spread: list[float]) -> None:
@@ -307,8 +317,9 @@ def text(base: Capture, bf16: Capture, ratio: float, rows: list, base_spread: li
                                                               f"kernel:GEMM_GLOBS={ratio:.4g}"]
         print(f"{change.name}: {' '.join(scales)}")
         print(textwrap.fill(f"  {measured.path.parent.name}: {len(measured.steps)} analysed steps, dataloader "
-                            f"{ms(measured.data_ns)}, kernels {ms(measured.kernel_ns)}, GEMM/conv "
-                            f"{ms(measured.gemm_ns)}", 80, subsequent_indent="    "))
+                            f"{ms(measured.data_ns)}, phases without synchronize {ms(measured.phase_cpu_ns)}, "
+                            f"kernels {ms(measured.kernel_ns)}, GEMM/conv {ms(measured.gemm_ns)}", 80,
+                            subsequent_indent="    "))
         if note:
             line = f"  no prediction: {note}" if pred_missing(rows, change) else f"  note: {note}"
             print(textwrap.fill(line, 80, subsequent_indent="    "))
@@ -333,6 +344,12 @@ def markdown(base: Capture, bf16: Capture, ratio: float, rows: list, base_spread
         predicted = ms(pred) if pred is not None else f"n/a ({note})"
         print(f"| {change.name} | {shown} | {ms(base.mean_ns)} | {predicted} | {ms(measured.mean_ns)} | {pct(error)} "
               f"| {spread_text(spread)} | {error_range(errors)} | {change.reach} |")
+    print()
+    print("| capture | analysed steps | mean step | dataloader | phases without synchronize | kernels | GEMM/conv |")
+    print("|---|---|---|---|---|---|---|")
+    for c in [base] + [row[1] for row in rows]:
+        print(f"| `{c.path.parent.name}` | {len(c.steps)} | {ms(c.mean_ns)} | {ms(c.data_ns)} | {ms(c.phase_cpu_ns)} "
+              f"| {ms(c.kernel_ns)} | {ms(c.gemm_ns)} |")
     print()
     print(f"GEMM_GLOBS (demangled kernel names): {', '.join(f'`{g}`' for g in GEMM_GLOBS)}")
 
