@@ -124,9 +124,15 @@ def binding(g: Graph, n: int) -> tuple[int, int, bool]:
         if g.end[w] > ready:
             best, ready = w, g.end[w]
     call = g.launch.get(n, -1)
-    if call >= 0 and g.end[call] > ready:
-        best, ready, via_launch = call, g.end[call], True
+    if call >= 0 and launch_ready(g, call, n) > ready:
+        best, ready, via_launch = call, launch_ready(g, call, n), True
     return best, ready, via_launch
+
+
+def launch_ready(g: Graph, call: int, n: int) -> int:
+    """When op `n`'s launching call had issued it: its end, or, for a call that then waited for the GPU (a blocking
+    copy, a launch into a full queue), its start: its end waited for the GPU and cannot bind the op."""
+    return g.start[call] if call in g.waited else g.end[call]
 
 
 def _last_op(g: Graph, end: int) -> int:
