@@ -9,6 +9,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
+import polars as pl
+
 PIECE, CALL, OS_WAIT, OP = 0, 1, 2, 3  # node kinds
 KERNEL, COPY, COMM = "kernel", "copy", "comm"  # classes of GPU ops
 NO_RANGE = "(no range)"
@@ -59,16 +61,17 @@ class Graph:
         return -1
 
 
-def build(ex) -> Graph:
-    """The graph of every process of `ex` with steps. Tables an export lacks drop their edges, each said in
-    `missing`; without CUDA runtime calls there is no graph to walk (MissingDataError)."""
+def build(ex, window: tuple[int, int] | None = None) -> Graph:
+    """The graph of every process of `ex` with steps; with `window` (lo, hi), of what overlaps it only. Tables an
+    export lacks drop their edges, each said in `missing`; without CUDA runtime calls there is no graph to walk
+    (MissingDataError)."""
     g = Graph()
     ex.require(["runtime"], "the critical path")
-    ranges = _optional(ex, "analysis._cp_ranges", ("nvtx_range",))
-    calls = ex.run("analysis._cp_calls")
-    waits = _optional(ex, "analysis._cp_os_waits", ("osrt",))
-    steps = ex.run("analysis._cp_steps")
-    ops = ex.run("analysis._cp_ops")
+    ranges = _in(_optional(ex, "analysis._cp_ranges", ("nvtx_range",)), window)
+    calls = _in(ex.run("analysis._cp_calls"), window)
+    waits = _in(_optional(ex, "analysis._cp_os_waits", ("osrt",)), window)
+    steps = _in(ex.run("analysis._cp_steps"), window)
+    ops = _in(ex.run("analysis._cp_ops"), window)
     names = {r["global_tid"]: r["thread_name"] for r in ex.run("analysis._cp_threads").iter_rows(named=True)}
     call_node = _threads(g, calls, waits, ranges, steps, names)
     _ops(g, ops, calls, call_node)
@@ -81,6 +84,13 @@ def build(ex) -> Graph:
     if waits is None:
         g.missing.append("thread wake-ups: the export has no OS runtime calls (nsys profile -t osrt)")
     return g
+
+
+def _in(df, window: tuple[int, int] | None):
+    """The rows of `df` overlapping `window` (all of them without one)."""
+    if df is None or window is None:
+        return df
+    return df.filter((pl.col("end_ns") >= window[0]) & (pl.col("start_ns") <= window[1]))
 
 
 def _optional(ex, query: str, tables: tuple[str, ...]):

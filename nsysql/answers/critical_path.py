@@ -22,24 +22,56 @@ class Item:
     end: int
 
 
-def graph(ex) -> Graph:
-    """The export's graph, built once per open export."""
-    cached = getattr(ex, "_cp_graph", None)
+SUMMARY_BUDGET = 50_000  # CUDA calls and GPU ops that summarize and findings walk and replay at most
+
+
+def graph(ex, window: tuple[int, int] | None = None) -> Graph:
+    """The export's graph (of what overlaps `window`), built once per open export and window."""
+    cached = getattr(ex, "_cp_graphs", None)
     if cached is None:
-        cached = cp_graph.build(ex)
-        ex._cp_graph = cached
-    return cached
+        cached = ex._cp_graphs = {}
+    if window not in cached:
+        cached[window] = cp_graph.build(ex, window)
+    return cached[window]
 
 
-def steps(ex, step: int | None = None, pid: int | None = None) -> pl.DataFrame:
-    """The steps to walk: the analysed ones, or step `step` (of process `pid`) whatever its state."""
+def steps(ex, step: int | None = None, pid: int | None = None, budget: int | None = None) -> pl.DataFrame:
+    """The steps to walk: the analysed ones, or step `step` (of process `pid`) whatever its state. With `budget`,
+    only the last analysed steps (by step number, every process's) whose span holds at most `budget` CUDA calls
+    and GPU ops, at least one step: a sample that keeps summarize and findings fast on long captures."""
     df = ex.run("analysis._cp_steps")
-    if step is None:
-        return df.filter(pl.col("analysed"))
-    df = df.filter(pl.col("step") == step)
-    if pid is not None:
-        df = df.filter(pl.col("pid") == pid)
-    return df
+    if step is not None:
+        df = df.filter(pl.col("step") == step)
+        return df.filter(pl.col("pid") == pid) if pid is not None else df
+    df = df.filter(pl.col("analysed"))
+    if budget is None or df.height == 0:
+        return df
+    import numpy as np
+    starts = np.sort(np.concatenate([ex.run("analysis._cp_calls")["start_ns"].to_numpy(),
+                                     ex.run("analysis._cp_ops")["start_ns"].to_numpy()]))
+    numbers = sorted(df["step"].unique().to_list(), reverse=True)
+    kept: list[int] = []
+    for number in numbers:
+        sel = df.filter(pl.col("step").is_in([*kept, number]))
+        lo, hi = _span(sel)
+        if kept and int(np.searchsorted(starts, hi, "right") - np.searchsorted(starts, lo, "left")) > budget:
+            break
+        kept.append(number)
+    return df.filter(pl.col("step").is_in(kept))
+
+
+def _span(steps_df: pl.DataFrame) -> tuple[int, int]:
+    """The window the graph of these steps needs: from one step's length before the first to the last end (the
+    work queued before a step that runs into it)."""
+    lo = int(steps_df["start_ns"].min())  # type: ignore[arg-type]
+    return lo - int(steps_df["wall_ns"].max()), int(steps_df["end_ns"].max())  # type: ignore[arg-type]
+
+
+def window_of(ex, steps_df: pl.DataFrame) -> tuple[int, int] | None:
+    """The graph window for a sample of the analysed steps; None (the whole graph) when they are all of them."""
+    if steps_df.height == ex.run("analysis._cp_steps").filter(pl.col("analysed")).height:
+        return None
+    return _span(steps_df)
 
 
 def walk(g: Graph, start: int, end: int, tid: int | None) -> list[Item]:
@@ -143,17 +175,18 @@ def _last_op(g: Graph, end: int) -> int:
     return best
 
 
-def paths(ex, step: int | None = None, pid: int | None = None) -> list[tuple[dict, list[Item]]]:
-    """(step row, its path) for each step to walk."""
-    g = graph(ex)
-    return [(row, walk(g, row["start_ns"], row["end_ns"], row["global_tid"]))
-            for row in steps(ex, step, pid).iter_rows(named=True)]
+def paths(ex, step: int | None = None, pid: int | None = None,
+          budget: int | None = None) -> list[tuple[dict, list[Item]]]:
+    """(step row, its path) for each step to walk (see `steps` for `budget`)."""
+    todo = steps(ex, step, pid, budget)
+    g = graph(ex, window_of(ex, todo) if budget else None)
+    return [(row, walk(g, row["start_ns"], row["end_ns"], row["global_tid"])) for row in todo.iter_rows(named=True)]
 
 
-def composition(ex, step: int | None = None, pid: int | None = None) -> pl.DataFrame:
+def composition(ex, step: int | None = None, pid: int | None = None, budget: int | None = None) -> pl.DataFrame:
     """One row per step: step, [pid], wall_ns, path_ns and the path's time per kind (adding up to path_ns)."""
     rows = []
-    for row, items in paths(ex, step, pid):
+    for row, items in paths(ex, step, pid, budget):
         out = {"step": row["step"], "pid": row["pid"], "wall_ns": row["wall_ns"]}
         totals = dict.fromkeys(COLUMNS, 0)
         for it in items:
@@ -166,11 +199,12 @@ def composition(ex, step: int | None = None, pid: int | None = None) -> pl.DataF
     return _pid_if_several(pl.DataFrame(rows, schema=schema, orient="row"), ex)
 
 
-def item_rows(ex, step: int | None = None, pid: int | None = None) -> pl.DataFrame:
-    """The items of each step's path in time order: step, [pid], on_pid, kind, name, layer, start_ns, end_ns."""
-    g = graph(ex)
+def item_rows(ex, step: int | None = None, pid: int | None = None, budget: int | None = None) -> pl.DataFrame:
+    """The items of each step's path in time order: step, [pid, on_pid], kind, name, layer, start_ns, end_ns."""
+    todo = steps(ex, step, pid, budget)
+    g = graph(ex, window_of(ex, todo) if budget else None)
     rows = []
-    for row, items in paths(ex, step, pid):
+    for row, items in paths(ex, step, pid, budget):
         for it in items:
             n = it.node
             rows.append({"step": row["step"], "pid": row["pid"], "on_pid": g.pid[n] if n >= 0 else row["pid"],

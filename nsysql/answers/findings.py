@@ -74,13 +74,22 @@ def with_predicted_gains(export, findings: pl.DataFrame, params: dict | None = N
     (nsysql/answers/what_if.py FINDING_SCALES; None where no replay models the cause, or without CUDA calls)."""
     if not findings.height:
         return findings
+    import json
+
     from nsysql.answers import what_if
-    try:
-        kernels = export.run("analysis._cp_fp32_kernels")["kernel_name"].to_list() \
-            if "fp32_gemm" in findings["rule"] else []
-        speedup = rule_params(catalog.get("findings.fp32_gemm"), params).get("speedup")
-        gains = what_if.predicted_gains(export, findings, kernels, speedup)
-    except MissingDataError:
+    speedup = rule_params(catalog.get("findings.fp32_gemm"), params).get("speedup")
+
+    def compute() -> list[int | None] | None:
+        try:
+            kernels = export.run("analysis._cp_fp32_kernels")["kernel_name"].to_list() \
+                if "fp32_gemm" in findings["rule"] else []
+            return what_if.predicted_gains(export, findings, kernels, speedup)
+        except MissingDataError:
+            return None
+    # kept with the export's answers: the replays cost seconds on a long capture, once
+    key = json.dumps([what_if.GAINS_VERSION, findings["rule"].to_list(), speedup], separators=(",", ":"))
+    gains = export.store.fact(f"predicted_gains {key}", compute)
+    if gains is None:
         return findings
     return findings.with_columns(pl.Series("predicted_gain_ns", gains, dtype=pl.Int64))
 

@@ -83,17 +83,24 @@ def bound_section(export: Queries) -> dict | None:
     mean time per step of each kind on the path; None when the export has no graph to walk."""
     from nsysql.answers import critical_path
     from nsysql.errors import MissingDataError
-    try:
-        comp = critical_path.composition(export)
-        items = critical_path.item_rows(export)
-    except MissingDataError:
-        return None
-    line = critical_path.bound_line(comp, items)
-    if line is None:
-        return None
-    mean = {c: int(comp[c].mean()) for c in ("path_ns",) + critical_path.COLUMNS}  # type: ignore[arg-type]
-    return {"line": "Bound by (critical path): " + line[len("the step is bound by: "):] + ".", "steps": comp.height,
-            "mean_per_step": mean}
+    from nsysql.answers.what_if import GAINS_VERSION
+
+    def compute() -> dict | None:
+        budget = critical_path.SUMMARY_BUDGET
+        try:
+            comp = critical_path.composition(export, budget=budget)
+            items = critical_path.item_rows(export, budget=budget)
+            analysed = critical_path.steps(export).height
+        except MissingDataError:
+            return None
+        line = critical_path.bound_line(comp, items)
+        if line is None:
+            return None
+        mean = {c: int(comp[c].mean()) for c in ("path_ns",) + critical_path.COLUMNS}  # type: ignore[arg-type]
+        sample = "" if comp.height == analysed else f", last {comp['step'].n_unique()} steps"
+        return {"line": f"Bound by (critical path{sample}): " + line[len("the step is bound by: "):] + ".",
+                "steps": comp.height, "mean_per_step": mean}
+    return export.store.fact(f"critical_path_bound {GAINS_VERSION}", compute)  # kept with the export's answers
 
 
 

@@ -205,10 +205,12 @@ def _pre_wait(g: Graph) -> dict[str, int]:
     return {api: int(statistics.median(v)) for api, v in own.items()}
 
 
-def step_times(ex, scales: list[Scale], step: int | None = None, pid: int | None = None) -> pl.DataFrame:
-    """step, pid, measured_ns, predicted_ns for each step to walk (the analysed ones, or `step`)."""
-    g = critical_path.graph(ex)
-    steps = critical_path.steps(ex, step, pid)
+def step_times(ex, scales: list[Scale], step: int | None = None, pid: int | None = None,
+               budget: int | None = None) -> pl.DataFrame:
+    """step, [pid], measured_ns, predicted_ns for each step to walk (the analysed ones, or `step`; a sample of the
+    last analysed steps with `budget`, see critical_path.steps)."""
+    steps = critical_path.steps(ex, step, pid, budget)
+    g = critical_path.graph(ex, critical_path.window_of(ex, steps) if budget else None)
     first = int(steps["start_ns"].min()) if steps.height else None  # type: ignore[arg-type]
     r = Replay(g, scales, frozen_before=first)
     rows = []
@@ -231,6 +233,7 @@ def _gpu_span(g: Graph, r: Replay, start: int, end: int) -> tuple[int, int]:
     return min(r.start(n) for n in ops), max(r.end(n) for n in ops)
 
 
+GAINS_VERSION = 1  # raise when predicted_gains or the model changes: gains kept with an export's answers are keyed by it
 # the cause of each finding, as scales: what the replay removes to predict the finding's gain (None: no model)
 _DATA = r"dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|^batch$|input[ _-]?pipeline"
 FINDING_SCALES: dict[str, list[Scale] | None] = {
@@ -248,11 +251,16 @@ FINDING_SCALES: dict[str, list[Scale] | None] = {
 
 
 def predicted_gains(ex, findings: pl.DataFrame, fp32_kernels: list[str] | None = None,
-                    speedup: float | None = None) -> list[int | None]:
+                    speedup: float | None = None, budget: int | None = critical_path.SUMMARY_BUDGET) -> list[int | None]:
     """Per finding row, the analysed steps' time the replay saves with the finding's cause removed: per step the
     job's time (its slowest process) measured minus predicted, summed, never below 0; None where no replay models
     the cause. The straggler's cause is the late rank's extra work: with no rank waiting for another, the job's
-    step would take what its fastest rank takes (the ranks doing alike work)."""
+    step would take what its fastest rank takes (the ranks doing alike work). On a long capture (`budget`, see
+    critical_path.steps) the replay runs over the last analysed steps and the gain is scaled to all of them by
+    their wall time."""
+    everything = critical_path.steps(ex)
+    sample = critical_path.steps(ex, budget=budget)
+    scale_up = int(everything["wall_ns"].sum()) / max(int(sample["wall_ns"].sum()), 1)
     out: list[int | None] = []
     for rule in findings["rule"]:
         scales = FINDING_SCALES.get(rule)
@@ -261,10 +269,11 @@ def predicted_gains(ex, findings: pl.DataFrame, fp32_kernels: list[str] | None =
         if not scales:
             out.append(None)
             continue
-        df = step_times(ex, scales)
+        df = step_times(ex, scales, budget=budget)
         if "pid" in df.columns:
             fastest = rule == "straggler"
             df = df.group_by("step").agg(pl.col("measured_ns").max(),
                                          pl.col("predicted_ns").min() if fastest else pl.col("predicted_ns").max())
-        out.append(max(int((df["measured_ns"] - df["predicted_ns"]).sum()), 0) if df.height else None)
+        saved = max(int((df["measured_ns"] - df["predicted_ns"]).sum()), 0)
+        out.append(round(saved * scale_up) if df.height else None)
     return out
