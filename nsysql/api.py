@@ -97,6 +97,22 @@ class Job:
         from nsysql.answers.job_views import comm
         return comm(self.exports)
 
+    def critical_path(self, step: int | None = None, items: bool = False) -> pl.DataFrame:
+        """Each rank's critical path (as Export.critical_path), an `export` column first: each rank's path stops at
+        a later rank's arrival, which is its comm_wait."""
+        from nsysql.answers import critical_path
+        from nsysql.answers.multi import labels
+        how = critical_path.item_rows if items else critical_path.composition
+        return critical_path.of_exports(self.exports, labels([ex.path for ex in self.exports]),
+                                        lambda ex: how(ex, step))
+
+    def what_if(self, scales: list[str], step: int | None = None) -> pl.DataFrame:
+        """Each rank replayed with `scales` (as Export.what_if), the other ranks arriving as measured."""
+        from nsysql.answers import critical_path
+        from nsysql.answers.multi import labels
+        return critical_path.of_exports(self.exports, labels([ex.path for ex in self.exports]),
+                                        lambda ex: ex.what_if(scales, step))
+
     def findings(self, **params) -> pl.DataFrame:
         """The job's findings: one per rule, the straggler first (as `nsysql findings A B`)."""
         from nsysql.answers.job_views import findings

@@ -221,3 +221,25 @@ def test_table_fits_80_columns(export_files, cache_dir):
                             env={"COLUMNS": "80"})
         assert res.exit_code == 0, res.output
         assert max(len(line) for line in res.stdout.splitlines()) <= 80, argv
+
+
+def test_one_export_per_rank_waits_for_the_late_rank(export_files, cache_dir):
+    """ddp-2gpu-rank0/1 (one nsys per rank): as a job, rank 0's path in step 2 (rank 1 sleeps 25 ms) waits in the
+    all-reduce for the late rank, which is comm_wait; each rank's replay without change is its capture."""
+    keys = ("ddp-2gpu-rank0", "ddp-2gpu-rank1")
+    if not all(k in export_files for k in keys):
+        pytest.skip("per-rank DDP fixtures absent")
+    import nsysql
+    with nsysql.open_job([export_files[k] for k in keys], cache_dir=cache_dir) as job:
+        comp = job.critical_path()
+        assert comp.columns[0] == "export" and (comp["path_ns"] == comp["wall_ns"]).all()
+        pid_of = [ex.run("analysis.steady_steps")["pid"][0] for ex in job.exports]
+        comm = job.comm().filter(pl.col("step") == 2)
+        waiting = comm.filter(~pl.col("straggler"))
+        assert comm.filter(pl.col("straggler"))["pid"].to_list() == [pid_of[1]]
+        assert waiting["pid"].to_list() == [pid_of[0]]
+        rank0 = comp.filter((pl.col("export") == comp["export"][0]) & (pl.col("step") == 2))
+        assert rank0["comm_wait_ns"][0] > 20_000_000
+        assert rank0["comm_wait_ns"][0] <= waiting["wait_ns"][0]  # a part of what comm calls waiting
+        df = job.what_if([])
+        assert (df["measured_ns"] == df["predicted_ns"]).all()

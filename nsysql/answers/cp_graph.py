@@ -239,13 +239,12 @@ def _ops(g: Graph, ops, calls, call_node: dict[int, int]) -> None:
             g.operation[n] = r["operation"] or r["op_name"]
             if r["last_start_ns"] is not None:
                 pending.append((n, r))
-    members: dict[tuple[int, int], list[int]] = {}
+    members: dict[str, list[int]] = {}
+    for n, r in pending:  # the last instance may be another export's (a job's): then no node of this graph
+        g.last_arrival[n] = kernel_node.get((r["last_pid"], r["last_kernel_id"]), -1)
+        members.setdefault(r["collective"], []).append(n)
     for n, r in pending:
-        last = kernel_node.get((r["last_pid"], r["last_kernel_id"]), -1)
-        g.last_arrival[n] = last
-        members.setdefault((r["last_pid"], r["last_kernel_id"]), []).append(n)
-    for n, r in pending:
-        g.collective[n] = (r["last_start_ns"], members[(r["last_pid"], r["last_kernel_id"])])
+        g.collective[n] = (r["last_start_ns"], members[r["collective"]])
     for r in calls.filter(calls["wait_kind"].is_not_null()).iter_rows(named=True):
         node = call_node.get(r["runtime_id"], -1)
         if node >= 0 and node in g.waited:

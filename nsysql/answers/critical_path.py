@@ -215,6 +215,15 @@ def item_rows(ex, step: int | None = None, pid: int | None = None, budget: int |
     return _pid_if_several(pl.DataFrame(rows, schema=schema, orient="row"), ex)
 
 
+def of_exports(exports: list, labels: list[str], answer) -> pl.DataFrame:
+    """`answer(export)` of each export of a job, with an `export` column first (one export: as it is)."""
+    if len(exports) == 1:
+        return answer(exports[0])
+    frames = [answer(ex).with_columns(pl.lit(label).alias("export")) for ex, label in zip(exports, labels)]
+    df = pl.concat(frames, how="diagonal_relaxed")
+    return df.select("export", *[c for c in df.columns if c != "export"])
+
+
 def _item_name(g: Graph, n: int, kind: str) -> str:
     if n < 0:
         return "(before the thread's first event)"

@@ -53,8 +53,11 @@ def summary_lines(comp: pl.DataFrame, items: pl.DataFrame) -> list[str]:
     line = bound_line(comp, items)
     if line:
         mean = units.duration(int(comp["wall_ns"].mean())) if steps else "-"  # type: ignore[arg-type]
-        lines += wrap_note(f"Mean step {mean} over {steps} step{'s' if steps != 1 else ''}, "
-                           f"{line[len('the step is '):]}").split("\n")
+        ranks = comp.select([c for c in ("export", "pid") if c in comp.columns]).unique().height \
+            if {"export", "pid"} & set(comp.columns) else 1
+        numbers = comp["step"].n_unique()
+        over = f"{numbers} step{'s' if numbers != 1 else ''}" + (f" x {ranks} ranks" if ranks > 1 else "")
+        lines += wrap_note(f"Mean step {mean} over {over}, {line[len('the step is '):]}").split("\n")
     top = (items.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("ns"))
                 .group_by("kind", "name").agg(pl.col("ns").sum())
                 .sort(["ns", "name"], descending=[True, False]).head(TOP_ITEMS))

@@ -51,8 +51,25 @@ def findings(exports: list, **params) -> pl.DataFrame:
     late = run_over(q.id, {"comm": comm(exports), "comm_waits": _concat(exports, "analysis.comm_waits"),
                            "step_breakdown": _concat(exports, "analysis.step_breakdown")},
                     **rule_params(q, params))
+    late = late.with_columns(pl.lit(_straggler_gain(exports) if late.height else None, pl.Int64)
+                             .alias("predicted_gain_ns"))
     out = pl.concat([*frames, late.cast(empty().schema)]) if frames else empty()
     return per_job(out, ranks(exports))
+
+
+def _straggler_gain(exports: list) -> int | None:
+    """The straggler finding's predicted gain over a job's exports (nsysql/answers/what_if.py predicted_gains): each
+    rank replayed with no wait for a later rank; per step the job's measured time (its slowest rank) minus what its
+    fastest rank would take, summed, never below 0."""
+    from nsysql.answers.what_if import Scale, step_times
+    from nsysql.errors import MissingDataError
+    try:
+        frames = [step_times(ex, [Scale("wait", "*", 0.0)]) for ex in exports]
+    except MissingDataError:
+        return None
+    df = pl.concat([f.select("step", "measured_ns", "predicted_ns") for f in frames])
+    per_step = df.group_by("step").agg(pl.col("measured_ns").max(), pl.col("predicted_ns").min())
+    return max(int((per_step["measured_ns"] - per_step["predicted_ns"]).sum()), 0) if per_step.height else None
 
 
 def _added_up(frame: pl.DataFrame, keys: list[str], sums: list[str], maxes: tuple[str, ...] = ()) -> pl.DataFrame:

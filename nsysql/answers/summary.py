@@ -82,8 +82,8 @@ def bound_section(export: Queries) -> dict | None:
     """The analysed steps' critical path (nsysql/answers/critical_path.py): the line saying what bounds them and the
     mean time per step of each kind on the path; None when the export has no graph to walk."""
     from nsysql.answers import critical_path
-    from nsysql.errors import MissingDataError
     from nsysql.answers.what_if import GAINS_VERSION
+    from nsysql.errors import MissingDataError
 
     def compute() -> dict | None:
         budget = critical_path.SUMMARY_BUDGET

@@ -172,6 +172,8 @@ class Replay:
         elif kind == OP and n in g.collective:
             last, members = g.collective[n]
             arrival = max(self.start(m) for m in members)
+            if g.last_arrival.get(n, -1) < 0:  # the last rank is in another export: it arrives as measured
+                arrival = max(arrival, last)
             own = s
             arrive = own + round(max(arrival - own, 0) * self.wait.get(n, 1.0))
             v = arrive + round((g.end[n] - last) * self.f[n])

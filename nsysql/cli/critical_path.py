@@ -6,7 +6,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
-from nsysql.cli.common import OUTPUT, SOURCE, ExportArg, Output, Source, add_commands
+from nsysql.cli.common import OUTPUT, SOURCE, ExportsArg, Output, Source, add_commands
 
 StepOpt = Annotated[Optional[int], typer.Option(
     "--step", min=0, help="Only this step (as `nsysql steps` numbers them), analysed or not; default: every analysed "
@@ -17,7 +17,7 @@ PidOpt = Annotated[Optional[int], typer.Option(
 
 
 def critical_path(
-    export: ExportArg,
+    exports: ExportsArg,
     step: StepOpt = None,
     pid: PidOpt = None,
     items: Annotated[bool, typer.Option("--items", help="List the path's items in time order (kind, name, layer, "
@@ -30,36 +30,39 @@ def critical_path(
     time; its composition says where that time went: CPU work (named by its NVTX range), launches and their latency,
     GPU compute, copies, waits for synchronization, and communication (transfer, and waiting for a late rank).
 
-    With several ranks in one export the path of a rank that waits runs through the late rank. The model and its
-    limits: docs/critical-path.md. Table and markdown show times in ms or µs; csv, json and parquet keep
+    With several ranks in one export the path of a rank that waits runs through the late rank. With one export per
+    rank of a job (aligned and matched as `nsysql comm` does), each rank's path stops at the late rank's arrival:
+    that part is `comm_wait`. The model and its limits: docs/critical-path.md. Table and markdown show times in ms or µs; csv, json and parquet keep
     nanoseconds."""
     from nsysql.answers import critical_path as cp
     from nsysql.answers.critical_path_view import composition_table, items_table, summary_lines
+    from nsysql.answers.multi import expand, labels
     from nsysql.errors import NsysqlError
     from nsysql.present.render import wrap_note
     with src.errors():
-        with src.open(export) as ex:
-            comp = cp.composition(ex, step, pid)
+        names = labels(expand(exports))
+        with src.job(exports) as (opened, title):
+            comp = cp.of_exports(opened, names, lambda ex: cp.composition(ex, step, pid))
             if comp.height == 0:
                 raise NsysqlError(f"no step {step} in this export; `nsysql steps` lists them" if step is not None
                                   else "no analysed steps; `nsysql steps` says how steps are found")
-            for line in cp.graph(ex).missing:
+            for line in dict.fromkeys(line for ex in opened for line in cp.graph(ex).missing):
                 typer.echo(wrap_note(f"note: no {line}"), err=True)
-            its = cp.item_rows(ex, step, pid)
+            its = cp.of_exports(opened, names, lambda ex: cp.item_rows(ex, step, pid))
             if items:
                 df, columns = items_table(its, out.for_people)
-                out.emit(df, columns=columns, title="Critical path items", origin=ex.time_origin() if out.for_people
-                         else None)
+                out.emit(df, columns=columns, title="Critical path items" + (f" of {title}" if title else ""),
+                         origin=opened[0].time_origin() if out.for_people and len(opened) == 1 else None)
                 return
             df, columns = composition_table(comp, out.for_people)
-            out.emit(df, columns=columns, title="Critical path per step")
+            out.emit(df, columns=columns, title="Critical path per step" + (f" of {title}" if title else ""))
             if out.for_people and out.output is None:
                 for line in summary_lines(comp, its):
                     typer.echo(line)
 
 
 def what_if(
-    export: ExportArg,
+    exports: ExportsArg,
     scale: Annotated[list[str], typer.Option(
         "--scale", help="TARGET:PATTERN=FACTOR, repeatable: kernel, layer, copy, comm, wait, range, cpu, api or sync, "
                         "a glob, and a factor (0 removes it), e.g. 'kernel:sm80_xmma*=0.5', 'range:dataloader=0', "
@@ -75,15 +78,18 @@ def what_if(
 
     Every edge keeps the latency the capture measured on it; with no change the replay gives the measured times
     exactly. What the model does not see (other processes, a launch queue that never filled, new kernels a change
-    would add): docs/critical-path.md. Table and markdown show times in ms or µs; csv, json and parquet keep
-    nanoseconds."""
+    would add): docs/critical-path.md. With one export per rank of a job, each rank is replayed on its own, the
+    other ranks arriving at collectives as measured. Table and markdown show times in ms or µs; csv, json and
+    parquet keep nanoseconds."""
     from nsysql.answers import what_if as wi
+    from nsysql.answers.critical_path import of_exports
     from nsysql.answers.critical_path_view import what_if_lines, what_if_table
+    from nsysql.answers.multi import expand, labels
     from nsysql.errors import NsysqlError
     with src.errors():
         scales = [wi.parse(s) for s in scale]
-        with src.open(export) as ex:
-            df = wi.step_times(ex, scales, step, pid)
+        with src.job(exports) as (opened, _):
+            df = of_exports(opened, labels(expand(exports)), lambda ex: wi.step_times(ex, scales, step, pid))
         if df.height == 0:
             raise NsysqlError(f"no step {step} in this export; `nsysql steps` lists them" if step is not None
                               else "no analysed steps; `nsysql steps` says how steps are found")
