@@ -49,6 +49,10 @@ CLASS_OSRT_FINISH = 32
 # ENUM_CUDA_MEMCPY_OPER / ENUM_CUDA_MEM_KIND ids
 HTOD, DTOH, DTOD = 1, 2, 8
 PAGEABLE, PINNED, DEVICE = 0, 1, 2
+# ENUM_CUPTI_SYNC_TYPE ids. A real export stores cudaStreamSynchronize as 2 too (with eventSyncId NO_EVENT),
+# and writes no SYNCHRONIZATION row for cudaDeviceSynchronize.
+SYNC_EVENT_SYNCHRONIZE, SYNC_STREAM_WAIT_EVENT = 1, 2
+NO_EVENT = 4294967295  # eventId / eventSyncId of a synchronization without an event
 
 
 def global_tid(pid: int, tid: int) -> int:
@@ -195,6 +199,28 @@ DDL = {
     bytes                       INTEGER   NOT NULL,
     graphNodeId                 INTEGER,
     memKind                     INTEGER""",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": """
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,
+    deviceId                    INTEGER   NOT NULL,
+    contextId                   INTEGER   NOT NULL,
+    greenContextId              INTEGER,
+    streamId                    INTEGER   NOT NULL,
+    correlationId               INTEGER,
+    globalPid                   INTEGER,
+    deprecatedSyncType          INTEGER,
+    syncType                    INTEGER   NOT NULL,
+    eventId                     INTEGER   NOT NULL,
+    eventSyncId                 INTEGER""",
+    "CUPTI_ACTIVITY_KIND_CUDA_EVENT": """
+    deviceId                    INTEGER   NOT NULL,
+    contextId                   INTEGER   NOT NULL,
+    greenContextId              INTEGER,
+    streamId                    INTEGER   NOT NULL,
+    correlationId               INTEGER,
+    globalPid                   INTEGER,
+    eventId                     INTEGER   NOT NULL,
+    eventSyncId                 INTEGER""",
     "NVTX_EVENTS": """
     start                       INTEGER   NOT NULL,
     end                         INTEGER,
@@ -237,6 +263,10 @@ DDL = {
     id                          INTEGER   NOT NULL   PRIMARY KEY,
     name                        TEXT,
     label                       TEXT""",
+    "ENUM_CUPTI_SYNC_TYPE": """
+    id                          INTEGER   NOT NULL   PRIMARY KEY,
+    name                        TEXT,
+    label                       TEXT""",
 }
 
 ENUM_ROWS = {
@@ -270,12 +300,19 @@ ENUM_ROWS = {
         (31, "TRACE_PROCESS_EVENT_OS_RUNTIME_START", "OSRT start"),
         (32, "TRACE_PROCESS_EVENT_OS_RUNTIME_FINISH", "OSRT finish"),
     ],
+    "ENUM_CUPTI_SYNC_TYPE": [
+        (0, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN", "Unknown"),
+        (1, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE", "Event sync"),
+        (2, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT", "Stream wait sync"),
+        (3, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE", "Stream sync"),
+        (4, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE", "Context sync"),
+    ],
 }
 
 # event tables in the order they are written; only those with rows are created
 EVENT_TABLES = ["ThreadNames", "PROCESSES", "TARGET_INFO_GPU", "CUPTI_ACTIVITY_KIND_RUNTIME",
                 "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-                "NVTX_EVENTS", "OSRT_API"]
+                "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_CUDA_EVENT", "NVTX_EVENTS", "OSRT_API"]
 
 
 def _columns(table: str) -> list[str]:
@@ -440,6 +477,25 @@ class SyntheticExport:
                          greenContextId=0, streamId=stream, correlationId=correlation_id, globalPid=global_pid(pid),
                          value=value, bytes=nbytes, graphNodeId=None, memKind=mem_kind)
 
+    def synchronization(self, start: int, end: int, *, pid: int, correlation_id: int, stream: int,
+                        sync_type: int = SYNC_STREAM_WAIT_EVENT, event_id: int = NO_EVENT,
+                        event_sync_id: int = NO_EVENT, device: int = 0) -> int:
+        """A CUPTI_ACTIVITY_KIND_SYNCHRONIZATION row of the synchronizing call `correlation_id` (its API call is
+        added with `runtime`): a stream wait (cudaStreamWaitEvent: the waiting stream, the event's ids) or,
+        as a real export stores it, a cudaStreamSynchronize (sync type 2 too, without an event)."""
+        return self._add("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", start=start, end=end, deviceId=device, contextId=1,
+                         greenContextId=None, streamId=stream, correlationId=correlation_id,
+                         globalPid=global_pid(pid), deprecatedSyncType=None, syncType=sync_type, eventId=event_id,
+                         eventSyncId=event_sync_id)
+
+    def cuda_event(self, *, pid: int, correlation_id: int, stream: int, event_id: int, event_sync_id: int,
+                   device: int = 0) -> int:
+        """A CUPTI_ACTIVITY_KIND_CUDA_EVENT row: the event recorded on `stream` by the cudaEventRecord call
+        `correlation_id` (its API call is added with `runtime`); stream waits name it by `event_sync_id`."""
+        return self._add("CUPTI_ACTIVITY_KIND_CUDA_EVENT", deviceId=device, contextId=1, greenContextId=0,
+                         streamId=stream, correlationId=correlation_id, globalPid=global_pid(pid), eventId=event_id,
+                         eventSyncId=event_sync_id)
+
     # -- OS runtime ----------------------------------------------------------------------
     def osrt(self, name: str, start: int, end: int, *, tid: int, pid: int, event_class: int = CLASS_OSRT,
              nesting_level: int | None = 0) -> int:
@@ -455,7 +511,7 @@ class SyntheticExport:
     def _time_span(self) -> tuple[int, int]:
         ts = []
         for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                      "CUPTI_ACTIVITY_KIND_MEMSET", "NVTX_EVENTS", "OSRT_API"):
+                      "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "NVTX_EVENTS", "OSRT_API"):
             for row in self.rows[table]:
                 ts.extend(v for v in (row["start"], row["end"]) if v is not None)
         return (0, max(ts) + 1000) if ts else (0, 1000)

@@ -108,8 +108,8 @@ def _op_step(g: Graph, n: int, c: int, add) -> tuple[int, int]:
     if pred < 0:
         add("launch", n, -(1 << 62), c)  # nothing recorded launched it: the rest is unexplained latency
         return -1, -(1 << 62)
-    if ready < c:
-        add("launch" if via_launch else _OP_KIND[cls], pred if via_launch else n, ready, c)
+    if ready < c:  # the op waited after its last predecessor was ready: launch and scheduling latency
+        add("launch", pred if via_launch else n, ready, c)
     return pred, min(c, ready)
 
 
@@ -124,9 +124,15 @@ def binding(g: Graph, n: int) -> tuple[int, int, bool]:
         if g.end[w] > ready:
             best, ready = w, g.end[w]
     call = g.launch.get(n, -1)
-    if call >= 0 and g.end[call] > ready:
-        best, ready, via_launch = call, g.end[call], True
+    if call >= 0 and launch_ready(g, call, n) > ready:
+        best, ready, via_launch = call, launch_ready(g, call, n), True
     return best, ready, via_launch
+
+
+def launch_ready(g: Graph, call: int, n: int) -> int:
+    """When op `n`'s launching call had issued it: its end, or, for a call that then waited for the GPU (a blocking
+    copy, a launch into a full queue), its start: its end waited for the GPU and cannot bind the op."""
+    return g.start[call] if call in g.waited else g.end[call]
 
 
 def _last_op(g: Graph, end: int) -> int:
@@ -208,8 +214,8 @@ def item_tracks(ex, step: int | None = None, pid: int | None = None) -> pl.DataF
 def _item_name(g: Graph, n: int, kind: str) -> str:
     if n < 0:
         return "(before the thread's first event)"
-    if g.kind[n] == OP and kind == "launch":
-        return "(no launching call)"
+    if g.kind[n] == OP and kind == "launch":  # the wait of an op after its last predecessor was ready
+        return f"(latency) {g.name[n]}"
     return g.name[n]
 
 

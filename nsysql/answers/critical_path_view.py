@@ -6,6 +6,7 @@ import polars as pl
 
 from nsysql.answers.critical_path import COLUMNS, bound_line
 from nsysql.core import units
+from nsysql.present.render import wrap_note
 from nsysql.sql.catalog import Column
 
 TOP_ITEMS = 5
@@ -45,12 +46,15 @@ def items_table(items: pl.DataFrame, for_people: bool) -> tuple[pl.DataFrame, li
 
 def summary_lines(comp: pl.DataFrame, items: pl.DataFrame) -> list[str]:
     """What bounds the steps on average, and the items holding the most of the path, mean per step."""
+    import shutil
+    width = max(shutil.get_terminal_size((100, 24)).columns, 40)
     steps = comp.height
     lines = [""]
     line = bound_line(comp, items)
     if line:
         mean = units.duration(int(comp["wall_ns"].mean())) if steps else "-"  # type: ignore[arg-type]
-        lines.append(f"Mean step {mean} over {steps} step{'s' if steps != 1 else ''}, {line[len('the step is '):]}")
+        lines += wrap_note(f"Mean step {mean} over {steps} step{'s' if steps != 1 else ''}, "
+                           f"{line[len('the step is '):]}").split("\n")
     top = (items.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("ns"))
                 .group_by("kind", "name").agg(pl.col("ns").sum())
                 .sort(["ns", "name"], descending=[True, False]).head(TOP_ITEMS))
@@ -59,7 +63,7 @@ def summary_lines(comp: pl.DataFrame, items: pl.DataFrame) -> list[str]:
         for row in top.iter_rows(named=True):
             share = 100 * row["ns"] / comp["path_ns"].sum()
             text = f"  {units.duration(row['ns'] // max(steps, 1)):>8} {share:3.0f}%  {row['kind']:<13} "
-            lines.append(text + _cut(row["name"], 80 - len(text)))
+            lines.append(text + _cut(row["name"], max(width - len(text), 10)))
     return lines
 
 
@@ -74,8 +78,8 @@ def what_if_lines(df: pl.DataFrame) -> list[str]:
     measured = int(df["measured_ns"].mean())  # type: ignore[arg-type]
     predicted = int(df["predicted_ns"].mean())  # type: ignore[arg-type]
     change = 100 * (predicted - measured) / measured if measured else 0.0
-    return ["", f"Mean step: {units.duration(measured)} measured, {units.duration(predicted)} predicted "
-                f"({change:+.1f} %)."]
+    return ["", *wrap_note(f"Mean step: {units.duration(measured)} measured, {units.duration(predicted)} predicted "
+                           f"({change:+.1f}%).").split("\n")]
 
 
 def _cut(text: str, width: int) -> str:

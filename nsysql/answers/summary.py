@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from nsysql.answers.findings import replay_text as findings_replay
 from nsysql.answers.overview import BREAKDOWN, BREAKDOWN_KEYS, Overview
 from nsysql.answers.overview import build as build_overview
-from nsysql.answers.findings import replay_text as findings_replay
 from nsysql.core import progress, units
 from nsysql.present.render import Format, Meta, cell_text, middle, table_width, to_markdown, to_table
 from nsysql.query.queries import Queries

@@ -138,8 +138,8 @@ class Replay:
             call = g.launch.get(n, -1)
             if call >= 0:
                 lag = g.start[n] - g.start[call]
-                if pred != call:
-                    lag = min(lag, g.end[call] - g.start[call])
+                if pred != call:  # at most the time the call took to issue it
+                    lag = min(lag, critical_path.launch_ready(g, call, n) - g.start[call])
                 cands.append(self.start(call) + lag)
             for p in ([g.prev[n]] if g.prev[n] >= 0 else []) + list(g.sources.get(n, ())):
                 gap = g.start[n] - g.end[p]

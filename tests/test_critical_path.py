@@ -1,0 +1,223 @@
+"""The critical path and what-if on real captures (docs/critical-path.md): the path covers each step exactly, each
+item is what the raw rows say it is, the fixtures whose bound is known give it, and the replay reproduces the
+capture unchanged. Hand-built cases with exact expected paths: tests/test_critical_path_cases.py."""
+from __future__ import annotations
+
+import bisect
+import csv
+import io
+import re
+import sqlite3
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from nsysql.answers import critical_path as cp
+from nsysql.cli.app import app
+
+runner = CliRunner()
+KIND_COLUMNS = ["cpu_ns", "launch_ns", "gpu_compute_ns", "copy_ns", "sync_wait_ns", "comm_transfer_ns", "comm_wait_ns"]
+NO_CUDA = {"cpu-nvtx-osrt-nsys2022.4"}  # no CUDA calls: nothing to walk
+
+
+def _walked(opened):
+    return sorted(k for k in opened if k not in NO_CUDA)
+
+
+def _raw(path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def test_every_fixture_path_is_the_step_and_its_items_tile_it(opened):
+    for key in _walked(opened):
+        ex = opened[key]
+        comp = ex.critical_path()
+        assert comp.height > 0, key
+        assert (comp["path_ns"] == comp["wall_ns"]).all(), key
+        assert (comp.select(pl.sum_horizontal(KIND_COLUMNS)).to_series() == comp["path_ns"]).all(), key
+        steps = ex.run("analysis.steady_steps").filter(pl.col("analysed"))
+        items = ex.critical_path(items=True)
+        keys = ["step", "pid"] if "pid" in items.columns else ["step"]
+        for row in steps.iter_rows(named=True):
+            sel = items.filter(pl.col("step") == row["step"])
+            if "pid" in items.columns:
+                sel = sel.filter(pl.col("pid") == row["pid"])
+            starts, ends = sel["start_ns"].to_list(), sel["end_ns"].to_list()
+            assert starts[0] == row["start_ns"] and ends[-1] == row["end_ns"], (key, row["step"])
+            assert all(a == b for a, b in zip(ends, starts[1:])), (key, row["step"])  # contiguous, no overlap
+            assert all(a < b for a, b in zip(starts, ends)), key
+        assert set(items["kind"]) <= set(cp.KINDS), key
+        assert keys[0] == "step"
+
+
+def test_replay_without_change_is_the_capture(opened):
+    for key in _walked(opened):
+        df = opened[key].what_if([])
+        assert (df["measured_ns"] == df["predicted_ns"]).all(), key
+        one = opened[key].what_if(["kernel:*=1", "range:*=1"])
+        assert (one["measured_ns"] == one["predicted_ns"]).all(), key
+
+
+def _short(api: str) -> str:
+    """An API name as nsys stats prints it: a 4-digit `_vNNNN` suffix dropped (cudaLaunchKernel_v7000)."""
+    return re.sub(r"_v\d{4}$", "", api)
+
+
+def _intervals(con, sql, short=False):
+    rows = sorted(r[:3] + (_short(r[3]),) if short else r for r in con.execute(sql).fetchall())
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2:] for r in rows]
+
+
+def _inside(index, pid, a, b, name=None) -> bool:
+    """Whether [a, b] lies in one interval of `index` of process `pid` (named `name`, when given)."""
+    starts, ends, rest = index
+    i = bisect.bisect_right(starts, a)
+    for j in range(i - 1, max(i - 5000, -1), -1):
+        if starts[j] <= a and b <= ends[j] and rest[j][0] == pid and (name is None or rest[j][1] == name):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("key", ["cnn-dataloader-train", "cnn-pinned-train", "ddp-2gpu-torchrun"])
+def test_items_are_what_the_raw_rows_say(key, opened, export_files):
+    """Each GPU item lies inside a kernel, copy or set of its process; each CPU item named by a range lies inside
+    an NVTX range of that text; each call item inside a CUDA call of that name (raw tables, read by sqlite3)."""
+    if key not in opened:
+        pytest.skip(f"fixtures/{key} absent")
+    con = _raw(export_files[key])
+    pid = "(globalPid >> 24) & 16777215"
+    gpu = _intervals(con, f"SELECT start, end, {pid} FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL "
+                          f"SELECT start, end, {pid} FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL "
+                          f"SELECT start, end, {pid} FROM CUPTI_ACTIVITY_KIND_MEMSET")
+    ranges = _intervals(con, "SELECT n.start, n.end, (n.globalTid >> 24) & 16777215, COALESCE(n.text, s.value) "
+                             "FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+                             "WHERE n.eventType = 59 AND n.end IS NOT NULL")
+    calls = _intervals(con, "SELECT r.start, r.end, (r.globalTid >> 24) & 16777215, s.value "
+                            "FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId", short=True)
+    items = opened[key].critical_path(items=True)
+    on = "on_pid" if "on_pid" in items.columns else None
+    the_pid = opened[key].run("analysis.steady_steps")["pid"][0]
+    checked = {"gpu": 0, "cpu": 0, "call": 0}
+    for it in items.iter_rows(named=True):
+        p = it[on] if on else the_pid
+        a, b = it["start_ns"], it["end_ns"]
+        if it["kind"] in ("gpu_compute", "copy", "comm_transfer", "comm_wait"):
+            assert _inside(gpu, p, a, b), it
+            checked["gpu"] += 1
+        elif it["kind"] == "cpu" and not it["name"].startswith(("thread ", "(")):
+            assert _inside(ranges, p, a, b, it["name"]), it
+            checked["cpu"] += 1
+        elif it["kind"] == "launch" and not it["name"].startswith("("):
+            # a call's own time and the latency between it and its op: it starts in (or at the end of) that call
+            assert _starts_in(calls, p, a, it["name"]), it
+            checked["call"] += 1
+    assert min(checked.values()) > 0, checked
+
+
+def _starts_in(index, pid, t, name) -> bool:
+    starts, ends, rest = index
+    i = bisect.bisect_right(starts, t)
+    return any(starts[j] <= t <= ends[j] and rest[j] == (pid, name) for j in range(i - 1, max(i - 5000, -1), -1))
+
+
+def _share(comp, cols, rows=None):
+    df = comp if rows is None else comp.filter(pl.col("step").is_in(rows))
+    return sum(int(df[c].sum()) for c in cols) / int(df["path_ns"].sum())
+
+
+def test_known_bounds(opened):
+    """The launch-bound CNN is CPU-bound; the pinned CNN is GPU-bound once its launch queue is full (steps 5-8,
+    fixtures/README.md); the DataLoader CNN is bound by `dataloader`."""
+    needed = ("cnn-pinned-launch-bound", "cnn-pinned-train", "cnn-dataloader-train")
+    if not all(k in opened for k in needed):
+        pytest.skip("CNN fixtures absent")
+    cpu = ["cpu_ns", "launch_ns"]
+    assert _share(opened["cnn-pinned-launch-bound"].critical_path(), cpu) > 0.9
+    pinned = opened["cnn-pinned-train"].critical_path()
+    assert _share(pinned, ["gpu_compute_ns", "copy_ns"], [5, 6, 7, 8]) > 0.9
+    assert _share(pinned, cpu, [1, 2, 3]) > 0.9  # the CPU runs ahead of an empty queue first
+    ex = opened["cnn-dataloader-train"]
+    items = ex.critical_path(items=True).with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("ns"))
+    top = items.group_by("kind", "name").agg(pl.col("ns").sum()).sort("ns", descending=True).row(0, named=True)
+    assert (top["kind"], top["name"]) == ("cpu", "dataloader")
+    assert top["ns"] / ex.critical_path()["path_ns"].sum() > 0.5
+
+
+def test_the_waiting_rank_path_runs_through_the_straggler(opened):
+    key = "ddp-2gpu-torchrun"
+    if key not in opened:
+        pytest.skip(f"fixtures/{key} absent")
+    ex = opened[key]
+    comm = ex.run("analysis.comm")
+    items = ex.critical_path(items=True).with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("ns"))
+    for step in comm["step"].unique().to_list():
+        late = comm.filter((pl.col("step") == step) & pl.col("straggler"))["pid"].to_list()
+        waiting = comm.filter((pl.col("step") == step) & ~pl.col("straggler"))["pid"].to_list()
+        assert len(late) == 1 and len(waiting) == 1
+        path = items.filter((pl.col("step") == step) & (pl.col("pid") == waiting[0]))
+        on_late = path.filter(pl.col("on_pid") == late[0])
+        assert on_late["ns"].sum() > 0.5 * path["ns"].sum(), step
+        if step == 2:  # the planted 25 ms sleep in the late rank's dataloader is on the waiting rank's path
+            sleep = on_late.filter((pl.col("kind") == "cpu") & (pl.col("name") == "dataloader"))["ns"].sum()
+            assert sleep > 20_000_000
+
+
+def _dataloader_ns(con, steps) -> dict[int, int]:
+    """Per step, the time of `dataloader` ranges inside it, by a plain walk of NVTX_EVENTS."""
+    ranges = con.execute("SELECT n.start, n.end FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+                         "WHERE COALESCE(n.text, s.value) = 'dataloader' AND n.eventType = 59").fetchall()
+    return {r["step"]: sum(max(0, min(e, r["end_ns"]) - max(s, r["start_ns"])) for s, e in ranges)
+            for r in steps.iter_rows(named=True)}
+
+
+def test_what_if_removes_at_most_what_it_scales(opened, export_files):
+    key = "cnn-dataloader-train"
+    if key not in opened:
+        pytest.skip(f"fixtures/{key} absent")
+    ex = opened[key]
+    loading = _dataloader_ns(_raw(export_files[key]), ex.run("analysis.steady_steps").filter(pl.col("analysed")))
+    df = ex.what_if(["range:dataloader=0"])
+    for row in df.iter_rows(named=True):
+        saved = row["measured_ns"] - row["predicted_ns"]
+        assert 0 < saved <= loading[row["step"]], row
+    findings = ex.findings()
+    gain = findings.filter(pl.col("rule") == "dataloader_wait")["predicted_gain_ns"][0]
+    assert 0 < gain <= sum(loading.values())
+    half = ex.what_if(["kernel:*=0.5"])
+    assert (half["predicted_ns"] <= half["measured_ns"]).all()
+
+
+def test_cli_csv_columns_and_errors(export_files, cache_dir):
+    key = "ddp-2gpu-torchrun"
+    if key not in export_files:
+        pytest.skip(f"fixtures/{key} absent")
+    p = str(export_files[key])
+    res = runner.invoke(app, ["critical-path", p, "-f", "csv", "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 0, res.output
+    header = next(csv.reader(io.StringIO(res.stdout)))
+    assert header == ["step", "pid", "wall_ns", "path_ns", *KIND_COLUMNS]
+    res = runner.invoke(app, ["what-if", p, "--scale", "wait:*=0", "-f", "csv", "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 0, res.output
+    assert next(csv.reader(io.StringIO(res.stdout))) == ["step", "pid", "measured_ns", "predicted_ns"]
+    res = runner.invoke(app, ["critical-path", p, "--items", "--step", "2", "-f", "csv", "--cache-dir", str(cache_dir)])
+    assert next(csv.reader(io.StringIO(res.stdout))) == ["step", "pid", "on_pid", "kind", "name", "layer", "start_ns",
+                                                         "end_ns"]
+    for bad, said in ((["--scale", "kernel:*"], "TARGET:PATTERN=FACTOR"), (["--scale", "disk:*=1"], "unknown target"),
+                      (["--scale", "kernel:*=-1"], "0 or more"), (["--scale", "kernel:*=x"], "not a number")):
+        res = runner.invoke(app, ["what-if", p, *bad, "--cache-dir", str(cache_dir)])
+        assert res.exit_code == 1 and said in res.output and "Traceback" not in res.output, res.output
+    res = runner.invoke(app, ["critical-path", p, "--step", "99", "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 1 and "no step 99" in res.output
+
+
+def test_table_fits_80_columns(export_files, cache_dir):
+    key = "cnn-dataloader-train"
+    if key not in export_files:
+        pytest.skip(f"fixtures/{key} absent")
+    for argv in (["critical-path"], ["critical-path", "--items", "--step", "3"],
+                 ["what-if", "--scale", "range:dataloader=0"]):
+        res = runner.invoke(app, [argv[0], str(export_files[key]), *argv[1:], "--cache-dir", str(cache_dir)],
+                            env={"COLUMNS": "80"})
+        assert res.exit_code == 0, res.output
+        assert max(len(line) for line in res.stdout.splitlines()) <= 80, argv
