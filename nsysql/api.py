@@ -53,11 +53,16 @@ class Export(queries.Queries):
         from nsysql.answers.findings import run_findings
         return run_findings(self, top=top, **params)
 
-    def critical_path(self, step: int | None = None, pid: int | None = None, items: bool = False) -> pl.DataFrame:
+    def critical_path(self, step: int | None = None, pid: int | None = None, items: bool = False,
+                      tracks: bool = False) -> pl.DataFrame:
         """What bounds each step (docs/critical-path.md): per analysed step (or step `step`) wall_ns, path_ns and the
         path's time by kind (cpu, launch, gpu_compute, copy, sync_wait, comm_transfer, comm_wait; adding up to
-        path_ns); `items=True`: the path's items in time order (kind, name, layer, start_ns, end_ns)."""
+        path_ns); `items=True`: the path's items in time order (kind, name, layer, start_ns, end_ns); `tracks=True`
+        (with items): also the track each ran on (tid and thread_name, or device_id and stream_id), as
+        `nsysql.plot.timeline(..., critical_path=True)` draws them."""
         from nsysql.answers import critical_path
+        if tracks:
+            return critical_path.item_tracks(self, step, pid)
         return (critical_path.item_rows if items else critical_path.composition)(self, step, pid)
 
     def what_if(self, scales: list[str], step: int | None = None, pid: int | None = None) -> pl.DataFrame:

@@ -166,6 +166,7 @@ def test_report_in_chromium(driver, tmp_path, name):
     if any(r["straggler"] for r in doc.get("communication", {}).get("rows", [])):
         assert "straggler" in driver.find_element("id", "chart-ranks").text
     check_timeline(driver, doc, name, tmp_path)
+    check_bound(driver, doc, name, tmp_path)
     driver.save_screenshot(str(tmp_path / f"{name}-1280.png"))
     # narrow: nothing wider than the window but what scrolls inside its own box (tables)
     driver.set_window_size(420, 800)
@@ -211,6 +212,52 @@ def check_timeline(driver, doc, name: str, tmp_path: Path) -> None:
     assert after[1] - after[0] < (before[1] - before[0]) / 4, (before, after)
 
 
+def critical_path_json(name: str, tmp_path: Path, *args: str) -> list[dict]:
+    out = CliRunner().invoke(app, ["critical-path", *map(str, CASES[name]), "-f", "json", *args,
+                                   "--cache-dir", str(tmp_path / "cache")])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.stdout[out.stdout.index("["):])
+
+
+def check_bound(driver, doc, name: str, tmp_path: Path) -> None:
+    """"What bounds the step": the bound line is summarize's; each bar of the chart is `critical-path -f json`'s time
+    of its kind in its step; the timeline draws the shown step's path, item by item as `critical-path --step N
+    --items` lists them, from the step's start in the raw rows, and marks each on its own row."""
+    hidden = driver.execute_script("return document.getElementById('bound').classList.contains('hidden')")
+    if len(CASES[name]) > 1:  # a job: one export at a time (`nsysql critical-path EXPORT`)
+        assert hidden == ("critical_path" not in doc)
+        return
+    assert not hidden
+    assert driver.find_element("id", "bound-line").text == doc["critical_path"]["line"]
+    rows = critical_path_json(name, tmp_path)
+    traces = driver.execute_script("return document.getElementById('chart-bound').data.map(t => [t.meta, t.x, t.y])")
+    kinds = ["cpu", "launch", "gpu_compute", "copy", "sync_wait", "comm_transfer", "comm_wait"]
+    assert [t[0] for t in traces] == [k for k in kinds if any(r[f"{k}_ns"] for r in rows)]
+    for kind, x, y in traces:
+        assert x == [f"{r['step']} (pid {r['pid']})" if "pid" in r else f"step {r['step']}" for r in rows]
+        assert y == pytest.approx([r[f"{kind}_ns"] / 1e6 for r in rows], rel=1e-12, abs=1e-12), kind
+    for r in rows:  # the bars stack to the step's wall time
+        assert sum(r[f"{k}_ns"] for k in kinds) == r["path_ns"] == r["wall_ns"]
+    # the shown step's path over its timeline
+    median = int(driver.execute_script("const s = document.getElementById('step-select'); "
+                                       "return s.options[s.selectedIndex].text").split()[1])
+    items = critical_path_json(name, tmp_path, "--step", str(median), "--items")
+    lo = raw_steps(CASES[name][0], tmp_path, {s["name"] for s in doc["overview"]["steps"]})[median][0]
+    drawn = driver.execute_script("""
+        return document.getElementById('chart-timeline').data.filter(t => t.meta === 'path' || t.meta === 'path-mark')
+            .map(t => [t.meta, t.legendgroup, t.y, t.base, t.x]);""")
+    bars = sorted((g[len("path-"):], y, round(b * 1e6), round(w * 1e6)) for meta, g, ys, bs, ws in drawn
+                  if meta == "path" for y, b, w in zip(ys, bs, ws))
+    several = "pid" in items[0]
+    expected = sorted((r["kind"], f"critical path (pid {r['pid']})" if several else "critical path",
+                       r["start_ns"] - lo, r["end_ns"] - r["start_ns"]) for r in items)
+    assert bars == expected
+    marks = [(g[len("path-"):], round(b * 1e6), round(w * 1e6)) for meta, g, ys, bs, ws in drawn
+             if meta == "path-mark" for b, w in zip(bs, ws)]
+    assert marks and set(marks) <= {(k, s, d) for k, _, s, d in expected}
+    assert len(marks) >= 0.9 * len(expected)  # nearly every item has its thread's or stream's row in the step
+
+
 def test_page_is_self_contained(tmp_path):
     """No browser needed: one file, no external reference, under 5 MB, the JSON inline equal to summarize's."""
     page, doc = make_report(tmp_path, "gpt")
@@ -222,6 +269,14 @@ def test_page_is_self_contained(tmp_path):
     assert data
     embedded = json.loads(data.group(1))["summary"]
     assert embedded == doc
+    # "What bounds the step" without a browser: the composition is `critical-path -f json`'s, and each drawn step
+    # carries its path's items as `critical-path --step N --items` lists them
+    page_data = json.loads(data.group(1))
+    assert page_data["critical_path"]["steps"] == critical_path_json("gpt", tmp_path)
+    for step in page_data["timeline"]["steps"]:
+        items = critical_path_json("gpt", tmp_path, "--step", str(step["step"]), "--items")
+        bars = step["path"]["bars"]
+        assert sorted(zip(bars["kind"], bars["d"])) == sorted((r["kind"], r["end_ns"] - r["start_ns"]) for r in items)
 
 
 def test_summarize_open_writes_and_opens_the_page(tmp_path, monkeypatch):

@@ -164,3 +164,140 @@ def test_steps_window_is_top_level_step(fp32):
     step = ex.steps().row(0, named=True)
     top = [r for r in top_level_user_ranges(plain_attribution(path)) if r["text"] == "profiled_step"]
     assert (step["start_ns"], step["end_ns"]) == (top[0]["start"], top[0]["end"])
+
+
+# -- the critical path over the timeline (--critical-path) -------------------------------------------
+CP_CASES = [("cnn-pinned-train", 6, None), ("cnn-dataloader-train", 2, None), ("ddp-2gpu-torchrun", 1, 853)]
+
+
+def drawn_spans(fig, prefix: str) -> dict[tuple[int, str, float], list[tuple[float, float]]]:
+    """(axis index, kind, row centre) -> [(start, end)] ms of every bar the figure drew under the gid `prefix<kind>`."""
+    out: dict = {}
+    for i, ax in enumerate(fig.axes):
+        for coll in ax.collections:
+            gid = coll.get_gid() or ""
+            if not gid.startswith(prefix) or gid[len(prefix):].startswith("track-"):
+                continue
+            for p in coll.get_paths():
+                xs, ys = p.vertices[:, 0], p.vertices[:, 1]
+                key = (i, gid[len(prefix):], round(float(ys.min() + ys.max()) / 2, 3))
+                out.setdefault(key, []).append((float(xs.min()), float(xs.max())))
+    return out
+
+
+def merged(spans) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(spans):
+        if out and a - out[-1][1] < 1e-6:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(round(a, 6), round(b, 6)) for a, b in out]
+
+
+def draw_with_path(ex, tmp_path, monkeypatch, **kw):
+    figs = []
+    monkeypatch.setattr(plot, "_save", lambda fig, output: figs.append(fig) or output)
+    plot.timeline(ex, tmp_path / "t.png", critical_path=True, **kw)
+    return figs[0]
+
+
+@pytest.mark.parametrize("name,step,pid", CP_CASES)
+def test_critical_path_row_is_the_path(opened, tmp_path, monkeypatch, name, step, pid):
+    """The path row draws each item of `critical-path --items` (item_rows) from its start to its end, in its
+    kind's colour, and the legend says each kind's time as the composition frame has it."""
+    from nsysql.answers import critical_path as cp
+    from nsysql.core.units import duration
+    from nsysql.present.plot_path import KIND_COLORS, KIND_LABELS, KINDS
+    ex = opened[name]
+    fig = draw_with_path(ex, tmp_path, monkeypatch, step=step, pid=pid)
+    items = cp.item_rows(ex, step, pid)
+    origin = ex.time_origin()
+    expected: dict[str, list] = {}
+    for kind, s, e in items.select("kind", "start_ns", "end_ns").iter_rows():
+        expected.setdefault(kind, []).append(((s - origin) / 1e6, (e - origin) / 1e6))
+    got = drawn_spans(fig, "critical-path-")
+    assert {k for _, k, _ in got} == set(expected)
+    for kind, spans in expected.items():
+        mine = [s for (ax, k, _), v in got.items() if k == kind for s in v]
+        assert len(mine) == len(spans), kind
+        flat = [x for span in sorted(mine) for x in span]
+        assert flat == pytest.approx([x for span in sorted(spans) for x in span], abs=1e-6), kind
+    for coll in fig.axes[0].collections:
+        kind = coll.get_gid()[len("critical-path-"):]
+        assert tuple(coll.get_facecolor()[0][:3]) == pytest.approx(
+            tuple(int(KIND_COLORS[kind][i:i + 2], 16) / 255 for i in (1, 3, 5)))
+    comp = cp.composition(ex, step, pid).row(0, named=True)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert len(legend) == len(KINDS) == 7
+    for kind, text in zip(KINDS, legend):
+        ns = comp[f"{kind}_ns"]
+        assert text.startswith(KIND_LABELS[kind] + ": ")
+        assert (duration(ns) in text) if ns else text.endswith("none"), text
+
+
+def test_critical_path_marks_its_tracks(opened, export_files, tmp_path, monkeypatch):
+    """On the DDP export, step 1 of rank 853 runs through rank 854's threads: each item marked on a thread or stream
+    row is on a track the raw rows put it on (a CUDA call or OS wait of that thread around it, an op of that
+    stream), and the strips on the stream rows cover exactly the path's items of that stream."""
+    import sqlite3
+
+    from nsysql.answers import critical_path as cp
+    name = "ddp-2gpu-torchrun"
+    ex = opened[name]
+    items = cp.item_tracks(ex, 1, 853)
+    assert set(items["on_pid"]) == {853, 854}  # the path crosses ranks
+    db = sqlite3.connect(export_files[name])
+    calls = {}  # (pid, tid) -> [(start, end)] of CUDA calls and OS-runtime calls
+    for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API"):
+        for s, e, g in db.execute(f"SELECT start, end, globalTid FROM {table}"):
+            calls.setdefault(((g >> 24) & 0xFFFFFF, g & 0xFFFFFF), []).append((s, e))
+    ops = {}
+    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        for s, e, d, st in db.execute(f"SELECT start, end, deviceId, streamId FROM {table}"):
+            ops.setdefault((d, st), []).append((s, e))
+    for r in items.iter_rows(named=True):
+        if r["tid"] is not None:
+            mine = calls.get((r["on_pid"], r["tid"]), [])
+            if r["kind"] == "launch":  # in the call, or the latency after it
+                assert any(s <= r["start_ns"] <= e for s, e in mine), r
+            elif r["kind"] == "sync_wait":  # the end of the waiting call
+                assert any(s <= r["start_ns"] and e == r["end_ns"] for s, e in mine), r
+            else:
+                assert r["kind"] == "cpu", r
+        elif r["device_id"] is not None:
+            assert any(s <= r["end_ns"] <= e for s, e in ops[(r["device_id"], r["stream_id"])]), r
+    fig = draw_with_path(ex, tmp_path, monkeypatch, step=1, pid=853)
+    ax_gpu = fig.axes[2]
+    labels = [t.get_text() for t in ax_gpu.get_yticklabels()]
+    origin = ex.time_origin()
+    got: dict = {}
+    for coll in ax_gpu.collections:
+        if (coll.get_gid() or "").startswith("critical-path-track-"):
+            for p in coll.get_paths():
+                xs, ys = p.vertices[:, 0], p.vertices[:, 1]
+                got.setdefault(labels[round(float(ys.min()))], []).append((float(xs.min()), float(xs.max())))
+    expected: dict = {}
+    for r in items.filter(items["device_id"].is_not_null()).iter_rows(named=True):
+        expected.setdefault(f"GPU {r['device_id']}\nstream {r['stream_id']}", []).append(
+            ((r["start_ns"] - origin) / 1e6, (r["end_ns"] - origin) / 1e6))
+    assert expected and {k: merged(v) for k, v in got.items()} == {k: merged(v) for k, v in expected.items()}
+    threads = sum(c.get_paths().__len__() for c in fig.axes[1].collections
+                  if (c.get_gid() or "").startswith("critical-path-track-"))
+    assert threads > 0
+
+
+def test_cli_critical_path_svg(fp32, cache_dir, tmp_path):
+    """`--critical-path` adds the path's bars (their ids in the SVG); without it there are none."""
+    _, path = fp32
+    for flag, present in ((["--critical-path"], True), ([], False)):
+        out = tmp_path / f"t{len(flag)}.svg"
+        res = runner.invoke(app, ["plot", "timeline", str(path), "-o", str(out), "--step", "1",
+                                  "--cache-dir", str(cache_dir), *flag])
+        assert res.exit_code == 0, res.output
+        svg = out.read_text(encoding="utf-8")
+        assert ('id="critical-path-' in svg) == present
+        assert ('id="critical-path-track-' in svg) == present
+    res = runner.invoke(app, ["plot", "layers", str(path), "-o", str(tmp_path / "l.png"), "--critical-path",
+                              "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 1 and "--critical-path applies only to `plot timeline`" in res.output

@@ -203,16 +203,46 @@ def item_rows(ex, step: int | None = None, pid: int | None = None, budget: int |
     """The items of each step's path in time order: step, [pid, on_pid], kind, name, layer, start_ns, end_ns."""
     todo = steps(ex, step, pid, budget)
     g = graph(ex, window_of(ex, todo) if budget else None)
+    rows = [_item_row(g, row, it) for row, items in paths(ex, step, pid, budget) for it in items]
+    return _pid_if_several(pl.DataFrame(rows, schema=_ITEM_SCHEMA, orient="row"), ex)
+
+
+_ITEM_SCHEMA = {"step": pl.Int64, "pid": pl.Int64, "on_pid": pl.Int64, "kind": pl.Utf8, "name": pl.Utf8,
+                "layer": pl.Utf8, "start_ns": pl.Int64, "end_ns": pl.Int64}
+
+
+def _item_row(g: Graph, row: dict, it: Item) -> dict:
+    n = it.node
+    return {"step": row["step"], "pid": row["pid"], "on_pid": g.pid[n] if n >= 0 else row["pid"],
+            "kind": it.kind, "name": _item_name(g, n, it.kind),
+            "layer": g.layer[n] if n >= 0 else None, "start_ns": it.start, "end_ns": it.end}
+
+
+def item_tracks(ex, step: int | None = None, pid: int | None = None) -> pl.DataFrame:
+    """item_rows' rows (with `pid` and `on_pid` always) and the track each item ran on, for drawing the path over a
+    timeline (nsysql plot, the HTML report): `tid` (the thread's OS id) and `thread_name` for CPU work, CUDA calls
+    and waits, `device_id` and `stream_id` for GPU ops; all NULL for the time before a thread's first event. These
+    columns are not item_rows' (its columns are the command's contract)."""
+    g = graph(ex)
+    thread_of = {n: tid for tid, (_, nodes) in g.threads.items() for n in nodes}
+    stream_of: dict[int, tuple[int, int]] = {}
+    op_node = getattr(g, "op_node", {})
+    for r in ex.run("analysis._cp_ops").select("op_kind", "op_id", "device_id", "stream_id").iter_rows():
+        n = op_node.get((r[0], r[1]))
+        if n is not None:
+            stream_of[n] = (r[2], r[3])
+    names = dict(ex.run("analysis._cp_threads").iter_rows())
     rows = []
-    for row, items in paths(ex, step, pid, budget):
+    for row, items in paths(ex, step, pid):
         for it in items:
-            n = it.node
-            rows.append({"step": row["step"], "pid": row["pid"], "on_pid": g.pid[n] if n >= 0 else row["pid"],
-                         "kind": it.kind, "name": _item_name(g, n, it.kind),
-                         "layer": g.layer[n] if n >= 0 else None, "start_ns": it.start, "end_ns": it.end})
-    schema = {"step": pl.Int64, "pid": pl.Int64, "on_pid": pl.Int64, "kind": pl.Utf8, "name": pl.Utf8,
-              "layer": pl.Utf8, "start_ns": pl.Int64, "end_ns": pl.Int64}
-    return _pid_if_several(pl.DataFrame(rows, schema=schema, orient="row"), ex)
+            out = _item_row(g, row, it)
+            gtid = thread_of.get(it.node)
+            out["tid"] = gtid & 0xFFFFFF if gtid is not None else None  # the export's global id packs pid and tid
+            out["thread_name"] = names.get(gtid) if gtid is not None else None
+            out["device_id"], out["stream_id"] = stream_of.get(it.node, (None, None))
+            rows.append(out)
+    schema = {**_ITEM_SCHEMA, "tid": pl.Int64, "thread_name": pl.Utf8, "device_id": pl.Int64, "stream_id": pl.Int64}
+    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 def of_exports(exports: list, labels: list[str], answer) -> pl.DataFrame:

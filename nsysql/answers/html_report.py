@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from nsysql.answers import tracedata
+from nsysql.answers import html_path, tracedata
 from nsysql.errors import NsysqlError
 
 ASSETS = Path(__file__).with_name("report_assets")
@@ -37,7 +37,8 @@ def build(exports: list, *, title: str | None = None) -> dict:
     doc = json.loads(json.dumps(summary.to_json(result, TOP), default=str))  # exactly what -f json prints
     names = [str(ex.path) for ex in exports]
     return {"summary": doc, "timeline": timelines(exports), "exports": names,
-            "command": "nsysql summarize " + " ".join(_quote(n) for n in names)}
+            "command": "nsysql summarize " + " ".join(_quote(n) for n in names),
+            "critical_path": html_path.section(exports)}
 
 
 def timelines(exports: list) -> dict:
@@ -63,6 +64,8 @@ def timelines(exports: list) -> dict:
     for number in sorted(numbers):
         row = per_step.filter(pl.col("step") == number).row(0, named=True)
         steps.append(_step_events(exports, number, row["name"], int(row["start_ns"]), int(row["end_ns"]), origin))
+        if len(exports) == 1:  # the step's critical path over its timeline ("What bounds the step")
+            steps[-1]["path"] = html_path.overlay(exports[0], number, int(row["start_ns"]), steps[-1]["rows"])
     return {"steps": steps, "median": median, "gpu_span": bool(chosen["source"][0] == "gpu_span")}
 
 
@@ -97,16 +100,18 @@ def _step_events(exports: list, number: int, name: str, lo: int, hi: int, origin
             levels = _levels(mine)
             base = len(rows)
             for level in range(max(levels, default=-1) + 1):
-                rows.append({"label": f"{thread} NVTX" + (f" {level + 1}" if level else ""), "kind": "nvtx"})
+                rows.append({"label": f"{thread} NVTX" + (f" {level + 1}" if level else ""), "kind": "nvtx",
+                             "track": ["thread", pid, tid]})
             for r, level in zip(mine.iter_rows(named=True), levels):
                 add(base + level, r["start_ns"], r["end_ns"], "marker" if r["is_op_marker"] else "range", r["text"])
             calls = ev.calls.filter((pl.col("pid") == pid) & (pl.col("tid") == tid))
             if calls.height:
-                rows.append({"label": f"{thread} CUDA API", "kind": "api"})
+                rows.append({"label": f"{thread} CUDA API", "kind": "api", "track": ["thread", pid, tid]})
                 for c in calls.iter_rows(named=True):
                     add(len(rows) - 1, c["start_ns"], c["end_ns"], "api", c["name"])
         for (device, stream), ops in ev.ops.group_by(["device_id", "stream_id"], maintain_order=True):
-            rows.append({"label": f"{who}GPU {device} stream {stream}", "kind": "gpu"})
+            rows.append({"label": f"{who}GPU {device} stream {stream}", "kind": "gpu",
+                         "track": ["gpu", device, stream]})
             for o in ops.iter_rows(named=True):
                 kind = "copy" if o["op_kind"] in ("memcpy", "memset") else o["direction"]
                 launch = f"{o['launch_api']} (tid {o['launch_tid']})" if o["launch_api"] else None

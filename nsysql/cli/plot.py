@@ -39,6 +39,9 @@ def plot(
         show_default=False)] = None,
     op_markers: Annotated[bool, typer.Option(
         "--op-markers", help="timeline: also draw PyTorch op-marker ranges (aten::..., ...Backward0).")] = False,
+    critical_path: Annotated[bool, typer.Option(
+        "--critical-path", help="timeline: draw the step's critical path above (the analysed steps' in a window), "
+                                "coloured by kind, and mark its items on their threads and streams.")] = False,
     top: Annotated[Optional[int], typer.Option(
         "--top", min=1, help="layers, kernels: how many bars [default: 25 layers, 20 kernels].",
         show_default=False)] = None,
@@ -54,7 +57,7 @@ def plot(
     from nsysql.present import plot as plots
     with src.errors():
         timeline_only = {"--start-ms": start_ms, "--end-ms": end_ms, "--step": step, "--pid": pid,
-                         "--op-markers": op_markers or None}
+                         "--op-markers": op_markers or None, "--critical-path": critical_path or None}
         given = [name for name, value in timeline_only.items() if value is not None]
         if kind is not Kind.timeline and given:
             verb = "applies" if len(given) == 1 else "apply"
@@ -70,7 +73,7 @@ def plot(
             with src.open(path) as ex:
                 if kind is Kind.timeline:
                     written = plots.timeline(ex, target, start_ms=start_ms, end_ms=end_ms, step=step, pid=pid,
-                                             op_markers=op_markers)
+                                             op_markers=op_markers, critical_path=critical_path)
                 elif kind is Kind.layers:
                     written = plots.layers(ex, target, top=top or 25, depth=depth, merge_repeats=merge_repeats)
                 else:

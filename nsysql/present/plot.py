@@ -32,9 +32,12 @@ DPI = 120
 
 # -- public entry points -------------------------------------------------------------------------
 def timeline(ex: "Queries", output: str | Path, *, start_ms: float | None = None, end_ms: float | None = None,
-             step: int | None = None, pid: int | None = None, op_markers: bool = False) -> Path:
+             step: int | None = None, pid: int | None = None, op_markers: bool = False,
+             critical_path: bool = False) -> Path:
     """NVTX ranges per thread above GPU ops per stream, for a window (ms since the capture's first event) or one step (of
-    process `pid` where several processes have steps: each numbers its own)."""
+    process `pid` where several processes have steps: each numbers its own). `critical_path`: the step's critical path
+    above them (the analysed steps' paths in a window), and a strip under each of its items on its own thread or
+    stream (docs/critical-path.md); `ex` must then be an Export (`nsysql.open`)."""
     output = check_output(output)
     if step is not None and (start_ms is not None or end_ms is not None):
         raise NsysqlError("give either `step=` or `start_ms=`/`end_ms=`, not both")
@@ -68,7 +71,8 @@ def timeline(ex: "Queries", output: str | Path, *, start_ms: float | None = None
     if ranges.is_empty() and ops.is_empty():
         raise NsysqlError(f"nothing happens between {(lo - origin) / 1e6:.3f} and {(hi - origin) / 1e6:.3f} ms "
                           "since the capture's first event; widen `start_ms=`/`end_ms=`")
-    fig = _draw_timeline(ranges, ops, origin, lo, hi, op_markers,
+    path = _path_items(ex, step, row["pid"] if step is not None else None, lo, hi) if critical_path else None
+    fig = _draw_timeline(ranges, ops, origin, lo, hi, op_markers, path,
                          title=f"{_export_title(ex)}: {what}, {(lo - origin) / 1e6:,.3f} to "
                                f"{(hi - origin) / 1e6:,.3f} ms since the first event")
     return _save(fig, output)
@@ -119,8 +123,20 @@ def _step_row(ex: "Queries", steps, step: int, pid: int | None) -> dict:
     return found.row(0, named=True)
 
 
+def _path_items(ex, step: int | None, pid: int | None, lo: int, hi: int):
+    """The critical path's items with their tracks: step `step`'s, or the analysed steps' overlapping [lo, hi]."""
+    from nsysql.present.plot_path import in_window
+    items = ex.critical_path(step=step, pid=pid, items=True, tracks=True)  # an Export's answer (nsysql/api.py)
+    items = in_window(items, lo, hi)
+    if items.is_empty():
+        raise NsysqlError(f"{ex.path.name}: no critical path to draw here ("
+                          + ("this step has none" if step is not None else "no analysed step in this window")
+                          + "); see `nsysql critical-path`")
+    return items
+
+
 # -- drawing ---------------------------------------------------------------------------------------
-def _draw_timeline(ranges, ops, origin: int, lo: int, hi: int, op_markers: bool, title: str):
+def _draw_timeline(ranges, ops, origin: int, lo: int, hi: int, op_markers: bool, path, title: str):
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
@@ -132,6 +148,9 @@ def _draw_timeline(ranges, ops, origin: int, lo: int, hi: int, op_markers: bool,
                  .agg(_min("start_ns"), _max("level"), _first("thread_name"))
                  .sort(["start_ns", "pid", "tid"]))
         threads = [(r["pid"], r["tid"], r["thread_name"], r["level"] + 1) for r in first.iter_rows(named=True)]
+    if path is not None:  # the path's threads without a range in the window get a row of their own
+        from nsysql.present.plot_path import extra_threads
+        threads += [(p, t, name, 1) for p, t, name in extra_threads(path, {(t[0], t[1]) for t in threads})]
     streams = []
     if not ops.is_empty():
         streams = [tuple(r) for r in ops.select("device_id", "stream_id").unique().sort(["device_id", "stream_id"])
@@ -139,10 +158,16 @@ def _draw_timeline(ranges, ops, origin: int, lo: int, hi: int, op_markers: bool,
     nvtx_rows = sum(t[3] for t in threads)
     gpu_rows = len(streams)
     width_in = 14.0
-    height_in = min(2.0 + 0.32 * (nvtx_rows + gpu_rows) + 0.9, 40.0)
+    path_rows = path["pid"].n_unique() if path is not None else 0
+    height_in = min(2.0 + 0.32 * (nvtx_rows + gpu_rows) + 0.9 + (0.5 + 0.48 * max(path_rows, 2) if path_rows else 0),
+                    40.0)
     fig = Figure(figsize=(width_in, max(height_in, 3.5)), dpi=DPI, layout="constrained")
     ratios = [max(nvtx_rows, 1), max(gpu_rows, 1)]
-    ax_nvtx, ax_gpu = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": ratios})
+    if path_rows:
+        ax_path, ax_nvtx, ax_gpu = fig.subplots(3, 1, sharex=True,
+                                                gridspec_kw={"height_ratios": [max(1.5 * path_rows, 2), *ratios]})
+    else:
+        ax_nvtx, ax_gpu = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": ratios})
     fig.suptitle(title, fontsize=11)
     axes_width_px = width_in * DPI * 0.78  # room left for row labels
     ms_per_px = span_ms / axes_width_px
@@ -207,6 +232,11 @@ def _draw_timeline(ranges, ops, origin: int, lo: int, hi: int, op_markers: bool,
     ax_gpu.set_xlim(to_ms(lo), to_ms(hi))
     ax_gpu.set_xlabel("time since the capture's first event (ms)", fontsize=9)
     ax_gpu.ticklabel_format(axis="x", useOffset=False, style="plain")
+    if path_rows:
+        from nsysql.present import plot_path
+        plot_path.draw_path(ax_path, path, to_ms, lo, hi, char_ms, _fit)
+        last_row = {(p, t): row_of[(p, t)] + levels - 1 for p, t, _, levels in threads}
+        plot_path.mark_tracks(ax_nvtx, ax_gpu, path, last_row, {k: i for i, k in enumerate(streams)}, to_ms, lo, hi)
     return fig
 
 

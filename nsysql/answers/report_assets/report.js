@@ -24,6 +24,13 @@ const DIRECTIONS = {
   fprop: ["forward", "#4C72B0"], bprop: ["backward", "#DD8452"], optim: ["optimizer", "#55A868"],
   comm: ["communication", "#8172B3"], copy: ["copy / set", "#C44E52"], other: ["other / unknown", "#9A9A9A"],
 };
+// the critical path's kinds (nsysql/answers/critical_path.py), in nsysql plot's colours (nsysql/present/plot_path.py)
+const CP_KINDS = {
+  cpu: ["CPU work", "#E69F00"], launch: ["CUDA call, launch latency", "#F0E442"], gpu_compute: ["GPU compute", "#0072B2"],
+  copy: ["copy / set", "#D55E00"], sync_wait: ["sync wait", "#999999"], comm_transfer: ["comm transfer", "#8172B3"],
+  comm_wait: ["comm wait (late rank)", "#CC79A7"],
+};
+const CP = DATA.critical_path;  // {kinds, steps: the composition per analysed step} or null
 const HOST_KINDS = { range: ["NVTX range", "#BFD3E6"], marker: ["op marker", "#E5E5E5"], api: ["CUDA API", "#F2C45A"] };
 const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
 const FONT = { family: "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size: 12 };
@@ -328,6 +335,43 @@ function drawRanks() {
     yaxis: { title: { text: "ms per step" } } }), true), PLOT_CONFIG);
 }
 
+// -- what bounds the step: the critical path ------------------------------------------------------------------
+function renderBound() {
+  const b = S.critical_path;
+  if (!b && !CP) { document.getElementById("bound").classList.add("hidden"); return; }
+  const line = document.getElementById("bound-line");
+  line.textContent = b ? b.line : "";
+  const box = document.getElementById("bound-cards");
+  const mean = (b && b.mean_per_step) || {};
+  for (const k of Object.keys(CP_KINDS)) {
+    const v = mean[k + "_ns"];
+    if (!v) continue;
+    box.append(card(CP_KINDS[k][0], fmtNs(v), `critical_path.mean_per_step.${k}_ns`, v,
+                    `${fixed(100 * v / mean.path_ns, 1)} % of the path, mean per step`));
+  }
+  const cmd = DATA.command.replace("nsysql summarize", "nsysql critical-path");
+  document.getElementById("bound-note").append(
+    "Each bar is one analysed step's critical path: the chain of CPU work, CUDA calls, GPU ops, waits and " +
+    "communication that ended last, walked back from the step's end; its length is the step's wall time. " +
+    "The Timeline below draws the path of the step it shows on top, and marks each item on its thread or stream. ",
+    "Reproduce: ", el("code", { text: cmd }));
+}
+
+function cpStepLabel(s) { return s.pid === undefined ? `step ${s.step}` : `${s.step} (pid ${s.pid})`; }
+
+function drawBound() {
+  const node = document.getElementById("chart-bound");
+  if (!CP) { node.classList.add("hidden"); return null; }
+  const x = CP.steps.map(cpStepLabel);
+  const traces = CP.kinds.filter(k => CP.steps.some(s => s[k + "_ns"])).map(k => ({
+    type: "bar", name: CP_KINDS[k][0], meta: k, x, y: CP.steps.map(s => ms(s[k + "_ns"])),
+    marker: { color: CP_KINDS[k][1] }, customdata: CP.steps.map(s => fmtNs(s[k + "_ns"])),
+    hovertemplate: `%{x}<br>${CP_KINDS[k][0]}: %{customdata}<extra></extra>` }));
+  return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ barmode: "stack", height: 320,
+    yaxis: { title: { text: "ms per step (the path's time by kind)" }, rangemode: "tozero" },
+    xaxis: { type: "category" } })), PLOT_CONFIG);
+}
+
 // -- findings -----------------------------------------------------------------------------------------------
 const FINDING_COMMAND = {
   gpu_idle_in_step: "gaps", outlier_step: "steps", straggler: "comm", exposed_comm: "comm",
@@ -452,7 +496,10 @@ function drawTimeline(index) {
       textfont: { size: 10, color: "#1f2328" },
     });
   }
-  const height = Math.max(260, 70 + 22 * labels.length);
+  const path = step.path;  // the step's critical path: rows of its own on top, a mark on each item's own row
+  if (path) traces.push(...pathTraces(path, labels));
+  const allLabels = path ? path.rows.concat(labels) : labels;
+  const height = Math.max(260, 70 + 22 * allLabels.length);
   document.getElementById("timeline-note").textContent =
     (step.step ? `Step ${step.step} (${step.name})` : "The whole capture") + `, ${fmtNs(step.wall_ns)}, from ${fixed(step.from_ms, 3)} ms after the capture's first event: ` +
     `${fmtCount(step.gpu_ops)} GPU ops, ${fmtCount(b.row.length - step.gpu_ops)} ranges and API calls.`;
@@ -460,11 +507,41 @@ function drawTimeline(index) {
   const pad = span * 0.01;
   return Plotly.react(node, traces, legendBelow(node, traces, layout({
     barmode: "overlay", height, uniformtext: { mode: "hide", minsize: 9 }, margin: { l: 10, r: 20, t: 10, b: 40 }, hovermode: "closest", dragmode: "zoom",
-    yaxis: { type: "category", categoryorder: "array", categoryarray: labels, autorange: "reversed",
+    yaxis: { type: "category", categoryorder: "array", categoryarray: allLabels, autorange: "reversed",
              automargin: true, fixedrange: true, tickfont: { size: 11 } },
     xaxis: { title: { text: step.step ? "ms since the step's start" : "ms since the first event" }, range: [-pad / 1e6, (span + pad) / 1e6], zeroline: false },
     margin: { l: 10, r: 20, t: 30, b: 40 },
   }), true), Object.assign({}, PLOT_CONFIG, { scrollZoom: true }));
+}
+
+// per kind: the path's items on its own rows (meta "path"), and a strip under each item on the row of the thread or
+// stream it ran on (meta "path-mark"), drawn at their true width: the path's items tile the step
+function pathTraces(path, labels) {
+  const out = [];
+  for (const k of Object.keys(CP_KINDS)) {
+    const [name, color] = CP_KINDS[k];
+    const bi = path.bars.kind.map((kind, i) => kind === k ? i : -1).filter(i => i >= 0);
+    if (!bi.length) continue;
+    const b = path.bars;
+    out.push({
+      type: "bar", orientation: "h", name: "path: " + name, meta: "path", legendgroup: "path-" + k,
+      y: bi.map(i => path.rows[b.row[i]]), base: bi.map(i => ms(b.s[i])), x: bi.map(i => ms(b.d[i])),
+      marker: { color, line: { width: 0 } }, width: 0.8,
+      customdata: bi.map(i => [b.name[i], fmtNs(b.d[i]), b.kind[i]]),
+      hovertemplate: "<b>%{customdata[0]}</b><br>%{customdata[1]}, starts %{base:.3f} ms<extra>" + name + "</extra>",
+    });
+    const m = path.marks;
+    const mi = m.kind.map((kind, i) => kind === k ? i : -1).filter(i => i >= 0);
+    if (!mi.length) continue;
+    out.push({
+      type: "bar", orientation: "h", name: "path: " + name, meta: "path-mark", legendgroup: "path-" + k,
+      showlegend: false, y: mi.map(i => labels[m.row[i]]), base: mi.map(i => ms(m.s[i])), x: mi.map(i => ms(m.d[i])),
+      width: 0.25, offset: 0.15, marker: { color, line: { width: 0.5, color: "#222" } },
+      customdata: mi.map(i => fmtNs(m.d[i])),
+      hovertemplate: "on the critical path: %{customdata}, starts %{base:.3f} ms<extra>" + name + "</extra>",
+    });
+  }
+  return out;
 }
 
 function renderTimelineSelector() {
@@ -504,13 +581,14 @@ async function loadPlotly() {
 async function main() {
   renderHeader();
   renderCards();
+  renderBound();
   renderTables();
   const findingCharts = renderFindings();
   const first = renderTimelineSelector();
   performance.mark("nsysql-tables");
   await loadPlotly();
   performance.mark("nsysql-plotly");
-  const drawn = [drawSteps(), drawGpus(), drawLayers(), drawRanks(), drawTimeline(first)];
+  const drawn = [drawSteps(), drawBound(), drawGpus(), drawLayers(), drawRanks(), drawTimeline(first)];
   for (const f of findingCharts) drawn.push(f());
   await Promise.all(drawn.filter(Boolean));
   renderToc();
