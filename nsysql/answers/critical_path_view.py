@@ -37,9 +37,14 @@ def composition_table(comp: pl.DataFrame, for_people: bool) -> tuple[pl.DataFram
     return comp, header(comp)
 
 
+ITEM_OPTIONAL = ("layer", "pid", "step")  # what a narrow terminal hides first in the items table
+ITEM_TEXT_MIN = {"name": 24}
+
+
 def items_table(items: pl.DataFrame, for_people: bool) -> tuple[pl.DataFrame, list[Column]]:
+    """For people: the duration instead of the end (start + duration say it)."""
     if for_people:
-        items = items.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
+        items = items.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")).drop("end_ns")
         _NS.add("dur_ns")
     return items, header(items)
 

@@ -35,7 +35,8 @@ def critical_path(
     that part is `comm_wait`. The model and its limits: docs/critical-path.md. Table and markdown show times in ms or µs; csv, json and parquet keep
     nanoseconds."""
     from nsysql.answers import critical_path as cp
-    from nsysql.answers.critical_path_view import composition_table, items_table, summary_lines
+    from nsysql.answers.critical_path_view import (ITEM_OPTIONAL, ITEM_TEXT_MIN, composition_table, items_table,
+                                                   summary_lines)
     from nsysql.answers.multi import expand, labels
     from nsysql.errors import NsysqlError
     from nsysql.present.render import wrap_note
@@ -52,7 +53,8 @@ def critical_path(
             if items:
                 df, columns = items_table(its, out.for_people)
                 out.emit(df, columns=columns, title="Critical path items" + (f" of {title}" if title else ""),
-                         origin=opened[0].time_origin() if out.for_people and len(opened) == 1 else None)
+                         origin=opened[0].time_origin() if out.for_people and len(opened) == 1 else None,
+                         optional=ITEM_OPTIONAL, text_min=ITEM_TEXT_MIN)
                 return
             df, columns = composition_table(comp, out.for_people)
             out.emit(df, columns=columns, title="Critical path per step" + (f" of {title}" if title else ""))
