@@ -243,3 +243,32 @@ def test_one_export_per_rank_waits_for_the_late_rank(export_files, cache_dir):
         assert rank0["comm_wait_ns"][0] <= waiting["wait_ns"][0]  # a part of what comm calls waiting
         df = job.what_if([])
         assert (df["measured_ns"] == df["predicted_ns"]).all()
+
+
+def test_summary_sample_of_a_long_capture(opened, export_files):
+    """With a budget of CUDA calls and GPU ops, summarize walks the last analysed steps whose span (from one step's
+    length before the first) holds at most that many, counted here from the raw tables; the full walk agrees on them."""
+    key = "cnn-dataloader-train"
+    if key not in opened:
+        pytest.skip(f"fixtures/{key} absent")
+    ex = opened[key]
+    con = _raw(export_files[key])
+    pid = ex.run("analysis.steady_steps")["pid"][0]
+
+    def held(lo, hi):
+        return sum(con.execute(f"SELECT COUNT(*) FROM {t} WHERE start >= ? AND start <= ? AND "
+                               f"({col} >> 24) & 16777215 = ?", (lo, hi, pid)).fetchone()[0]
+                   for t, col in (("CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid"), ("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"),
+                                  ("CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid"), ("CUPTI_ACTIVITY_KIND_MEMSET", "globalPid")))
+    steps = ex.run("analysis.steady_steps").filter(pl.col("analysed")).sort("step")
+    budget = 6000
+    sample = cp.steps(ex, budget=budget)
+    chosen = sample["step"].to_list()
+    assert chosen == steps["step"].to_list()[-len(chosen):] and 1 <= len(chosen) < steps.height
+    span = steps.filter(pl.col("step").is_in(chosen))
+    lo = span["start_ns"].min() - span["wall_ns"].max()
+    assert held(lo, span["end_ns"].max()) <= budget
+    wider = steps.filter(pl.col("step") >= min(chosen) - 1)
+    assert held(wider["start_ns"].min() - wider["wall_ns"].max(), wider["end_ns"].max()) > budget
+    full = ex.critical_path().filter(pl.col("step").is_in(chosen))
+    assert cp.composition(ex, budget=budget).equals(full)

@@ -46,15 +46,14 @@ def steps(ex, step: int | None = None, pid: int | None = None, budget: int | Non
     df = df.filter(pl.col("analysed"))
     if budget is None or df.height == 0:
         return df
-    import numpy as np
-    starts = np.sort(np.concatenate([ex.run("analysis._cp_calls")["start_ns"].to_numpy(),
-                                     ex.run("analysis._cp_ops")["start_ns"].to_numpy()]))
+    starts = pl.concat([ex.run("analysis._cp_calls")["start_ns"], ex.run("analysis._cp_ops")["start_ns"]]).sort()
     numbers = sorted(df["step"].unique().to_list(), reverse=True)
     kept: list[int] = []
     for number in numbers:
         sel = df.filter(pl.col("step").is_in([*kept, number]))
         lo, hi = _span(sel)
-        if kept and int(np.searchsorted(starts, hi, "right") - np.searchsorted(starts, lo, "left")) > budget:
+        held = int(starts.search_sorted(hi, "right")) - int(starts.search_sorted(lo, "left"))  # type: ignore[arg-type]
+        if kept and held > budget:
             break
         kept.append(number)
     return df.filter(pl.col("step").is_in(kept))
