@@ -180,7 +180,6 @@ def _one_thread(g: Graph, tid: int, pid: int, segments: list[tuple], labels: "_L
             call_node[row["runtime_id"]] = prev
             if row["wait_kind"] is not None:
                 g.waited[prev] = -1 - len(g.waited)  # resolved to the op's node once ops exist (_ops)
-                row["_node"] = prev
         else:
             os_nodes.append((prev, row))
         t = max(t, e)
