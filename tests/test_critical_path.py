@@ -8,6 +8,7 @@ import csv
 import io
 import re
 import sqlite3
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -272,3 +273,17 @@ def test_summary_sample_of_a_long_capture(opened, export_files):
     assert held(wider["start_ns"].min() - wider["wall_ns"].max(), wider["end_ns"].max()) > budget
     full = ex.critical_path().filter(pl.col("step").is_in(chosen))
     assert cp.composition(ex, budget=budget).equals(full)
+
+
+def test_missing_tables_are_named(export_files, cache_dir):
+    """An export without CUDA event records (bert-2layer-train) is walked without cross-stream edges, and says so; one
+    without CUDA calls gets one line saying what it lacks."""
+    cpu_only = Path(__file__).resolve().parents[1] / "fixtures" / "cpu-nvtx-osrt-nsys2022.4" / "export.sqlite.xz"
+    if "bert-2layer-train" not in export_files or not cpu_only.exists():
+        pytest.skip("fixtures bert-2layer-train, cpu-nvtx-osrt-nsys2022.4 absent")
+    con = _raw(export_files["bert-2layer-train"])
+    assert not con.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_CUDA_EVENT'").fetchone()[0]
+    res = runner.invoke(app, ["critical-path", str(export_files["bert-2layer-train"]), "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 0 and "note: no cross-stream waits" in res.output, res.output
+    res = runner.invoke(app, ["critical-path", str(cpu_only), "--cache-dir", str(cache_dir)])
+    assert res.exit_code == 1 and "CUPTI_ACTIVITY_KIND_RUNTIME" in res.output and "Traceback" not in res.output
