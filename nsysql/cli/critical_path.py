@@ -35,8 +35,13 @@ def critical_path(
     that part is `comm_wait`. The model and its limits: docs/critical-path.md. Table and markdown show times in ms or µs; csv, json and parquet keep
     nanoseconds."""
     from nsysql.answers import critical_path as cp
-    from nsysql.answers.critical_path_view import (ITEM_OPTIONAL, ITEM_TEXT_MIN, composition_table, items_table,
-                                                   summary_lines)
+    from nsysql.answers.critical_path_view import (
+        ITEM_OPTIONAL,
+        ITEM_TEXT_MIN,
+        composition_table,
+        items_table,
+        summary_lines,
+    )
     from nsysql.answers.multi import expand, labels
     from nsysql.errors import NsysqlError
     from nsysql.present.render import wrap_note
