@@ -52,7 +52,7 @@ def steps(ex, step: int | None = None, pid: int | None = None, budget: int | Non
     for number in numbers:
         sel = df.filter(pl.col("step").is_in([*kept, number]))
         lo, hi = _span(sel)
-        held = int(starts.search_sorted(hi, "right")) - int(starts.search_sorted(lo, "left"))  # type: ignore[arg-type]
+        held = int(starts.search_sorted(hi, "right")) - int(starts.search_sorted(lo, "left"))
         if kept and held > budget:
             break
         kept.append(number)
