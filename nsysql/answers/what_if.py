@@ -53,17 +53,17 @@ def parse(spec: str) -> Scale:
     """`TARGET:PATTERN=FACTOR`, e.g. `kernel:sm80_xmma*=0.5`; an error names what is wrong."""
     m = _SPEC.match(spec.strip())
     if not m:
-        raise NsysqlError(f"--scale {spec!r}: write TARGET:PATTERN=FACTOR, e.g. 'kernel:*gemm*=0.5' or "
+        raise NsysqlError(f"scale {spec!r}: write TARGET:PATTERN=FACTOR, e.g. 'kernel:*gemm*=0.5' or "
                           "'range:dataloader=0'")
     target, pattern, factor = m["target"], m["pattern"], m["factor"]
     if target not in TARGETS:
-        raise NsysqlError(f"--scale {spec!r}: unknown target {target!r}; use one of {', '.join(TARGETS)}")
+        raise NsysqlError(f"scale {spec!r}: unknown target {target!r}; use one of {', '.join(TARGETS)}")
     try:
         value = float(factor)
     except ValueError:
-        raise NsysqlError(f"--scale {spec!r}: the factor {factor!r} is not a number") from None
+        raise NsysqlError(f"scale {spec!r}: the factor {factor!r} is not a number") from None
     if not value >= 0 or value == float("inf"):
-        raise NsysqlError(f"--scale {spec!r}: the factor must be a finite number of 0 or more")
+        raise NsysqlError(f"scale {spec!r}: the factor must be a finite number of 0 or more")
     return Scale(target, pattern, value)
 
 

@@ -1,11 +1,12 @@
--- nsysql: analysis._cp_calls v1
+-- nsysql: analysis._cp_calls v2
 -- purpose: The CUDA calls of the critical-path graph (docs/critical-path.md): every runtime and driver call of a process with steps, whether it waited for the GPU, and the op it waited for.
 -- requires: analysis.steady_steps, runtime, gpu_op, macros.copy_is_sync
 -- params: $queue_min_ns BIGINT default 50000 (a kernel launch at least this long, inside which an op of its process ended, blocked on a full launch queue, ns)
 -- notes: A call waits (wait_kind) when it is a synchronize call (cu(da)?(Device|Stream|Event|Ctx|Thread)Synchronize:
 --   sync), a copy or set that blocked until its op ended (macros.copy_is_sync: blocking_copy), or a kernel launch
 --   lasting at least $queue_min_ns (queue); and when the op of its process that ended last at or before the call's
---   end (the waited op) ended after the call began. Otherwise wait_kind is NULL: an ordinary call.
+--   end (the waited op; of several ending at that instant, the one that started last) ended after the call began.
+--   Otherwise wait_kind is NULL: an ordinary call.
 -- columns:
 --   runtime_id | BIGINT | id
 --   pid | BIGINT | id
@@ -36,7 +37,11 @@ classed AS (
            END AS candidate
     FROM calls AS c LEFT JOIN own AS o USING (runtime_id)
 ),
-ends AS (SELECT pid, end_ns, op_kind, op_id FROM gpu_op WHERE pid IN (SELECT pid FROM procs)),
+ends AS (  -- one op per end time (the one that started last, then by kind and id): the same answer whatever the row order
+    SELECT DISTINCT ON (pid, end_ns) pid, end_ns, op_kind, op_id
+    FROM gpu_op WHERE pid IN (SELECT pid FROM procs)
+    ORDER BY pid, end_ns, start_ns DESC, op_kind, op_id
+),
 waited AS (  -- the op of the process that ended last at or before the call's end, if it ended inside the call
     SELECT w.runtime_id, e.op_kind AS waited_kind, e.op_id AS waited_id, e.end_ns AS waited_end_ns
     FROM (SELECT runtime_id, pid, start_ns, end_ns FROM classed WHERE candidate IS NOT NULL) AS w

@@ -1,4 +1,4 @@
--- nsysql: analysis._cp_os_waits v1
+-- nsysql: analysis._cp_os_waits v2
 -- purpose: Blocking OS-runtime waits of the critical-path graph (docs/critical-path.md), each with its waker: the other thread of the process whose CUDA or OS-runtime call ended last inside the wait.
 -- requires: analysis.steady_steps, osrt, runtime
 -- params: none
@@ -22,10 +22,12 @@ waits AS (
     WHERE pid IN (SELECT pid FROM procs) AND nesting_level = 0
       AND regexp_matches(api_name, '^(pthread_cond_(timed)?wait|pthread_join|pthread_mutex_(timed)?lock|sem_(timed)?wait|futex)$')
 ),
-events AS (
-    SELECT pid, global_tid, end_ns FROM runtime WHERE pid IN (SELECT pid FROM procs)
-    UNION ALL
-    SELECT pid, global_tid, end_ns FROM osrt WHERE pid IN (SELECT pid FROM procs) AND nesting_level = 0
+events AS (  -- one event per end time (the lowest thread id): the same answer whatever the row order
+    SELECT DISTINCT ON (pid, end_ns) pid, global_tid, end_ns FROM (
+        SELECT pid, global_tid, end_ns FROM runtime WHERE pid IN (SELECT pid FROM procs)
+        UNION ALL
+        SELECT pid, global_tid, end_ns FROM osrt WHERE pid IN (SELECT pid FROM procs) AND nesting_level = 0)
+    ORDER BY pid, end_ns, global_tid
 )
 SELECT w.pid, w.global_tid, w.start_ns, w.end_ns, w.api,
        CASE WHEN e.end_ns > w.start_ns AND e.global_tid <> w.global_tid THEN e.global_tid END AS waker_global_tid,
