@@ -34,26 +34,13 @@ CLI: `python scripts/make_critical_path_cases.py OUTDIR` writes every case as OU
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Callable
 
-
-def _builder() -> ModuleType:
-    """scripts/make_synthetic.py as a module (the one tests already loaded, when they did)."""
-    if "make_synthetic" in sys.modules:
-        return sys.modules["make_synthetic"]
-    spec = importlib.util.spec_from_file_location("make_synthetic", Path(__file__).with_name("make_synthetic.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ms = _builder()
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the builder beside this script, however it is run
+import make_synthetic as ms  # noqa: E402
 
 KINDS = ("cpu", "launch", "gpu_compute", "copy", "sync_wait", "comm_transfer", "comm_wait")
 STEP_STARTS = (1_000_000, 2_000_000)  # step k starts at STEP_STARTS[k - 1] (all cases but carry_over)

@@ -14,7 +14,6 @@ CLI:  python scripts/make_duplicate_names.py OUTDIR
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sqlite3
 import sys
 from pathlib import Path
@@ -26,19 +25,12 @@ OSRT_NAME = "read"  # NVIDIA's osrt_sum groups by nameId too: the same split for
 OSRT_NAMES = ((OSRT_NAME, 400), ("poll", 50), (OSRT_NAME, 700), (OSRT_NAME, 900))  # the last read: second id
 
 
-def _synthetic():
-    path = Path(__file__).resolve().parent / "make_synthetic.py"
-    if "make_synthetic" in sys.modules:
-        return sys.modules["make_synthetic"]
-    spec = importlib.util.spec_from_file_location("make_synthetic", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_synthetic"] = module
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the builder beside this script, however it is run
+import make_synthetic  # noqa: E402
 
 
 def build(out_dir: Path) -> Path:
-    synthetic = _synthetic()
+    synthetic = make_synthetic
     b = synthetic.SyntheticExport().thread(100, 100, "python3")
     t, corr = 1000, 1
     for d in FIRST_ID_CALLS + SECOND_ID_CALLS:

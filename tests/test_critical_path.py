@@ -287,3 +287,45 @@ def test_missing_tables_are_named(export_files, cache_dir):
     assert res.exit_code == 0 and "note: no cross-stream waits" in res.output, res.output
     res = runner.invoke(app, ["critical-path", str(cpu_only), "--cache-dir", str(cache_dir)])
     assert res.exit_code == 1 and "CUPTI_ACTIVITY_KIND_RUNTIME" in res.output and "Traceback" not in res.output
+
+
+def _data_loading_by_pid(con, start, end) -> dict[int, tuple[int, int]]:
+    """Each process's `dataloader` range inside [start, end] (raw NVTX_EVENTS; one per step and process)."""
+    rows = con.execute("SELECT (n.globalTid >> 24) & 16777215, n.start, n.end FROM NVTX_EVENTS n "
+                       "LEFT JOIN StringIds s ON s.id = n.textId WHERE COALESCE(n.text, s.value) = 'dataloader' "
+                       "AND n.eventType = 59 AND n.start >= ? AND n.end <= ?", (start, end)).fetchall()
+    return {pid: (s, e) for pid, s, e in rows}
+
+
+@pytest.mark.parametrize("key, sleep_ms", [("ddp-2gpu-torchrun", 25), ("fsdp-2gpu-torchrun", 20)])
+def test_the_late_ranks_planted_sleep_is_on_the_waiting_ranks_path(key, sleep_ms, opened, export_files):
+    """Rank 1 sleeps SLEEP ms in its `dataloader` range (fixtures/README.md). Read from the raw rows alone: in each
+    step where one process's dataloader range is longer than the other's by more than half the sleep, the other
+    process's critical path covers at least 90% of that range (from the waiting rank's step start on), on the late
+    process."""
+    if key not in opened:
+        pytest.skip(f"fixtures/{key} absent")
+    con = _raw(export_files[key])
+    items = opened[key].critical_path(items=True)
+    steps = con.execute("SELECT (n.globalTid >> 24) & 16777215, n.start, n.end FROM NVTX_EVENTS n "
+                        "LEFT JOIN StringIds s ON s.id = n.textId WHERE COALESCE(n.text, s.value) = 'profiled_step' "
+                        "ORDER BY n.start").fetchall()
+    by_pid: dict[int, list[tuple[int, int]]] = {}
+    for pid, s, e in steps:
+        by_pid.setdefault(pid, []).append((s, e))
+    assert len(by_pid) == 2
+    (a, a_steps), (b, b_steps) = sorted(by_pid.items())
+    checked = 0
+    for number, (sa, sb) in enumerate(zip(a_steps, b_steps), 1):
+        loading = {**_data_loading_by_pid(con, *sa), **_data_loading_by_pid(con, *sb)}
+        length = {pid: e - s for pid, (s, e) in loading.items()}
+        late, waiting = (b, a) if length[b] > length[a] else (a, b)
+        if length[late] - length[waiting] < sleep_ms * 1_000_000 // 2:
+            continue
+        s, e = loading[late]
+        s = max(s, (sa if waiting == a else sb)[0])  # the path begins at the waiting rank's step start
+        path = items.filter((pl.col("step") == number) & (pl.col("pid") == waiting) & (pl.col("on_pid") == late))
+        covered = sum(max(0, min(e, x) - max(s, w)) for w, x in zip(path["start_ns"], path["end_ns"]))
+        assert covered >= 0.9 * (e - s), (number, covered, e - s)
+        checked += 1
+    assert checked >= 1

@@ -230,3 +230,27 @@ def test_cli_what_if_csv(built, name):
     expected = expected_what_if(case, scales)
     df = cli_csv(built, "what-if", str(path), *[a for s in scales for a in ("--scale", s)])
     assert picked(df, list(expected[0]), list(expected[0])[:2 if several(case) else 1]) == expected
+
+
+@pytest.mark.parametrize("name", list(cp.CASES))
+def test_summarize_says_the_hand_made_bound(built, name):
+    """summarize -f json's `critical_path` is the mean of the hand-made compositions, and its line names each group
+    (CPU = cpu + launch, GPU, copies, sync waits, communication) with its share, largest first, rounded to 1%."""
+    path, case = built[0][name][0], cp.CASES[name]
+    res = runner.invoke(app, ["summarize", str(path), "-f", "json", "--cache-dir", str(built[1])])
+    assert res.exit_code == 0, res.output
+    import json
+    got = json.loads(res.stdout)["critical_path"]
+    rows = expected_steps(case)
+    assert got["steps"] == len(rows)
+    assert got["mean_per_step"] == {c: sum(r[c] for r in rows) // len(rows) for c in ["path_ns", *COMPOSITION]}
+    total = sum(r["path_ns"] for r in rows)
+    groups = {"CPU": ("cpu", "launch"), "GPU": ("gpu_compute",), "copies": ("copy",), "sync waits": ("sync_wait",),
+              "communication": ("comm_transfer", "comm_wait")}
+    shares = sorted(((sum(r[f"{k}_ns"] for r in rows for k in kinds), label) for label, kinds in groups.items()),
+                    key=lambda x: -x[0])
+    named = [f"{label} {100 * ns / total:.0f}%" for ns, label in shares if 100 * ns / total >= 1]
+    line = got["line"]
+    assert line.startswith("Bound by (critical path): ")
+    positions = [line.find(text) for text in named]
+    assert all(p > 0 for p in positions) and positions == sorted(positions), (line, named)

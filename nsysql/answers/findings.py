@@ -81,9 +81,7 @@ def with_predicted_gains(export, findings: pl.DataFrame, params: dict | None = N
 
     def compute() -> list[int | None] | None:
         try:
-            kernels = export.run("analysis._cp_fp32_kernels")["kernel_name"].to_list() \
-                if "fp32_gemm" in findings["rule"] else []
-            return what_if.predicted_gains(export, findings, kernels, speedup)
+            return what_if.predicted_gains(export, findings, speedup)
         except MissingDataError:
             return None
     # kept with the export's answers: the replays cost seconds on a long capture, once

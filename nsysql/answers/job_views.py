@@ -61,15 +61,13 @@ def _straggler_gain(exports: list) -> int | None:
     """The straggler finding's predicted gain over a job's exports (nsysql/answers/what_if.py predicted_gains): each
     rank replayed with no wait for a later rank; per step the job's measured time (its slowest rank) minus what its
     fastest rank would take, summed, never below 0."""
-    from nsysql.answers.what_if import Scale, step_times
+    from nsysql.answers.what_if import FINDING_SCALES, saved_ns, step_times
     from nsysql.errors import MissingDataError
     try:
-        frames = [step_times(ex, [Scale("wait", "*", 0.0)]) for ex in exports]
+        frames = [step_times(ex, FINDING_SCALES["straggler"] or []) for ex in exports]
     except MissingDataError:
         return None
-    df = pl.concat([f.select("step", "measured_ns", "predicted_ns") for f in frames])
-    per_step = df.group_by("step").agg(pl.col("measured_ns").max(), pl.col("predicted_ns").min())
-    return max(int((per_step["measured_ns"] - per_step["predicted_ns"]).sum()), 0) if per_step.height else None
+    return saved_ns(pl.concat([f.select("step", "measured_ns", "predicted_ns") for f in frames]), fastest=True)
 
 
 def _added_up(frame: pl.DataFrame, keys: list[str], sums: list[str], maxes: tuple[str, ...] = ()) -> pl.DataFrame:

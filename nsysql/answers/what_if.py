@@ -31,18 +31,15 @@ _SPEC = re.compile(r"^(?P<target>[a-z]+):(?P<pattern>.+)=(?P<factor>[^=]+)$")
 @dataclass(frozen=True)
 class Scale:
     target: str
-    pattern: str  # a glob, or a regular expression when `regex`
+    pattern: str  # a glob
     factor: float
-    regex: bool = False
-    names: frozenset[str] | None = None  # exact names instead of the pattern
+    names: frozenset[str] | None = None  # exact names instead of the pattern (a finding's own kernels or ranges)
 
     def matches(self, text: str | None) -> bool:
         if text is None:
             return False
         if self.names is not None:
             return text in self.names
-        if self.regex:
-            return re.search(self.pattern, text, re.IGNORECASE) is not None
         return fnmatch.fnmatchcase(text, self.pattern)
 
     def __str__(self) -> str:
@@ -237,9 +234,8 @@ def _gpu_span(g: Graph, r: Replay, start: int, end: int) -> tuple[int, int]:
 
 GAINS_VERSION = 1  # raise when predicted_gains or the model changes: gains kept with an export's answers are keyed by it
 # the cause of each finding, as scales: what the replay removes to predict the finding's gain (None: no model)
-_DATA = r"dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|^batch$|input[ _-]?pipeline"
 FINDING_SCALES: dict[str, list[Scale] | None] = {
-    "dataloader_wait": [Scale("range", _DATA, 0.0, regex=True)],
+    "dataloader_wait": None,  # set per export from the rule's ranges (macros.is_data_loading)
     "sync_in_step": [Scale("sync", "*", 0.0)],
     "pageable_copy": [Scale("sync", "cu*Memcpy*", 0.0)],
     "gpu_idle_in_step": [Scale("cpu", "*", 0.0)],
@@ -252,8 +248,8 @@ FINDING_SCALES: dict[str, list[Scale] | None] = {
 }
 
 
-def predicted_gains(ex, findings: pl.DataFrame, fp32_kernels: list[str] | None = None,
-                    speedup: float | None = None, budget: int | None = critical_path.SUMMARY_BUDGET) -> list[int | None]:
+def predicted_gains(ex, findings: pl.DataFrame, speedup: float | None = None,
+                    budget: int | None = critical_path.SUMMARY_BUDGET) -> list[int | None]:
     """Per finding row, the analysed steps' time the replay saves with the finding's cause removed: per step the
     job's time (its slowest process) measured minus predicted, summed, never below 0; None where no replay models
     the cause. The straggler's cause is the late rank's extra work: with no rank waiting for another, the job's
@@ -266,16 +262,27 @@ def predicted_gains(ex, findings: pl.DataFrame, fp32_kernels: list[str] | None =
     out: list[int | None] = []
     for rule in findings["rule"]:
         scales = FINDING_SCALES.get(rule)
-        if rule == "fp32_gemm" and fp32_kernels and speedup:
-            scales = [Scale("kernel", "(fp32 GEMMs)", 1 / speedup, names=frozenset(fp32_kernels))]
+        if rule == "fp32_gemm" and speedup:  # the rule's own kernels (macros.is_fp32_gemm), its speedup
+            names = frozenset(ex.run("analysis._cp_fp32_kernels")["kernel_name"])
+            scales = [Scale("kernel", "(fp32 GEMMs)", 1 / speedup, names=names)]
+        elif rule == "dataloader_wait":  # the rule's own ranges (macros.is_data_loading)
+            names = frozenset(ex.run("analysis._cp_data_ranges")["text"])
+            scales = [Scale("range", "(data loading)", 0.0, names=names)]
         if not scales:
             out.append(None)
             continue
-        df = step_times(ex, scales, budget=budget)
-        if "pid" in df.columns:
-            fastest = rule == "straggler"
-            df = df.group_by("step").agg(pl.col("measured_ns").max(),
-                                         pl.col("predicted_ns").min() if fastest else pl.col("predicted_ns").max())
-        saved = max(int((df["measured_ns"] - df["predicted_ns"]).sum()), 0)
-        out.append(round(saved * scale_up) if df.height else None)
+        gain = saved_ns(step_times(ex, scales, budget=budget), fastest=rule == "straggler")
+        out.append(round(gain * scale_up) if gain is not None else None)
     return out
+
+
+def saved_ns(df: pl.DataFrame, fastest: bool = False) -> int | None:
+    """The step time a replay saves over `df`'s steps (step_times' rows, of one export or of a job's exports): per
+    step the job's measured time (its slowest process) minus its predicted one (its slowest process; its fastest
+    with `fastest`, the straggler's case), summed, never below 0; None without steps."""
+    if df.height == 0:
+        return None
+    if df.height > df["step"].n_unique():  # several processes or exports: per step, as one job
+        df = df.group_by("step").agg(pl.col("measured_ns").max(),
+                                     pl.col("predicted_ns").min() if fastest else pl.col("predicted_ns").max())
+    return max(int((df["measured_ns"] - df["predicted_ns"]).sum()), 0)

@@ -46,6 +46,8 @@ def critical_path(
     from nsysql.errors import NsysqlError
     from nsysql.present.render import wrap_note
     with src.errors():
+        if pid is not None and step is None:
+            raise NsysqlError("--pid chooses among the processes' step N: give --step N with it")
         names = labels(expand(exports))
         with src.job(exports) as (opened, title):
             comp = cp.of_exports(opened, names, lambda ex: cp.composition(ex, step, pid))
@@ -94,6 +96,8 @@ def what_if(
     from nsysql.answers.multi import expand, labels
     from nsysql.errors import NsysqlError
     with src.errors():
+        if pid is not None and step is None:
+            raise NsysqlError("--pid chooses among the processes' step N: give --step N with it")
         scales = [wi.parse(s) for s in scale]
         with src.job(exports) as (opened, _):
             df = of_exports(opened, labels(expand(exports)), lambda ex: wi.step_times(ex, scales, step, pid))

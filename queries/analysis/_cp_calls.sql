@@ -1,9 +1,9 @@
--- nsysql: analysis._cp_calls v2
+-- nsysql: analysis._cp_calls v3
 -- purpose: The CUDA calls of the critical-path graph (docs/critical-path.md): every runtime and driver call of a process with steps, whether it waited for the GPU, and the op it waited for.
--- requires: analysis.steady_steps, runtime, gpu_op, macros.copy_is_sync
+-- requires: analysis.steady_steps, runtime, gpu_op, macros.copy_is_sync, macros.is_sync_call
 -- params: $queue_min_ns BIGINT default 50000 (a kernel launch at least this long, inside which an op of its process ended, blocked on a full launch queue, ns)
 -- notes: A call waits (wait_kind) when it is a synchronize call (cu(da)?(Device|Stream|Event|Ctx|Thread)Synchronize:
---   sync), a copy or set that blocked until its op ended (macros.copy_is_sync: blocking_copy), or a kernel launch
+--   sync, macros.is_sync_call), a copy or set that blocked until its op ended (macros.copy_is_sync: blocking_copy), or a kernel launch
 --   lasting at least $queue_min_ns (queue); and when the op of its process that ended last at or before the call's
 --   end (the waited op; of several ending at that instant, the one that started last) ended after the call began.
 --   Otherwise wait_kind is NULL: an ordinary call.
@@ -30,8 +30,7 @@ own AS (  -- the op a call launched (the one ending last, for a call that launch
 ),
 classed AS (
     SELECT c.*,
-           CASE WHEN contains(c.api, 'Synchronize')
-                     AND regexp_matches(c.api, '^cu(da)?(Device|Stream|Event|Ctx|Thread)Synchronize') THEN 'sync'
+           CASE WHEN is_sync_call(c.api) THEN 'sync'
                 WHEN o.op_kind IN ('memcpy', 'memset') AND copy_is_sync(c.api, c.end_ns, o.op_end_ns) THEN 'blocking_copy'
                 WHEN o.op_kind IN ('kernel', 'graph') AND c.end_ns - c.start_ns >= $queue_min_ns THEN 'queue'
            END AS candidate

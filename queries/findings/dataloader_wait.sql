@@ -1,6 +1,6 @@
 -- nsysql: findings.dataloader_wait v3
 -- purpose: Finding: the step's thread waiting for its next batch (inside a data-loading NVTX range) while the GPU has nothing to do, in the analysed steps.
--- requires: analysis.steady_steps, analysis._step_label, analysis._step_busy, nvtx_range, thread, macros.busy_in_step, macros.human_ns_each, macros.thread_label, macros.thread_names, macros.per_step_phrase, macros.union_islands
+-- requires: analysis.steady_steps, analysis._step_label, analysis._step_busy, nvtx_range, thread, macros.busy_in_step, macros.human_ns_each, macros.thread_label, macros.thread_names, macros.per_step_phrase, macros.union_islands, macros.is_data_loading
 -- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Data-loading range: an NVTX range (user range or PyTorch marker) on the step's own thread whose text
 --   matches, ignoring case, dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|
@@ -30,7 +30,7 @@ loading AS MATERIALIZED (  -- data-loading ranges of the step threads, clipped t
     SELECT w.step, w.pid, w.tid, r.text, GREATEST(r.start_ns, w.start_ns) AS s, LEAST(r.end_ns, w.end_ns) AS e
     FROM nvtx_range AS r
     JOIN win AS w ON w.pid = r.pid AND w.tid = r.tid AND r.start_ns < w.end_ns AND r.end_ns > w.start_ns
-    WHERE regexp_matches(r.text, 'dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|^batch$|input[ _-]?pipeline', 'i')
+    WHERE is_data_loading(r.text)
 ),
 load_interval AS (SELECT {'pid': pid, 'step': step} AS grp, s, e FROM loading),
 merged AS (  -- nested or overlapping ones merged (queries/macros/union_islands.sql)

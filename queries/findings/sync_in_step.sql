@@ -1,6 +1,6 @@
 -- nsysql: findings.sync_in_step v2
 -- purpose: Finding: synchronizing CUDA calls inside the analysed steps (device/stream/event/context synchronize, and copies or memsets whose call blocked until they ended), with the GPU idle time they cost.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.busy_before, macros.copy_is_sync, macros.human_ns_each, macros.plural_s, macros.call_layers, macros.thread_list, macros.interval_islands
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.busy_before, macros.copy_is_sync, macros.human_ns_each, macros.plural_s, macros.call_layers, macros.thread_list, macros.interval_islands, macros.is_sync_call
 -- params: $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
 -- notes: Synchronizing calls: CUDA API calls named cudaDeviceSynchronize, cudaStreamSynchronize,
 --   cudaEventSynchronize, cudaThreadSynchronize or their driver forms (cuCtxSynchronize, cuStreamSynchronize,
@@ -36,8 +36,7 @@ bucket AS (  -- bucket width of analysis._steady_windows: the analysed step hold
 blocking AS (  -- synchronizing calls: by name, or a copy/set call that blocked until its op ended
     SELECT runtime_id, pid, tid, api_short_name AS api, start_ns, end_ns
     FROM runtime
-    WHERE contains(api_short_name, 'Synchronize')  -- a cheap test first: the regex then sees only those names
-      AND regexp_matches(api_short_name, '^cu(da)?(Device|Stream|Event|Ctx|Thread)Synchronize')
+    WHERE is_sync_call(api_short_name)
       AND pid IN (SELECT pid FROM win)
     UNION
     SELECT c.runtime_id, c.pid, c.tid,
