@@ -109,8 +109,11 @@ occ AS (
 ),
 per_gpu AS (
     SELECT device_id, SUM(dur) AS kernel_ns,
-           SUM(dur * LEAST(blocks / sm_count, 1)) FILTER (WHERE sm_count > 0) AS sm_weighted,  -- NULL: SMs unknown
-           SUM(dur * LEAST(resident_blocks * warps / NULLIF(max_warps, 0), 1)) AS occ_weighted,
+           -- integer sums, divided once: a sum of doubles differs in its last digit with the threads' order
+           SUM(dur * LEAST(blocks, sm_count)) FILTER (WHERE sm_count > 0)
+               / MAX(sm_count) AS sm_weighted,  -- NULL: SMs unknown
+           SUM(dur * LEAST(CAST(resident_blocks * warps AS BIGINT), max_warps))
+               FILTER (WHERE resident_blocks IS NOT NULL AND max_warps > 0) / MAX(max_warps) AS occ_weighted,
            SUM(dur) FILTER (WHERE resident_blocks IS NOT NULL AND max_warps > 0) AS occ_ns,
            SUM(dur) FILTER (WHERE tensor_core) AS tensor_ns
     FROM occ GROUP BY device_id
