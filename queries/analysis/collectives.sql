@@ -45,8 +45,9 @@ SELECT operation, COUNT(*) AS instances,
        100.0 * SUM(wait_ns) / NULLIF(SUM(end_ns - start_ns), 0) AS wait_pct,
        string_agg(DISTINCT NULLIF(algo, ''), ', ' ORDER BY NULLIF(algo, '')) AS algorithms,
        AVG(message_bytes) AS mean_message_bytes,
-       SUM(message_bytes * bus_factor) FILTER (WHERE matched) / NULLIF(SUM(transfer_ns) FILTER (WHERE matched AND message_bytes IS NOT NULL), 0)
-           AS bus_gb_per_s
+       -- a DECIMAL sum is exact: a sum of doubles changes its last digit with the threads' order
+       CAST(SUM(message_bytes * CAST(bus_factor AS DECIMAL(18, 9))) FILTER (WHERE matched) AS DOUBLE)
+           / NULLIF(SUM(transfer_ns) FILTER (WHERE matched AND message_bytes IS NOT NULL), 0) AS bus_gb_per_s
 FROM w
 GROUP BY operation
 ORDER BY time_ns DESC, operation;

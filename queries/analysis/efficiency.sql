@@ -151,8 +151,9 @@ grouped AS (
                 WHEN length(params) > 160 THEN left(params, 120) || '… (' || len(s) || ' inputs)'
                 ELSE params END AS params,
            COUNT(*) AS instances, SUM(kernels) AS kernels, SUM(kernel_ns) AS kernel_ns,
-           SUM(flops) AS flops, SUM(kernel_ns) FILTER (WHERE flops IS NOT NULL) AS flop_ns,
-           SUM(traffic) AS traffic, SUM(kernel_ns) FILTER (WHERE traffic IS NOT NULL) AS byte_ns,
+           -- whole numbers summed as integers: a sum of doubles past 2^53 depends on the threads' order
+           SUM(CAST(flops AS HUGEINT)) AS flops, SUM(kernel_ns) FILTER (WHERE flops IS NOT NULL) AS flop_ns,
+           SUM(CAST(traffic AS HUGEINT)) AS traffic, SUM(kernel_ns) FILTER (WHERE traffic IS NOT NULL) AS byte_ns,
            SUM(tc_ns) FILTER (WHERE flops IS NOT NULL) AS flop_tc_ns
     FROM costed
     GROUP BY ALL
