@@ -24,8 +24,8 @@ calls AS (
     SELECT runtime_id, pid, global_tid, start_ns, end_ns, api_short_name AS api
     FROM runtime WHERE pid IN (SELECT pid FROM procs)
 ),
-own AS (  -- the op a call launched (the one ending last, for a call that launched several)
-    SELECT runtime_id, arg_max(op_kind, end_ns) AS op_kind, MAX(end_ns) AS op_end_ns
+own AS (  -- the op a call launched (the one ending last, for a call that launched several; ties by kind)
+    SELECT runtime_id, arg_max(op_kind, (end_ns, op_kind)) AS op_kind, MAX(end_ns) AS op_end_ns
     FROM gpu_op WHERE runtime_id IS NOT NULL AND pid IN (SELECT pid FROM procs) GROUP BY runtime_id
 ),
 classed AS (

@@ -33,8 +33,9 @@ attr AS (
 cw AS (  -- one export's rows (a job's are put in per export, on its own clock)
     SELECT kernel_id, pid, operation, matched, last_start_ns, collective,
            MAX(start_ns) OVER (PARTITION BY collective) = last_start_ns AS last_here,
-           arg_max(pid, start_ns) OVER (PARTITION BY collective) AS last_pid,
-           arg_max(kernel_id, start_ns) OVER (PARTITION BY collective) AS last_kernel_id
+           -- one instance, the same whatever the row order, when two started at the same instant
+           arg_max(pid, (start_ns, pid, kernel_id)) OVER (PARTITION BY collective) AS last_pid,
+           arg_max(kernel_id, (start_ns, pid, kernel_id)) OVER (PARTITION BY collective) AS last_kernel_id
     FROM comm_waits
 )
 SELECT o.op_kind, o.op_id, o.pid, o.device_id, o.stream_id, o.start_ns, o.end_ns, o.op_name, o.runtime_id,
@@ -46,4 +47,4 @@ FROM gpu_op AS o
 LEFT JOIN attr AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id
 LEFT JOIN cw ON o.op_kind = 'kernel' AND cw.kernel_id = o.op_id AND cw.pid = o.pid
 WHERE o.pid IN (SELECT pid FROM procs)
-ORDER BY o.pid, o.device_id, o.stream_id, o.start_ns, o.op_id;
+ORDER BY o.pid, o.device_id, o.stream_id, o.start_ns, o.op_kind, o.op_id;
