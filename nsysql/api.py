@@ -103,20 +103,21 @@ class Job:
         return comm(self.exports)
 
     def critical_path(self, step: int | None = None, items: bool = False) -> pl.DataFrame:
-        """Each rank's critical path (as Export.critical_path), an `export` column first: each rank's path stops at
-        a later rank's arrival, which is its comm_wait."""
-        from nsysql.answers import critical_path
+        """Each rank's critical path (as Export.critical_path), an `export` column first. The ranks' graphs are
+        merged on the job's clock: a rank that waited for a late rank goes on through the late rank's work, and the
+        items (`items=True`) say in `on_export` which rank ran them; times are on each export's own clock."""
+        from nsysql.answers import critical_path_job
         from nsysql.answers.multi import labels
-        how = critical_path.item_rows if items else critical_path.composition
-        return critical_path.of_exports(self.exports, labels([ex.path for ex in self.exports]),
-                                        lambda ex: how(ex, step))
+        how = critical_path_job.item_rows if items else critical_path_job.composition
+        return how(self.exports, labels([ex.path for ex in self.exports]), step)
 
     def what_if(self, scales: list[str], step: int | None = None) -> pl.DataFrame:
-        """Each rank replayed with `scales` (as Export.what_if), the other ranks arriving as measured."""
-        from nsysql.answers import critical_path
+        """Each rank's steps predicted with `scales` (as Export.what_if), the ranks replayed together on their merged
+        graph: a change on one rank reaches the others through their collectives. An `export` column first."""
+        from nsysql.answers import what_if
         from nsysql.answers.multi import labels
-        return critical_path.of_exports(self.exports, labels([ex.path for ex in self.exports]),
-                                        lambda ex: ex.what_if(scales, step))
+        return what_if.job_step_times(self.exports, labels([ex.path for ex in self.exports]),
+                                      [what_if.parse(s) for s in scales], step)
 
     def findings(self, **params) -> pl.DataFrame:
         """The job's findings: one per rule, the straggler first (as `nsysql findings A B`)."""

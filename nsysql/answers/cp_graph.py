@@ -34,6 +34,7 @@ class Graph:
     collective: dict[int, tuple[int, list[int]]] = field(default_factory=dict)  # op -> (last arrival L, instances)
     operation: dict[int, str] = field(default_factory=dict)  # comm op -> its operation
     last_arrival: dict[int, int] = field(default_factory=dict)  # comm op -> the instance that arrived last
+    collective_key: dict[int, str] = field(default_factory=dict)  # comm op -> analysis.comm_waits' matching key
     threads: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)  # tid -> (node ends, nodes)
     missing: list[str] = field(default_factory=list)  # edges the export cannot give, one line each
 
@@ -244,6 +245,7 @@ def _ops(g: Graph, ops, calls, call_node: dict[int, int]) -> None:
         members.setdefault(r["collective"], []).append(n)
     for n, r in pending:
         g.collective[n] = (r["last_start_ns"], members[r["collective"]])
+        g.collective_key[n] = r["collective"]
     for r in calls.filter(calls["wait_kind"].is_not_null()).iter_rows(named=True):
         node = call_node.get(r["runtime_id"], -1)
         if node >= 0 and node in g.waited:
@@ -260,3 +262,51 @@ def _event_edges(g: Graph, waits) -> None:
         source = op_node.get((r["source_kind"], r["source_id"]))
         if target is not None and source is not None and source != target:
             g.sources.setdefault(target, []).append(source)
+
+
+def thread_key(part: int, tid: int) -> int:
+    """A thread's key in a job's merged graph: its global id, made unique across exports (ids may repeat on
+    several hosts)."""
+    return tid + (part << 64)
+
+
+def merge(graphs: list[Graph], shifts: list[int]) -> tuple[Graph, list[int]]:
+    """The graphs of a job's exports (one per rank) as one graph on the job's clock (each export's times plus its
+    shift, nsysql/answers/job.py), and the first node of each export's part. A collective's instances on every rank
+    become one collective, and an instance whose last arrival was another export's now leads to it: a rank's path
+    runs on through the late rank, as in one export of several ranks."""
+    m = Graph()
+    offsets: list[int] = []
+    by_key: dict[str, list[int]] = {}
+    for part, (g, sh) in enumerate(zip(graphs, shifts)):
+        off = len(m)
+        offsets.append(off)
+        m.kind += g.kind
+        m.start += [t + sh for t in g.start]
+        m.end += [t + sh for t in g.end]
+        m.pid += g.pid
+        m.name += g.name
+        m.layer += g.layer
+        m.stack += g.stack
+        m.prev += [p + off if p >= 0 else -1 for p in g.prev]
+        m.op_class.update({n + off: c for n, c in g.op_class.items()})
+        m.launch.update({n + off: c + off for n, c in g.launch.items()})
+        m.sources.update({n + off: [w + off for w in ws] for n, ws in g.sources.items()})
+        m.waited.update({n + off: q + off for n, q in g.waited.items()})
+        m.waker.update({n + off: (thread_key(part, tid), t + sh) for n, (tid, t) in g.waker.items()})
+        m.operation.update({n + off: o for n, o in g.operation.items()})
+        m.collective.update({n + off: (last + sh, []) for n, (last, _) in g.collective.items()})
+        m.last_arrival.update({n + off: a + off if a >= 0 else -1 for n, a in g.last_arrival.items()})
+        m.collective_key.update({n + off: k for n, k in g.collective_key.items()})
+        for n, k in g.collective_key.items():
+            by_key.setdefault(k, []).append(n + off)
+        m.threads.update({thread_key(part, tid): ([t + sh for t in ends], [n + off for n in nodes])
+                          for tid, (ends, nodes) in g.threads.items()})
+        m.missing += [line for line in g.missing if line not in m.missing]
+    for members in by_key.values():
+        last = max(members, key=lambda n: (m.start[n], -n))  # the instance that started last, on the job's clock
+        for n in members:
+            m.collective[n] = (m.collective[n][0], members)
+            if m.last_arrival[n] < 0 and m.start[last] >= m.collective[n][0]:  # (else a rank not given was last)
+                m.last_arrival[n] = last
+    return m, offsets

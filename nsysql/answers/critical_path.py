@@ -26,13 +26,15 @@ SUMMARY_BUDGET = 50_000  # CUDA calls and GPU ops that summarize and findings wa
 
 
 def graph(ex, window: tuple[int, int] | None = None) -> Graph:
-    """The export's graph (of what overlaps `window`), built once per open export and window."""
+    """The export's graph (of what overlaps `window`), built once per open export, window and inputs (a job's
+    linking gives the export other collectives' matches: nsysql/answers/job.py)."""
     cached = getattr(ex, "_cp_graphs", None)
     if cached is None:
         cached = ex._cp_graphs = {}
-    if window not in cached:
-        cached[window] = cp_graph.build(ex, window)
-    return cached[window]
+    key = (window, getattr(ex, "inputs_version", 0))
+    if key not in cached:
+        cached[key] = cp_graph.build(ex, window)
+    return cached[key]
 
 
 def steps(ex, step: int | None = None, pid: int | None = None, budget: int | None = None) -> pl.DataFrame:
@@ -51,7 +53,7 @@ def steps(ex, step: int | None = None, pid: int | None = None, budget: int | Non
     kept: list[int] = []
     for number in numbers:
         sel = df.filter(pl.col("step").is_in([*kept, number]))
-        lo, hi = _span(sel)
+        lo, hi = span(sel)
         held = int(starts.search_sorted(hi, "right")) - int(starts.search_sorted(lo, "left"))
         if kept and held > budget:
             break
@@ -59,7 +61,7 @@ def steps(ex, step: int | None = None, pid: int | None = None, budget: int | Non
     return df.filter(pl.col("step").is_in(kept))
 
 
-def _span(steps_df: pl.DataFrame) -> tuple[int, int]:
+def span(steps_df: pl.DataFrame) -> tuple[int, int]:
     """The window the graph of these steps needs: from one step's length before the first to the last end (the
     work queued before a step that runs into it)."""
     lo = int(steps_df["start_ns"].min())  # type: ignore[arg-type]
@@ -70,11 +72,12 @@ def window_of(ex, steps_df: pl.DataFrame) -> tuple[int, int] | None:
     """The graph window for a sample of the analysed steps; None (the whole graph) when they are all of them."""
     if steps_df.height == ex.run("analysis._cp_steps").filter(pl.col("analysed")).height:
         return None
-    return _span(steps_df)
+    return span(steps_df)
 
 
-def walk(g: Graph, start: int, end: int, tid: int | None) -> list[Item]:
-    """The path of the window [start, end] ending on thread `tid` (None: on the GPU op ending last), in time order."""
+def walk(g: Graph, start: int, end: int, tid: int | None, ops=None) -> list[Item]:
+    """The path of the window [start, end] ending on thread `tid` (None: on the GPU op ending last, of `ops` when
+    given), in time order."""
     items: list[Item] = []
 
     def add(kind: str, node: int, a: int, b: int) -> None:
@@ -86,7 +89,7 @@ def walk(g: Graph, start: int, end: int, tid: int | None) -> list[Item]:
         else:
             items.append(Item(kind, node, a, b))
 
-    n = g.before(tid, end) if tid is not None else _last_op(g, end)
+    n = g.before(tid, end) if tid is not None else _last_op(g, end, g.op_class if ops is None else ops)
     c = end
     for _ in range(4 * len(g) + 10):  # every turn moves back in time or to an earlier node
         if c <= start:
@@ -166,9 +169,9 @@ def launch_ready(g: Graph, call: int, n: int) -> int:
     return g.start[call] if call in g.waited else g.end[call]
 
 
-def _last_op(g: Graph, end: int) -> int:
+def _last_op(g: Graph, end: int, ops) -> int:
     best = -1
-    for n in g.op_class:
+    for n in ops:
         if g.end[n] <= end and (best < 0 or g.end[n] > g.end[best]):
             best = n
     return best
@@ -184,8 +187,13 @@ def paths(ex, step: int | None = None, pid: int | None = None,
 
 def composition(ex, step: int | None = None, pid: int | None = None, budget: int | None = None) -> pl.DataFrame:
     """One row per step: step, [pid], wall_ns, path_ns and the path's time per kind (adding up to path_ns)."""
+    return composition_of(paths(ex, step, pid, budget), ex)
+
+
+def composition_of(walked: list[tuple[dict, list[Item]]], ex) -> pl.DataFrame:
+    """composition's frame of these (step row, path) pairs of export `ex`."""
     rows = []
-    for row, items in paths(ex, step, pid, budget):
+    for row, items in walked:
         out = {"step": row["step"], "pid": row["pid"], "wall_ns": row["wall_ns"]}
         totals = dict.fromkeys(COLUMNS, 0)
         for it in items:
@@ -195,22 +203,22 @@ def composition(ex, step: int | None = None, pid: int | None = None, budget: int
         rows.append(out)
     schema = {"step": pl.Int64, "pid": pl.Int64, "wall_ns": pl.Int64, "path_ns": pl.Int64,
               **dict.fromkeys(COLUMNS, pl.Int64)}
-    return _pid_if_several(pl.DataFrame(rows, schema=schema, orient="row"), ex)
+    return pid_if_several(pl.DataFrame(rows, schema=schema, orient="row"), ex)
 
 
 def item_rows(ex, step: int | None = None, pid: int | None = None, budget: int | None = None) -> pl.DataFrame:
     """The items of each step's path in time order: step, [pid, on_pid], kind, name, layer, start_ns, end_ns."""
     todo = steps(ex, step, pid, budget)
     g = graph(ex, window_of(ex, todo) if budget else None)
-    rows = [_item_row(g, row, it) for row, items in paths(ex, step, pid, budget) for it in items]
-    return _pid_if_several(pl.DataFrame(rows, schema=_ITEM_SCHEMA, orient="row"), ex)
+    rows = [item_row(g, row, it) for row, items in paths(ex, step, pid, budget) for it in items]
+    return pid_if_several(pl.DataFrame(rows, schema=ITEM_SCHEMA, orient="row"), ex)
 
 
-_ITEM_SCHEMA = {"step": pl.Int64, "pid": pl.Int64, "on_pid": pl.Int64, "kind": pl.Utf8, "name": pl.Utf8,
+ITEM_SCHEMA = {"step": pl.Int64, "pid": pl.Int64, "on_pid": pl.Int64, "kind": pl.Utf8, "name": pl.Utf8,
                 "layer": pl.Utf8, "start_ns": pl.Int64, "end_ns": pl.Int64}
 
 
-def _item_row(g: Graph, row: dict, it: Item) -> dict:
+def item_row(g: Graph, row: dict, it: Item) -> dict:
     n = it.node
     return {"step": row["step"], "pid": row["pid"], "on_pid": g.pid[n] if n >= 0 else row["pid"],
             "kind": it.kind, "name": _item_name(g, n, it.kind),
@@ -234,13 +242,13 @@ def item_tracks(ex, step: int | None = None, pid: int | None = None) -> pl.DataF
     rows = []
     for row, items in paths(ex, step, pid):
         for it in items:
-            out = _item_row(g, row, it)
+            out = item_row(g, row, it)
             gtid = thread_of.get(it.node)
             out["tid"] = gtid & 0xFFFFFF if gtid is not None else None  # the export's global id packs pid and tid
             out["thread_name"] = names.get(gtid) if gtid is not None else None
             out["device_id"], out["stream_id"] = stream_of.get(it.node, (None, None))
             rows.append(out)
-    schema = {**_ITEM_SCHEMA, "tid": pl.Int64, "thread_name": pl.Utf8, "device_id": pl.Int64, "stream_id": pl.Int64}
+    schema = {**ITEM_SCHEMA, "tid": pl.Int64, "thread_name": pl.Utf8, "device_id": pl.Int64, "stream_id": pl.Int64}
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
@@ -261,7 +269,7 @@ def _item_name(g: Graph, n: int, kind: str) -> str:
     return g.name[n]
 
 
-def _pid_if_several(df: pl.DataFrame, ex) -> pl.DataFrame:
+def pid_if_several(df: pl.DataFrame, ex) -> pl.DataFrame:
     """`pid` (and `on_pid`) only when several processes have steps."""
     several = ex.run("analysis._cp_steps")["pid"].n_unique() > 1
     return df if several else df.drop([c for c in ("pid", "on_pid") if c in df.columns])

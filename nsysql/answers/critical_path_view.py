@@ -42,11 +42,25 @@ ITEM_TEXT_MIN = {"name": 24}
 
 
 def items_table(items: pl.DataFrame, for_people: bool) -> tuple[pl.DataFrame, list[Column]]:
-    """For people: the duration instead of the end (start + duration say it)."""
+    """For people: the duration instead of the end (start + duration say it), and a job's export labels without
+    the part they all share (the title names them in full)."""
     if for_people:
         items = items.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")).drop("end_ns")
         _NS.add("dur_ns")
+        labels = [c for c in ("export", "on_export") if c in items.columns]
+        cut = _shared_prefix(sorted({v for c in labels for v in items[c].to_list()}))
+        if cut:
+            items = items.with_columns(pl.col(c).str.slice(cut) for c in labels)
     return items, header(items)
+
+
+def _shared_prefix(names: list[str]) -> int:
+    """The length of the start all `names` share, up to its last separator (-, _, . or /); 0 for fewer than two."""
+    if len(names) < 2:
+        return 0
+    import os
+    common = os.path.commonprefix(names)
+    return max(common.rfind(sep) for sep in "-_./") + 1
 
 
 def summary_lines(comp: pl.DataFrame, items: pl.DataFrame) -> list[str]:

@@ -47,11 +47,12 @@ def empty() -> pl.DataFrame:
     return pl.DataFrame(schema=FINDING_COLUMNS)
 
 
-def run_findings(export, top: int | None = None, **params) -> pl.DataFrame:
+def run_findings(export, top: int | None = None, gains: bool = True, **params) -> pl.DataFrame:
     """Every rule's findings on `export`, largest recoverable_ns first (then by rule); `top` keeps the first N.
 
     A rule whose data the export lacks (e.g. no kernels, no NVTX ranges) is skipped. `params` override a rule's
-    thresholds by name (`min_idle_pct=20`)."""
+    thresholds by name (`min_idle_pct=20`). `gains=False` leaves predicted_gain_ns empty (a job replays its ranks
+    together: nsysql/answers/job_views.py)."""
     frames = []
     ranks = _ranks(export)
     for q in rules():
@@ -65,7 +66,7 @@ def run_findings(export, top: int | None = None, **params) -> pl.DataFrame:
         frames.append(df.cast(FINDING_COLUMNS) if df.height else empty())
     out = pl.concat(frames) if frames else empty()
     out = per_job(out, ranks)
-    out = with_predicted_gains(export, out, params)
+    out = with_predicted_gains(export, out, params) if gains else out
     return out.head(top) if top is not None else out
 
 
@@ -89,7 +90,7 @@ def with_predicted_gains(export, findings: pl.DataFrame, params: dict | None = N
     gains = export.store.fact(f"predicted_gains {key}", compute)
     if gains is None:
         return findings
-    return findings.with_columns(pl.Series("predicted_gain_ns", gains, dtype=pl.Int64))
+    return findings.with_columns(what_if.within_bounds(gains, findings))
 
 
 def _ranks(export) -> dict:

@@ -4,17 +4,19 @@ the page draws, the path's items over its timeline: rows of their own at the top
 stream row each item ran on."""
 from __future__ import annotations
 
-from nsysql.answers import critical_path
+from nsysql.answers import critical_path, critical_path_job
+from nsysql.answers.multi import labels
 from nsysql.errors import MissingDataError
 
 
 def section(exports: list) -> dict | None:
-    """{"kinds", "steps": the composition rows}, for one export with a graph to walk; None otherwise (a job's
-    exports are walked one at a time: `nsysql critical-path EXPORT`)."""
-    if len(exports) != 1:
-        return None
+    """{"kinds", "steps": the composition rows}, for one export or the exports of a job (an `export` column, the
+    ranks' graphs merged: nsysql/answers/critical_path_job.py) with a graph to walk; None otherwise."""
     try:
-        comp = critical_path.composition(exports[0])
+        if len(exports) == 1:
+            comp = critical_path.composition(exports[0])
+        else:
+            comp = critical_path_job.composition(exports, labels([ex.path for ex in exports]))
     except MissingDataError:
         return None
     if comp.is_empty():

@@ -45,29 +45,30 @@ def comm(exports: list) -> pl.DataFrame:
 
 def findings(exports: list, **params) -> pl.DataFrame:
     """Each rank's findings, the straggler finding over the whole job, then one finding per rule (nsysql.answers.findings
-    .per_job)."""
-    frames = [run_findings(ex, **params).filter(pl.col("rule") != "straggler") for ex in exports]
+    .per_job), each with the gain of its cause removed on every rank, the ranks replayed together."""
+    frames = [run_findings(ex, gains=False, **params).filter(pl.col("rule") != "straggler") for ex in exports]
     q = catalog.get("findings.straggler")
     late = run_over(q.id, {"comm": comm(exports), "comm_waits": _concat(exports, "analysis.comm_waits"),
                            "step_breakdown": _concat(exports, "analysis.step_breakdown")},
                     **rule_params(q, params))
-    late = late.with_columns(pl.lit(_straggler_gain(exports) if late.height else None, pl.Int64)
-                             .alias("predicted_gain_ns"))
+    late = late.with_columns(pl.lit(None, pl.Int64).alias("predicted_gain_ns"))
     out = pl.concat([*frames, late.cast(empty().schema)]) if frames else empty()
-    return per_job(out, ranks(exports))
+    return _with_gains(exports, per_job(out, ranks(exports)), params)
 
 
-def _straggler_gain(exports: list) -> int | None:
-    """The straggler finding's predicted gain over a job's exports (nsysql/answers/what_if.py predicted_gains): each
-    rank replayed with no wait for a later rank; per step the job's measured time (its slowest rank) minus what its
-    fastest rank would take, summed, never below 0."""
-    from nsysql.answers.what_if import FINDING_SCALES, saved_ns, step_times
+def _with_gains(exports: list, found: pl.DataFrame, params: dict) -> pl.DataFrame:
+    """predicted_gain_ns of a job's findings (nsysql/answers/what_if.py job_predicted_gains)."""
+    from nsysql.answers.multi import labels
+    from nsysql.answers.what_if import job_predicted_gains, within_bounds
     from nsysql.errors import MissingDataError
+    if not found.height:
+        return found
+    speedup = rule_params(catalog.get("findings.fp32_gemm"), params).get("speedup")
     try:
-        frames = [step_times(ex, FINDING_SCALES["straggler"] or []) for ex in exports]
+        gains = job_predicted_gains(exports, labels([ex.path for ex in exports]), found, speedup)
     except MissingDataError:
-        return None
-    return saved_ns(pl.concat([f.select("step", "measured_ns", "predicted_ns") for f in frames]), fastest=True)
+        return found
+    return found.with_columns(within_bounds(gains, found))
 
 
 def _added_up(frame: pl.DataFrame, keys: list[str], sums: list[str], maxes: tuple[str, ...] = ()) -> pl.DataFrame:
@@ -131,4 +132,20 @@ def summary(exports: list, title: str):
     from nsysql.answers.summary import Summary, ranks_section
     check_pids(exports)
     return Summary(exports[0], capture(exports), overview(exports), findings(exports), comm=ranks_section(comm(exports)),
-                   title=title)
+                   title=title, bound=bound(exports))
+
+
+def bound(exports: list) -> dict | None:
+    """What bounds the job's analysed steps on their critical path, the ranks' graphs merged (as summarize says it
+    for one export; nsysql/answers/critical_path_job.py); None without a graph to walk."""
+    from nsysql.answers import critical_path, critical_path_job
+    from nsysql.answers.multi import labels
+    from nsysql.answers.summary import bound_of
+    from nsysql.errors import MissingDataError
+    names, budget = labels([ex.path for ex in exports]), critical_path.SUMMARY_BUDGET
+    try:
+        comp = critical_path_job.composition(exports, names, budget=budget)
+        items = critical_path_job.item_rows(exports, names, budget=budget)
+    except MissingDataError:
+        return None
+    return bound_of(comp, items, sum(critical_path.steps(ex).height for ex in exports))

@@ -93,14 +93,20 @@ def bound_section(export: Queries) -> dict | None:
             analysed = critical_path.steps(export).height
         except MissingDataError:
             return None
-        line = critical_path.bound_line(comp, items)
-        if line is None:
-            return None
-        mean = {c: int(comp[c].mean()) for c in ("path_ns",) + critical_path.COLUMNS}  # type: ignore[arg-type]
-        sample = "" if comp.height == analysed else f", last {comp['step'].n_unique()} steps"
-        return {"line": f"Bound by (critical path{sample}): " + line[len("the step is bound by: "):] + ".",
-                "steps": comp.height, "mean_per_step": mean}
+        return bound_of(comp, items, analysed)
     return export.store.fact(f"critical_path_bound {GAINS_VERSION}", compute)  # kept with the export's answers
+
+
+def bound_of(comp: pl.DataFrame, items: pl.DataFrame, analysed: int) -> dict | None:
+    """bound_section's answer from the walked steps' composition and items (`analysed`: the steps there are)."""
+    from nsysql.answers import critical_path
+    line = critical_path.bound_line(comp, items)
+    if line is None:
+        return None
+    mean = {c: int(comp[c].mean()) for c in ("path_ns",) + critical_path.COLUMNS}  # type: ignore[arg-type]
+    sample = "" if comp.height == analysed else f", last {comp['step'].n_unique()} steps"
+    return {"line": f"Bound by (critical path{sample}): " + line[len("the step is bound by: "):] + ".",
+            "steps": comp.height, "mean_per_step": mean}
 
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from nsysql.answers import critical_path
-from nsysql.answers.cp_graph import CALL, COMM, OP, OS_WAIT, PIECE, Graph
+from nsysql.answers.cp_graph import CALL, COMM, OP, OS_WAIT, PIECE, Graph, thread_key
 from nsysql.errors import NsysqlError
 
 TARGETS = {
@@ -222,11 +222,42 @@ def step_times(ex, scales: list[Scale], step: int | None = None, pid: int | None
         rows.append({"step": row["step"], "pid": row["pid"], "measured_ns": row["wall_ns"], "predicted_ns": b - a})
     df = pl.DataFrame(rows, schema={"step": pl.Int64, "pid": pl.Int64, "measured_ns": pl.Int64,
                                     "predicted_ns": pl.Int64}, orient="row")
-    return critical_path._pid_if_several(df, ex)
+    return critical_path.pid_if_several(df, ex)
 
 
-def _gpu_span(g: Graph, r: Replay, start: int, end: int) -> tuple[int, int]:
-    ops = [n for n in g.op_class if g.start[n] >= start and g.end[n] <= end]
+def job_step_times(exports: list, labels: list[str], scales: list[Scale], step: int | None = None,
+                   pid: int | None = None, budget: int | None = None) -> pl.DataFrame:
+    """step_times of a job's exports (one per rank) replayed together on the merged graph (nsysql/answers/
+    critical_path_job.py): a change on one rank reaches the others through their collectives. An `export` column
+    first."""
+    from nsysql.answers import critical_path_job
+    todo, windows = critical_path_job.plan(exports, step, pid, budget)
+    g, offsets = critical_path_job.graph(exports, windows)
+    shifts = [critical_path_job.shift(ex) for ex in exports]
+    starts = [int(t["start_ns"].min()) + sh for t, sh in zip(todo, shifts) if t.height]  # type: ignore[arg-type]
+    r = Replay(g, scales, frozen_before=min(starts) if starts else None)
+    frames = []
+    for part, (ex, steps, sh) in enumerate(zip(exports, todo, shifts)):
+        ops = critical_path_job.ops_of(g, offsets, part)
+        rows = []
+        for row in steps.iter_rows(named=True):
+            lo, hi = row["start_ns"] + sh, row["end_ns"] + sh
+            if row["global_tid"] is None:
+                a, b = _gpu_span(g, r, lo, hi, ops)
+            else:
+                tid = thread_key(part, row["global_tid"])
+                a, b = r.point(tid, lo), r.point(tid, hi)
+            rows.append({"step": row["step"], "pid": row["pid"], "measured_ns": row["wall_ns"],
+                         "predicted_ns": b - a})
+        df = pl.DataFrame(rows, schema={"step": pl.Int64, "pid": pl.Int64, "measured_ns": pl.Int64,
+                                        "predicted_ns": pl.Int64}, orient="row")
+        frames.append(critical_path.pid_if_several(df, ex).with_columns(pl.lit(labels[part]).alias("export")))
+    df = pl.concat(frames, how="diagonal_relaxed")
+    return df.select("export", *[c for c in df.columns if c != "export"])
+
+
+def _gpu_span(g: Graph, r: Replay, start: int, end: int, ops=None) -> tuple[int, int]:
+    ops = [n for n in (g.op_class if ops is None else ops) if g.start[n] >= start and g.end[n] <= end]
     if not ops:
         return start, end
     return min(r.start(n) for n in ops), max(r.end(n) for n in ops)
@@ -256,24 +287,47 @@ def predicted_gains(ex, findings: pl.DataFrame, speedup: float | None = None,
     step would take what its fastest rank takes (the ranks doing alike work). On a long capture (`budget`, see
     critical_path.steps) the replay runs over the last analysed steps and the gain is scaled to all of them by
     their wall time."""
-    everything = critical_path.steps(ex)
-    sample = critical_path.steps(ex, budget=budget)
-    scale_up = int(everything["wall_ns"].sum()) / max(int(sample["wall_ns"].sum()), 1)
+    return _gains([ex], findings, speedup, budget, lambda scales: step_times(ex, scales, budget=budget))
+
+
+def job_predicted_gains(exports: list, labels: list[str], findings: pl.DataFrame, speedup: float | None = None,
+                        budget: int | None = critical_path.SUMMARY_BUDGET) -> list[int | None]:
+    """predicted_gains of a job's findings, its ranks replayed together (job_step_times), each cause removed on
+    every rank."""
+    return _gains(exports, findings, speedup, budget,
+                  lambda scales: job_step_times(exports, labels, scales, budget=budget))
+
+
+def _gains(exports: list, findings: pl.DataFrame, speedup: float | None, budget: int | None,
+           replay) -> list[int | None]:
+    everything = sum(int(critical_path.steps(ex)["wall_ns"].sum()) for ex in exports)
+    sample = sum(int(critical_path.steps(ex, budget=budget)["wall_ns"].sum()) for ex in exports)
+    scale_up = everything / max(sample, 1)
     out: list[int | None] = []
     for rule in findings["rule"]:
-        scales = FINDING_SCALES.get(rule)
-        if rule == "fp32_gemm" and speedup:  # the rule's own kernels (macros.is_fp32_gemm), its speedup
-            names = frozenset(ex.run("analysis._cp_fp32_kernels")["kernel_name"])
-            scales = [Scale("kernel", "(fp32 GEMMs)", 1 / speedup, names=names)]
-        elif rule == "dataloader_wait":  # the rule's own ranges (macros.is_data_loading)
-            names = frozenset(ex.run("analysis._cp_data_ranges")["text"])
-            scales = [Scale("range", "(data loading)", 0.0, names=names)]
-        if not scales:
-            out.append(None)
-            continue
-        gain = saved_ns(step_times(ex, scales, budget=budget), fastest=rule == "straggler")
+        scales = _finding_scales(exports, rule, speedup)
+        gain = saved_ns(replay(scales), fastest=rule == "straggler") if scales else None
         out.append(round(gain * scale_up) if gain is not None else None)
     return out
+
+
+def within_bounds(gains: list[int | None], findings: pl.DataFrame) -> pl.Series:
+    """predicted_gain_ns: each gain at most its finding's recoverable_ns. A cause removed wholesale (all CPU work,
+    for GPU idle) can save more than the finding's own bound: the gain says how much of that bound the path gives
+    back, never more."""
+    capped = [min(g, c) if g is not None and c is not None else g for g, c in zip(gains, findings["recoverable_ns"])]
+    return pl.Series("predicted_gain_ns", capped, dtype=pl.Int64)
+
+
+def _finding_scales(exports: list, rule: str, speedup: float | None) -> list[Scale] | None:
+    """What the replay removes for a finding of `rule`: FINDING_SCALES, or the rule's own kernels or ranges."""
+    if rule == "fp32_gemm" and speedup:  # the rule's own kernels (macros.is_fp32_gemm), its speedup
+        names = frozenset(n for ex in exports for n in ex.run("analysis._cp_fp32_kernels")["kernel_name"])
+        return [Scale("kernel", "(fp32 GEMMs)", 1 / speedup, names=names)]
+    if rule == "dataloader_wait":  # the rule's own ranges (macros.is_data_loading)
+        names = frozenset(t for ex in exports for t in ex.run("analysis._cp_data_ranges")["text"])
+        return [Scale("range", "(data loading)", 0.0, names=names)]
+    return FINDING_SCALES.get(rule)
 
 
 def saved_ns(df: pl.DataFrame, fastest: bool = False) -> int | None:

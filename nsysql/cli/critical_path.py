@@ -30,11 +30,12 @@ def critical_path(
     time; its composition says where that time went: CPU work (named by its NVTX range), launches and their latency,
     GPU compute, copies, waits for synchronization, and communication (transfer, and waiting for a late rank).
 
-    With several ranks in one export the path of a rank that waits runs through the late rank. With one export per
-    rank of a job (aligned and matched as `nsysql comm` does), each rank's path stops at the late rank's arrival:
-    that part is `comm_wait`. The model and its limits: docs/critical-path.md. Table and markdown show times in ms or µs; csv, json and parquet keep
+    With several ranks in one export the path of a rank that waits runs through the late rank. So it does with one
+    export per rank of a job (aligned and matched as `nsysql comm` does): `on_export` names the rank that ran each
+    item, times stay on each export's own clock. The model and its limits: docs/critical-path.md. Table and markdown show times in ms or µs; csv, json and parquet keep
     nanoseconds."""
     from nsysql.answers import critical_path as cp
+    from nsysql.answers import critical_path_job as cp_job
     from nsysql.answers.critical_path_view import (
         ITEM_OPTIONAL,
         ITEM_TEXT_MIN,
@@ -50,13 +51,17 @@ def critical_path(
             raise NsysqlError("--pid chooses among the processes' step N: give --step N with it")
         names = labels(expand(exports))
         with src.job(exports) as (opened, title):
-            comp = cp.of_exports(opened, names, lambda ex: cp.composition(ex, step, pid))
+            if len(opened) > 1:  # a job: the ranks' graphs merged, a waiting rank's path runs on through the late one
+                comp = cp_job.composition(opened, names, step, pid)
+                its = cp_job.item_rows(opened, names, step, pid)
+            else:
+                comp = cp.composition(opened[0], step, pid)
+                its = cp.item_rows(opened[0], step, pid)
             if comp.height == 0:
                 raise NsysqlError(f"no step {step} in this export; `nsysql steps` lists them" if step is not None
                                   else "no analysed steps; `nsysql steps` says how steps are found")
             for line in dict.fromkeys(line for ex in opened for line in cp.graph(ex).missing):
                 typer.echo(wrap_note(f"note: no {line}"), err=True)
-            its = cp.of_exports(opened, names, lambda ex: cp.item_rows(ex, step, pid))
             if items:
                 df, columns = items_table(its, out.for_people)
                 out.emit(df, columns=columns, title="Critical path items" + (f" of {title}" if title else ""),
@@ -87,11 +92,10 @@ def what_if(
 
     Every edge keeps the latency the capture measured on it; with no change the replay gives the measured times
     exactly. What the model does not see (other processes, a launch queue that never filled, new kernels a change
-    would add): docs/critical-path.md. With one export per rank of a job, each rank is replayed on its own, the
-    other ranks arriving at collectives as measured. Table and markdown show times in ms or µs; csv, json and
+    would add): docs/critical-path.md. With one export per rank of a job, the ranks are replayed together: a change
+    on one rank reaches the others through their collectives. Table and markdown show times in ms or µs; csv, json and
     parquet keep nanoseconds."""
     from nsysql.answers import what_if as wi
-    from nsysql.answers.critical_path import of_exports
     from nsysql.answers.critical_path_view import what_if_lines, what_if_table
     from nsysql.answers.multi import expand, labels
     from nsysql.errors import NsysqlError
@@ -100,7 +104,10 @@ def what_if(
             raise NsysqlError("--pid chooses among the processes' step N: give --step N with it")
         scales = [wi.parse(s) for s in scale]
         with src.job(exports) as (opened, _):
-            df = of_exports(opened, labels(expand(exports)), lambda ex: wi.step_times(ex, scales, step, pid))
+            if len(opened) > 1:  # a job: the ranks replayed together, through their collectives
+                df = wi.job_step_times(opened, labels(expand(exports)), scales, step, pid)
+            else:
+                df = wi.step_times(opened[0], scales, step, pid)
         if df.height == 0:
             raise NsysqlError(f"no step {step} in this export; `nsysql steps` lists them" if step is not None
                               else "no analysed steps; `nsysql steps` says how steps are found")

@@ -42,6 +42,8 @@ class Queries:
         # nsysql/answers/job.py): read in place of its own, and no answer is stored or read while any is given
         self._injected: dict[str, Path] = {}
         self._inject_dir: tempfile.TemporaryDirectory | None = None
+        # bumped by each inject: what answers kept on this object (not in the store) are keyed by
+        self.inputs_version = 0
 
     # what users and the answers read of the store
     path = property(lambda self: self.store.path)
@@ -76,6 +78,7 @@ class Queries:
         frame.write_parquet(path)
         self._injected[name] = path
         self.store.temp_tables.discard(name)
+        self.inputs_version += 1
 
     @property
     def _answers_kept(self) -> bool:

@@ -357,7 +357,10 @@ function renderBound() {
     "Reproduce: ", el("code", { text: cmd }));
 }
 
-function cpStepLabel(s) { return s.pid === undefined ? `step ${s.step}` : `${s.step} (pid ${s.pid})`; }
+function cpStepLabel(s) {
+  const where = [s.export, s.pid === undefined ? null : `pid ${s.pid}`].filter(x => x != null);
+  return where.length ? `${s.step} (${where.join(", ")})` : `step ${s.step}`;
+}
 
 function drawBound() {
   const node = document.getElementById("chart-bound");
