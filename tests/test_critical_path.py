@@ -53,6 +53,20 @@ def test_every_fixture_path_is_the_step_and_its_items_tile_it(opened):
         assert keys[0] == "step"
 
 
+def test_one_step_on_its_own_graph_is_that_step_of_the_whole(opened):
+    """`--step N` builds the graph of the step's span only: its path, item by item, and its unchanged replay are
+    those of step N walked on the whole export's graph, on every fixture (first, middle and last analysed step)."""
+    for key in _walked(opened):
+        ex = opened[key]
+        whole = ex.critical_path(items=True)
+        numbers = sorted(set(whole["step"].to_list()))
+        for number in dict.fromkeys([numbers[0], numbers[len(numbers) // 2], numbers[-1]]):
+            one = ex.critical_path(step=number, items=True)
+            assert one.equals(whole.filter(pl.col("step") == number)), (key, number)
+            replay = ex.what_if([], step=number)
+            assert (replay["measured_ns"] == replay["predicted_ns"]).all(), (key, number)
+
+
 def test_replay_without_change_is_the_capture(opened):
     for key in _walked(opened):
         df = opened[key].what_if([])
@@ -278,6 +292,7 @@ def test_one_export_per_rank_runs_through_the_late_rank(export_files, cache_dir)
         assert comp.columns[0] == "export" and (comp["path_ns"] == comp["wall_ns"]).all()
         items = job.critical_path(items=True)
         assert items.columns[:4] == ["export", "step", "on_export", "kind"]
+        assert job.critical_path(step=2, items=True).equals(items.filter(pl.col("step") == 2))  # on its span only
         names = comp["export"].unique(maintain_order=True).to_list()
         for (name, step), path in items.group_by("export", "step", maintain_order=True):
             row = job.exports[names.index(name)].run("analysis._cp_steps").filter(pl.col("step") == step).row(

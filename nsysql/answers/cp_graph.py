@@ -74,17 +74,24 @@ def build(ex, window: tuple[int, int] | None = None) -> Graph:
     steps = _in(ex.run("analysis._cp_steps"), window)
     ops = _in(ex.run("analysis._cp_ops"), window)
     names = {r["global_tid"]: r["thread_name"] for r in ex.run("analysis._cp_threads").iter_rows(named=True)}
-    call_node = _threads(g, calls, waits, ranges, steps, names)
+    call_node = _threads(g, calls, waits, ranges, steps, names, window[0] if window else None)
     _ops(g, ops, calls, call_node)
     events = _optional(ex, "analysis._cp_event_waits", ("sync", "cuda_event"))
     if events is not None:
         _event_edges(g, events)
-    else:
-        g.missing.append("cross-stream waits: the export has no CUDA event records or stream waits "
-                         "(CUPTI_ACTIVITY_KIND_CUDA_EVENT, _SYNCHRONIZATION)")
-    if waits is None:
-        g.missing.append("thread wake-ups: the export has no OS runtime calls (nsys profile -t osrt)")
+    g.missing = missing_edges(ex)
     return g
+
+
+def missing_edges(ex) -> list[str]:
+    """The edges the export cannot give (tables it lacks), one line each, without building a graph."""
+    out = []
+    if not (ex.has("sync") and ex.has("cuda_event")):
+        out.append("cross-stream waits: the export has no CUDA event records or stream waits "
+                   "(CUPTI_ACTIVITY_KIND_CUDA_EVENT, _SYNCHRONIZATION)")
+    if not ex.has("osrt"):
+        out.append("thread wake-ups: the export has no OS runtime calls (nsys profile -t osrt)")
+    return out
 
 
 def _in(df, window: tuple[int, int] | None):
@@ -99,8 +106,10 @@ def _optional(ex, query: str, tables: tuple[str, ...]):
     return ex.run(query) if all(ex.has(t) for t in tables) else None
 
 
-def _threads(g: Graph, calls, waits, ranges, steps, names: dict[int, str]) -> dict[int, int]:
-    """Cut every thread of interest into pieces, calls and waits; returns runtime_id -> its node."""
+def _threads(g: Graph, calls, waits, ranges, steps, names: dict[int, str], since: int | None) -> dict[int, int]:
+    """Cut every thread of interest into pieces, calls and waits (from `since` on, the window's start: the CPU work
+    before a thread's first event in the window is its own, as in the whole graph); returns runtime_id -> its
+    node."""
     by_thread: dict[int, list[tuple]] = {}  # tid -> [(start, end, kind, payload)]
     for r in calls.iter_rows(named=True):
         by_thread.setdefault(r["global_tid"], []).append((r["start_ns"], r["end_ns"], CALL, r))
@@ -128,6 +137,8 @@ def _threads(g: Graph, calls, waits, ranges, steps, names: dict[int, str]) -> di
     for tid, segments in by_thread.items():
         tranges = sorted(range_rows.get(tid, []), key=lambda x: (x[0], x[2]))
         points = set(cuts.get(tid, ()))
+        if since is not None:
+            points.add(since)
         for s, e, *_ in tranges:
             points.update((s, e))
         outside = f"thread {names[tid]}" if names.get(tid) else NO_RANGE

@@ -177,11 +177,20 @@ def _last_op(g: Graph, end: int, ops) -> int:
     return best
 
 
+def planned(ex, step: int | None = None, pid: int | None = None,
+            budget: int | None = None) -> tuple[pl.DataFrame, Graph]:
+    """The steps to walk (see `steps`) and the graph to walk them on: of their span only when they are some of the
+    analysed steps (`step`, or a sample with `budget`; on the bench export, one step's graph is built in a second
+    instead of a minute), else the whole export's."""
+    todo = steps(ex, step, pid, budget)
+    some = budget is not None or step is not None
+    return todo, graph(ex, window_of(ex, todo) if some and todo.height else None)
+
+
 def paths(ex, step: int | None = None, pid: int | None = None,
           budget: int | None = None) -> list[tuple[dict, list[Item]]]:
     """(step row, its path) for each step to walk (see `steps` for `budget`)."""
-    todo = steps(ex, step, pid, budget)
-    g = graph(ex, window_of(ex, todo) if budget else None)
+    todo, g = planned(ex, step, pid, budget)
     return [(row, walk(g, row["start_ns"], row["end_ns"], row["global_tid"])) for row in todo.iter_rows(named=True)]
 
 
@@ -208,8 +217,7 @@ def composition_of(walked: list[tuple[dict, list[Item]]], ex) -> pl.DataFrame:
 
 def item_rows(ex, step: int | None = None, pid: int | None = None, budget: int | None = None) -> pl.DataFrame:
     """The items of each step's path in time order: step, [pid, on_pid], kind, name, layer, start_ns, end_ns."""
-    todo = steps(ex, step, pid, budget)
-    g = graph(ex, window_of(ex, todo) if budget else None)
+    g = planned(ex, step, pid, budget)[1]
     rows = [item_row(g, row, it) for row, items in paths(ex, step, pid, budget) for it in items]
     return pid_if_several(pl.DataFrame(rows, schema=ITEM_SCHEMA, orient="row"), ex)
 
@@ -230,7 +238,7 @@ def item_tracks(ex, step: int | None = None, pid: int | None = None) -> pl.DataF
     timeline (nsysql plot, the HTML report): `tid` (the thread's OS id) and `thread_name` for CPU work, CUDA calls
     and waits, `device_id` and `stream_id` for GPU ops; all NULL for the time before a thread's first event. These
     columns are not item_rows' (its columns are the command's contract)."""
-    g = graph(ex)
+    g = planned(ex, step, pid)[1]
     thread_of = {n: tid for tid, (_, nodes) in g.threads.items() for n in nodes}
     stream_of: dict[int, tuple[int, int]] = {}
     op_node = getattr(g, "op_node", {})

@@ -33,13 +33,15 @@ def graph(exports: list, windows: list | None = None) -> tuple[Graph, list[int]]
 def plan(exports: list, step: int | None = None, pid: int | None = None,
          budget: int | None = None) -> tuple[list[pl.DataFrame], list | None]:
     """Per export, its steps to walk (critical_path.steps; with `budget`, each export's sample), and the windows to
-    build the graphs of (each export's clock): the job-clock span of every export's sample; None: whole graphs."""
+    build the graphs of (each export's clock): the job-clock span of every export's steps when they are some of the
+    analysed ones (`step`, or a sample); None: whole graphs."""
     todo = [critical_path.steps(ex, step, pid, budget) for ex in exports]
-    if budget is None or not any(critical_path.window_of(ex, t) for ex, t in zip(exports, todo)):
+    cut = [(ex, critical_path.window_of(ex, t)) for ex, t in zip(exports, todo) if t.height]
+    if budget is None and step is None or not any(w for _, w in cut):
         return todo, None
-    spans = [critical_path.window_of(ex, t) or _whole(ex) for ex, t in zip(exports, todo)]
-    lo = min(w[0] + shift(ex) for ex, w in zip(exports, spans))
-    hi = max(w[1] + shift(ex) for ex, w in zip(exports, spans))
+    spans = [(ex, w or _whole(ex)) for ex, w in cut]
+    lo = min(w[0] + shift(ex) for ex, w in spans)
+    hi = max(w[1] + shift(ex) for ex, w in spans)
     return todo, [(lo - shift(ex), hi - shift(ex)) for ex in exports]
 
 

@@ -208,8 +208,7 @@ def step_times(ex, scales: list[Scale], step: int | None = None, pid: int | None
                budget: int | None = None) -> pl.DataFrame:
     """step, [pid], measured_ns, predicted_ns for each step to walk (the analysed ones, or `step`; a sample of the
     last analysed steps with `budget`, see critical_path.steps)."""
-    steps = critical_path.steps(ex, step, pid, budget)
-    g = critical_path.graph(ex, critical_path.window_of(ex, steps) if budget else None)
+    steps, g = critical_path.planned(ex, step, pid, budget)
     first = int(steps["start_ns"].min()) if steps.height else None  # type: ignore[arg-type]
     r = Replay(g, scales, frozen_before=first)
     rows = []

@@ -36,6 +36,7 @@ def critical_path(
     nanoseconds."""
     from nsysql.answers import critical_path as cp
     from nsysql.answers import critical_path_job as cp_job
+    from nsysql.answers.cp_graph import missing_edges
     from nsysql.answers.critical_path_view import (
         ITEM_OPTIONAL,
         ITEM_TEXT_MIN,
@@ -60,7 +61,7 @@ def critical_path(
             if comp.height == 0:
                 raise NsysqlError(f"no step {step} in this export; `nsysql steps` lists them" if step is not None
                                   else "no analysed steps; `nsysql steps` says how steps are found")
-            for line in dict.fromkeys(line for ex in opened for line in cp.graph(ex).missing):
+            for line in dict.fromkeys(line for ex in opened for line in missing_edges(ex)):
                 typer.echo(wrap_note(f"note: no {line}"), err=True)
             if items:
                 df, columns = items_table(its, out.for_people)
