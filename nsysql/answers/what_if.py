@@ -262,7 +262,7 @@ def _gpu_span(g: Graph, r: Replay, start: int, end: int, ops=None) -> tuple[int,
     return min(r.start(n) for n in ops), max(r.end(n) for n in ops)
 
 
-GAINS_VERSION = 1  # raise when predicted_gains or the model changes: gains kept with an export's answers are keyed by it
+GAINS_VERSION = 2  # raise when predicted_gains or the model changes: gains kept with an export's answers are keyed by it
 # the cause of each finding, as scales: what the replay removes to predict the finding's gain (None: no model)
 FINDING_SCALES: dict[str, list[Scale] | None] = {
     "dataloader_wait": None,  # set per export from the rule's ranges (macros.is_data_loading)
