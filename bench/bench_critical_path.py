@@ -3,7 +3,8 @@
     python bench/bench_critical_path.py EXPORT [--cache-dir DIR]
 
 Opens EXPORT (the cache built first, untimed), then times, in this process, wall s (CPU s): the graph's queries
-(analysis._cp_*), the graph built in Python, the walk of every analysed step, an unchanged replay of every analysed
+(analysis._cp_*), one step walked and replayed on the graph of its span (`--step N`, the middle analysed step),
+the graph built in Python, the walk of every analysed step, an unchanged replay of every analysed
 step, and what summarize and findings add on their first run: the sampled walk (critical_path.SUMMARY_BUDGET) and
 the findings' predicted gains (one replay per fired rule that has a model). Prints Markdown with the machine, the
 date and the graph's size. On the bench export: `python bench/replicate.py` as docs/performance.md says.
@@ -49,6 +50,10 @@ def main() -> None:
             except MissingDataError:
                 pass
     timed("graph queries (analysis._cp_*)", rows, queries)
+    numbers = sorted(set(cp.steps(ex)["step"].to_list()))
+    middle = numbers[len(numbers) // 2] if numbers else None  # `--step N`: the graph of the step's span only
+    timed(f"one step (--step {middle}): graph of its span and walk", rows, lambda: cp.composition(ex, step=middle))
+    timed(f"one step (--step {middle}): unchanged replay", rows, lambda: what_if.step_times(ex, [], step=middle))
     g = timed("graph built (Python)", rows, lambda: cp.graph(ex))
     comp = timed("walk, every analysed step", rows, lambda: cp.composition(ex))
     timed("replay, every analysed step", rows, lambda: what_if.step_times(ex, []))

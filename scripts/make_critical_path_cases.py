@@ -33,7 +33,6 @@ CLI: `python scripts/make_critical_path_cases.py OUTDIR` writes every case as OU
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +96,13 @@ def _steps(b: "ms.SyntheticExport", pid: int, tid: int, wall: int, starts: tuple
         b.range(STEP_RANGE, base, base + wall, pid=pid, tid=tid)
 
 
+def _one_thread(wall: int, starts: tuple[int, ...] = STEP_STARTS) -> tuple["ms.SyntheticExport", "ms.OnThread"]:
+    """An export of process P with its main thread MAIN (returned too) and its steps of `wall` ns at `starts`."""
+    b = ms.SyntheticExport().thread(P, MAIN, "python3")
+    _steps(b, P, MAIN, wall, starts)
+    return b, b.on(P, MAIN)
+
+
 def _corr(step_index: int, n: int) -> int:
     """A correlation id unique in the export: step 0 uses 1.., step 1 uses 101.."""
     return 100 * step_index + n
@@ -121,9 +127,7 @@ def cpu_bound() -> "ms.SyntheticExport":
     What-if: range:model=0 takes the 29000 of `model` off the thread: 71000; kernel:*=0.5
     changes nothing on the thread: 100000.
     """
-    b = ms.SyntheticExport().thread(P, MAIN, "python3")
-    main = b.on(P, MAIN)
-    _steps(b, P, MAIN, 100000)
+    b, main = _one_thread(100000)
     for i, t in enumerate(STEP_STARTS):
         main.range("data", t + 1000, t + 29000)
         main.range("model", t + 40000, t + 69000)
@@ -155,9 +159,7 @@ def gpu_bound() -> "ms.SyntheticExport":
     gemm_c [36000, 51000] (the launches, ready at 9000 and 13000, bound nothing), the sync ends
     1000 after gemm_c: 52000, +3000 of CPU: 55000. kernel:gemm_b=0: gemm_c [36000, 66000]: 70000.
     """
-    b = ms.SyntheticExport().thread(P, MAIN, "python3")
-    main = b.on(P, MAIN)
-    _steps(b, P, MAIN, 100000)
+    b, main = _one_thread(100000)
     for i, t in enumerate(STEP_STARTS):
         main.launch(t + 2000, t + 5000, _corr(i, 1), "gemm_a", t + 6000, t + 36000)
         main.launch(t + 6000, t + 9000, _corr(i, 2), "gemm_b", t + 36000, t + 66000)
@@ -188,9 +190,7 @@ def cross_stream_wait() -> "ms.SyntheticExport":
     What-if kernel:attention_long=0.5: attention_long [5000, 35000], consumer_b [36000, 46000] (wait lag
     1000 kept; the launch, ready 15000, binds nothing), the sync ends 2000 later: 48000, +2000: 50000.
     """
-    b = ms.SyntheticExport().thread(P, MAIN, "python3")
-    main = b.on(P, MAIN)
-    _steps(b, P, MAIN, 80000)
+    b, main = _one_thread(80000)
     for i, t in enumerate(STEP_STARTS):
         main.launch(t + 2000, t + 5000, _corr(i, 1), "attention_long", t + 5000, t + 65000, stream=7)
         b.runtime("cudaEventRecord_v3020", t + 6000, t + 8000, tid=MAIN, pid=P, correlation_id=_corr(i, 2))
@@ -225,9 +225,7 @@ def sync() -> "ms.SyntheticExport":
     +3000+1000 to the sync's start (12000), then 1000+10000: 23000.
     copy:*=0.5: copy [7000, 12000], conv_fwd [12000, 52000], sync ends 54000, +11000: 65000.
     """
-    b = ms.SyntheticExport().thread(P, MAIN, "python3")
-    main = b.on(P, MAIN)
-    _steps(b, P, MAIN, 70000)
+    b, main = _one_thread(70000)
     for i, t in enumerate(STEP_STARTS):
         main.range("loss", t + 60000, t + 70000)
         b.memcpy(t + 7000, t + 17000, 4_000_000, pid=P, correlation_id=_corr(i, 1), src_kind=ms.PINNED,
@@ -257,9 +255,7 @@ def blocking_copy() -> "ms.SyntheticExport":
     What-if kernel:*=0.5: reduce_sum [5000, 25000], the copy [25000, 27000], the call returns 1000
     after it: 28000, +12000: 40000.
     """
-    b = ms.SyntheticExport().thread(P, MAIN, "python3")
-    main = b.on(P, MAIN)
-    _steps(b, P, MAIN, 60000)
+    b, main = _one_thread(60000)
     for i, t in enumerate(STEP_STARTS):
         main.range("metrics", t + 49000, t + 60000)
         main.launch(t + 2000, t + 5000, _corr(i, 1), "reduce_sum", t + 5000, t + 45000)
@@ -284,9 +280,7 @@ def launch_overlap() -> "ms.SyntheticExport":
     What-if kernel:*=0.5: the launch edge keeps its measured lag, -2000 (the identity needs it: softmax
     starts at 4000 again), softmax [4000, 22000], the sync ends 23000, +9000: 32000.
     """
-    b = ms.SyntheticExport().thread(P, MAIN, "python3")
-    main = b.on(P, MAIN)
-    _steps(b, P, MAIN, 50000)
+    b, main = _one_thread(50000)
     for i, t in enumerate(STEP_STARTS):
         main.launch(t + 2000, t + 6000, _corr(i, 1), "softmax", t + 4000, t + 40000)
         b.runtime("cudaStreamSynchronize_v3020", t + 8000, t + 41000, tid=MAIN, pid=P, correlation_id=_corr(i, 2))
@@ -312,9 +306,7 @@ def carry_over() -> "ms.SyntheticExport":
     (7500), then 19000 of CPU, the launch (29500), 7000 of CPU: step 1 ends at 36500; its big_k runs
     [29500, 43000], 6500 into step 2, which repeats step 1: 36500 each.
     """
-    b = ms.SyntheticExport().thread(P, MAIN, "python3")
-    main = b.on(P, MAIN)
-    _steps(b, P, MAIN, 50000, BACK_TO_BACK)
+    b, main = _one_thread(50000, BACK_TO_BACK)
     first = BACK_TO_BACK[0]
     main.launch(first - 10000, first - 7000, 1, "big_k", first - 7000, first + 20000)
     for i, t in enumerate(BACK_TO_BACK):
@@ -342,9 +334,7 @@ def queue_full() -> "ms.SyntheticExport":
     What-if kernel:*=0.5: big_gemm_1 [5000, 55000]; the blocked launch returns 1000 after it: 56000
     (its own 1000 from its start 10000 binds nothing), +14000: 70000.
     """
-    b = ms.SyntheticExport().thread(P, MAIN, "python3")
-    main = b.on(P, MAIN)
-    _steps(b, P, MAIN, 120000)
+    b, main = _one_thread(120000)
     for i, t in enumerate(STEP_STARTS):
         main.range("optimizer", t + 107000, t + 120000)
         main.launch(t + 2000, t + 5000, _corr(i, 1), "big_gemm_1", t + 5000, t + 105000)
@@ -527,14 +517,8 @@ CASES: dict[str, Case] = {c.name: c for c in (
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write the synthetic exports with a known critical path.")
-    parser.add_argument("outdir", type=Path, help="directory to write <case>.sqlite files into (created)")
-    parser.add_argument("--case", action="append", choices=sorted(CASES), help="only this case (repeatable)")
-    args = parser.parse_args(argv)
-    args.outdir.mkdir(parents=True, exist_ok=True)
-    for name in args.case or CASES:
-        print(CASES[name].build().write(args.outdir / f"{name}.sqlite"))
-    return 0
+    return ms.write_cases({name: case.build for name, case in CASES.items()},
+                          "Write the synthetic exports with a known critical path.", argv)
 
 
 if __name__ == "__main__":

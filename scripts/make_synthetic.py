@@ -64,6 +64,22 @@ def global_pid(pid: int) -> int:
 
 
 # Column lists as in a real nsys 2025.3 export (sqlite_master), comments dropped.
+# column blocks nsys repeats in several tables (its DDL text, kept as written)
+_TIMED = """
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,"""
+_ON_STREAM = """
+    deviceId                    INTEGER   NOT NULL,
+    contextId                   INTEGER   NOT NULL,
+    greenContextId              INTEGER,
+    streamId                    INTEGER   NOT NULL,
+    correlationId               INTEGER,
+    globalPid                   INTEGER,"""
+_ENUM = """
+    id                          INTEGER   NOT NULL   PRIMARY KEY,
+    name                        TEXT,
+    label                       TEXT"""
+
 DDL = {
     "StringIds": """
     id                          INTEGER   NOT NULL   PRIMARY KEY,
@@ -135,15 +151,7 @@ DDL = {
     nameId                      INTEGER   NOT NULL,
     returnValue                 INTEGER   NOT NULL,
     callchainId                 INTEGER""",
-    "CUPTI_ACTIVITY_KIND_KERNEL": """
-    start                       INTEGER   NOT NULL,
-    end                         INTEGER   NOT NULL,
-    deviceId                    INTEGER   NOT NULL,
-    contextId                   INTEGER   NOT NULL,
-    greenContextId              INTEGER,
-    streamId                    INTEGER   NOT NULL,
-    correlationId               INTEGER,
-    globalPid                   INTEGER,
+    "CUPTI_ACTIVITY_KIND_KERNEL": _TIMED + _ON_STREAM + """
     demangledName               INTEGER   NOT NULL,
     shortName                   INTEGER   NOT NULL,
     mangledName                 INTEGER,
@@ -164,15 +172,7 @@ DDL = {
     sharedMemoryExecuted        INTEGER,
     graphNodeId                 INTEGER,
     sharedMemoryLimitConfig     INTEGER""",
-    "CUPTI_ACTIVITY_KIND_MEMCPY": """
-    start                       INTEGER   NOT NULL,
-    end                         INTEGER   NOT NULL,
-    deviceId                    INTEGER   NOT NULL,
-    contextId                   INTEGER   NOT NULL,
-    greenContextId              INTEGER,
-    streamId                    INTEGER   NOT NULL,
-    correlationId               INTEGER,
-    globalPid                   INTEGER,
+    "CUPTI_ACTIVITY_KIND_MEMCPY": _TIMED + _ON_STREAM + """
     bytes                       INTEGER   NOT NULL,
     copyKind                    INTEGER   NOT NULL,
     deprecatedSrcId             INTEGER,
@@ -186,39 +186,17 @@ DDL = {
     graphNodeId                 INTEGER,
     virtualAddress              INTEGER,
     copyCount                   INTEGER""",
-    "CUPTI_ACTIVITY_KIND_MEMSET": """
-    start                       INTEGER   NOT NULL,
-    end                         INTEGER   NOT NULL,
-    deviceId                    INTEGER   NOT NULL,
-    contextId                   INTEGER   NOT NULL,
-    greenContextId              INTEGER,
-    streamId                    INTEGER   NOT NULL,
-    correlationId               INTEGER,
-    globalPid                   INTEGER,
+    "CUPTI_ACTIVITY_KIND_MEMSET": _TIMED + _ON_STREAM + """
     value                       INTEGER   NOT NULL,
     bytes                       INTEGER   NOT NULL,
     graphNodeId                 INTEGER,
     memKind                     INTEGER""",
-    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": """
-    start                       INTEGER   NOT NULL,
-    end                         INTEGER   NOT NULL,
-    deviceId                    INTEGER   NOT NULL,
-    contextId                   INTEGER   NOT NULL,
-    greenContextId              INTEGER,
-    streamId                    INTEGER   NOT NULL,
-    correlationId               INTEGER,
-    globalPid                   INTEGER,
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": _TIMED + _ON_STREAM + """
     deprecatedSyncType          INTEGER,
     syncType                    INTEGER   NOT NULL,
     eventId                     INTEGER   NOT NULL,
     eventSyncId                 INTEGER""",
-    "CUPTI_ACTIVITY_KIND_CUDA_EVENT": """
-    deviceId                    INTEGER   NOT NULL,
-    contextId                   INTEGER   NOT NULL,
-    greenContextId              INTEGER,
-    streamId                    INTEGER   NOT NULL,
-    correlationId               INTEGER,
-    globalPid                   INTEGER,
+    "CUPTI_ACTIVITY_KIND_CUDA_EVENT": _ON_STREAM + """
     eventId                     INTEGER   NOT NULL,
     eventSyncId                 INTEGER""",
     "NVTX_EVENTS": """
@@ -251,22 +229,10 @@ DDL = {
     returnValue                 INTEGER   NOT NULL,
     nestingLevel                INTEGER,
     callchainId                 INTEGER   NOT NULL""",
-    "ENUM_CUDA_MEMCPY_OPER": """
-    id                          INTEGER   NOT NULL   PRIMARY KEY,
-    name                        TEXT,
-    label                       TEXT""",
-    "ENUM_CUDA_MEM_KIND": """
-    id                          INTEGER   NOT NULL   PRIMARY KEY,
-    name                        TEXT,
-    label                       TEXT""",
-    "ENUM_NSYS_EVENT_CLASS": """
-    id                          INTEGER   NOT NULL   PRIMARY KEY,
-    name                        TEXT,
-    label                       TEXT""",
-    "ENUM_CUPTI_SYNC_TYPE": """
-    id                          INTEGER   NOT NULL   PRIMARY KEY,
-    name                        TEXT,
-    label                       TEXT""",
+    "ENUM_CUDA_MEMCPY_OPER": _ENUM,
+    "ENUM_CUDA_MEM_KIND": _ENUM,
+    "ENUM_NSYS_EVENT_CLASS": _ENUM,
+    "ENUM_CUPTI_SYNC_TYPE": _ENUM,
 }
 
 ENUM_ROWS = {
@@ -797,16 +763,21 @@ CASES = {f.__name__: f for f in (
 )}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write synthetic nsys-like SQLite exports for edge cases.")
+def write_cases(cases: dict, description: str, argv: list[str] | None = None) -> int:
+    """The command line of a case script: write each case (`cases`: name -> a function giving its
+    SyntheticExport), or those named with --case, into OUTDIR as <case>.sqlite."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("outdir", type=Path, help="directory to write <case>.sqlite files into (created)")
-    parser.add_argument("--case", action="append", choices=sorted(CASES), help="only this case (repeatable)")
+    parser.add_argument("--case", action="append", choices=sorted(cases), help="only this case (repeatable)")
     args = parser.parse_args(argv)
     args.outdir.mkdir(parents=True, exist_ok=True)
-    for name in args.case or CASES:
-        path = CASES[name]().write(args.outdir / f"{name}.sqlite")
-        print(path)
+    for name in args.case or cases:
+        print(cases[name]().write(args.outdir / f"{name}.sqlite"))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_cases(CASES, "Write synthetic nsys-like SQLite exports for edge cases.", argv)
 
 
 if __name__ == "__main__":

@@ -276,6 +276,10 @@ def test_job_items_table_fits_80_columns_with_short_labels(export_files, cache_d
                               "--cache-dir", str(cache_dir)])
     table = list(csv.DictReader(io.StringIO(res.stdout)))
     assert {r["export"] for r in table} == set(keys) and {r["on_export"] for r in table} == set(keys)
+    for command in (["critical-path"], ["what-if", "--scale", "kernel:*=0.5"]):
+        res = runner.invoke(app, [command[0], *files, *command[1:], "--step", "99", "--cache-dir", str(cache_dir)])
+        assert res.exit_code == 1 and "Traceback" not in res.output
+        assert res.output.strip().splitlines()[-1] == "Error: no step 99 in these exports; `nsysql steps` lists them"
 
 
 def test_one_export_per_rank_runs_through_the_late_rank(export_files, cache_dir):
@@ -336,8 +340,14 @@ def test_one_export_per_rank_runs_through_the_late_rank(export_files, cache_dir)
     out = CliRunner().invoke(app, ["summarize", "-f", "json", *[str(export_files[k]) for k in keys],
                                    "--cache-dir", str(cache_dir)], env={"NSYSQL_AHEAD": "off"})
     bound = json.loads(out.stdout)["critical_path"]
-    assert bound["steps"] == comp.height and bound["line"].startswith("Bound by (critical path): CPU")
-    assert bound["mean_per_step"]["path_ns"] == int(comp["path_ns"].mean())
+    # the job's steps from the raw rows: every `profiled_step` range of both exports (none left out as warm-up)
+    walls = [e - s for k in keys for s, e in _raw(export_files[k]).execute(
+        "SELECT n.start, n.end FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+        "WHERE COALESCE(n.text, s.value) = 'profiled_step'").fetchall()]
+    assert bound["steps"] == len(walls) and bound["line"].startswith("Bound by (critical path): CPU")
+    assert bound["mean_per_step"]["path_ns"] == int(sum(walls) / len(walls))
+    assert sum(v for k, v in bound["mean_per_step"].items() if k != "path_ns") == pytest.approx(
+        bound["mean_per_step"]["path_ns"], abs=len(cp.KINDS))  # the kinds' means add up (each rounded down)
 
 
 def test_linking_a_job_renews_a_graph_built_before(export_files, cache_dir):

@@ -236,9 +236,14 @@ def check_bound(driver, doc, name: str, tmp_path: Path) -> None:
         assert y == pytest.approx([r[f"{kind}_ns"] / 1e6 for r in rows], rel=1e-12, abs=1e-12), kind
     for r in rows:  # the bars stack to the step's wall time
         assert sum(r[f"{k}_ns"] for k in kinds) == r["path_ns"] == r["wall_ns"]
+    note = driver.find_element("id", "bound-note").text
     if len(CASES[name]) > 1:  # a job: the composition (the ranks' paths crossing); no path over the timeline
         assert any(r["export"] != rows[0]["export"] for r in rows)
+        assert "does not draw a job's paths" in note and "draws the path of the step" not in note
+        assert not driver.execute_script("return document.getElementById('chart-timeline').data"
+                                         ".some(t => t.meta === 'path')")
         return
+    assert "draws the path of the step" in note
     # the shown step's path over its timeline
     median = int(driver.execute_script("const s = document.getElementById('step-select'); "
                                        "return s.options[s.selectedIndex].text").split()[1])

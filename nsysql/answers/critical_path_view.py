@@ -6,7 +6,7 @@ import polars as pl
 
 from nsysql.answers.critical_path import COLUMNS, bound_line
 from nsysql.core import units
-from nsysql.present.render import wrap_note
+from nsysql.present.render import shared_start, wrap_note
 from nsysql.sql.catalog import Column
 
 TOP_ITEMS = 5
@@ -42,25 +42,16 @@ ITEM_TEXT_MIN = {"name": 24}
 
 
 def items_table(items: pl.DataFrame, for_people: bool) -> tuple[pl.DataFrame, list[Column]]:
-    """For people: the duration instead of the end (start + duration say it), and a job's export labels without
-    the part they all share (the title names them in full)."""
+    """For people: the duration instead of the end (start + duration say it), and a job's two export columns
+    without the start their labels share (the title names them in full), leaving room for the items' names."""
     if for_people:
         items = items.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")).drop("end_ns")
         _NS.add("dur_ns")
         labels = [c for c in ("export", "on_export") if c in items.columns]
-        cut = _shared_prefix(sorted({v for c in labels for v in items[c].to_list()}))
+        cut = shared_start([v for c in labels for v in items[c].unique().to_list()])
         if cut:
             items = items.with_columns(pl.col(c).str.slice(cut) for c in labels)
     return items, header(items)
-
-
-def _shared_prefix(names: list[str]) -> int:
-    """The length of the start all `names` share, up to its last separator (-, _, . or /); 0 for fewer than two."""
-    if len(names) < 2:
-        return 0
-    import os
-    common = os.path.commonprefix(names)
-    return max(common.rfind(sep) for sep in "-_./") + 1
 
 
 def summary_lines(comp: pl.DataFrame, items: pl.DataFrame) -> list[str]:

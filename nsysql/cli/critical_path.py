@@ -16,6 +16,15 @@ PidOpt = Annotated[Optional[int], typer.Option(
     show_default=False)]
 
 
+def _no_steps(step: int | None, exports: int):
+    """The error when nothing is left to walk: no step `step`, or no analysed step."""
+    from nsysql.errors import NsysqlError
+    if step is None:
+        return NsysqlError("no analysed steps; `nsysql steps` says how steps are found")
+    return NsysqlError(f"no step {step} in {'these exports' if exports > 1 else 'this export'}; "
+                       "`nsysql steps` lists them")
+
+
 def critical_path(
     exports: ExportsArg,
     step: StepOpt = None,
@@ -59,8 +68,7 @@ def critical_path(
                 comp = cp.composition(opened[0], step, pid)
                 its = cp.item_rows(opened[0], step, pid)
             if comp.height == 0:
-                raise NsysqlError(f"no step {step} in this export; `nsysql steps` lists them" if step is not None
-                                  else "no analysed steps; `nsysql steps` says how steps are found")
+                raise _no_steps(step, len(opened))
             for line in dict.fromkeys(line for ex in opened for line in missing_edges(ex)):
                 typer.echo(wrap_note(f"note: no {line}"), err=True)
             if items:
@@ -110,8 +118,7 @@ def what_if(
             else:
                 df = wi.step_times(opened[0], scales, step, pid)
         if df.height == 0:
-            raise NsysqlError(f"no step {step} in this export; `nsysql steps` lists them" if step is not None
-                              else "no analysed steps; `nsysql steps` says how steps are found")
+            raise _no_steps(step, len(opened))
         shown, columns = what_if_table(df, out.for_people)
         out.emit(shown, columns=columns, title="What if: " + ", ".join(str(s) for s in scales))
         if out.for_people and out.output is None:

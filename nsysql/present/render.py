@@ -371,12 +371,11 @@ class Shown:
         text = self.cells[row]
         if len(text) <= width or self.numeric:
             return text
-        if self.name == "export":  # several exports' labels: what tells them apart is after their shared start
+        if self.name in ("export", "on_export"):  # exports' labels: what tells them apart is after their shared start
             if self._common is None:
-                self._common = os.path.commonprefix([c for c in self.cells if c])
-            common = self._common
-            cut = max(common.rfind(ch) for ch in "-_./ ") + 1  # whole words: `rank0`, not `…0`
-            if cut > 3 and len(text) > cut:
+                self._common = text[:shared_start(self.cells)]
+            cut = len(self._common)
+            if cut and len(text) > cut:
                 text = ("…" if width > len(text) - cut else "") + text[cut:]
         if self.kernel:
             text = compact_kernel(text)
@@ -579,6 +578,15 @@ def _fit_components(parts: list[str], width: int, shortest: int) -> str | None:
 
 
 _NUMBERED = re.compile(r"\d+$")
+
+
+def shared_start(labels: Sequence[str]) -> int:
+    """How many characters every one of several exports' `labels` starts with, up to a whole word (`run-rank0`,
+    `run-rank1`: 4, leaving `rank0`), 0 when that is 3 or fewer: what tells them apart is after it."""
+    names = [x for x in labels if x]
+    common = os.path.commonprefix(names) if len(set(names)) > 1 else ""
+    cut = max(common.rfind(ch) for ch in "-_./ ") + 1 if common else 0
+    return cut if cut > 3 else 0
 
 
 # -- fitting ------------------------------------------------------------------------------------------

@@ -353,7 +353,10 @@ function renderBound() {
   document.getElementById("bound-note").append(
     "Each bar is one analysed step's critical path: the chain of CPU work, CUDA calls, GPU ops, waits and " +
     "communication that ended last, walked back from the step's end; its length is the step's wall time. " +
-    "The Timeline below draws the path of the step it shows on top, and marks each item on its thread or stream. ",
+    (CP && CP.steps.some(s => s.export !== undefined)
+      ? "Each export's (rank's) steps are walked on the ranks' graphs merged: a rank that waited for a late one " +
+        "goes on through the late rank's work. The Timeline does not draw a job's paths. "
+      : "The Timeline below draws the path of the step it shows on top, and marks each item on its thread or stream. "),
     "Reproduce: ", el("code", { text: cmd }));
 }
 
