@@ -9,12 +9,21 @@ from nsysql.errors import MissingDataError, NsysqlError
 __version__ = "0.1.0"
 
 
-def open(path, *, cache_dir=None, use_cache=True, build_all=False, answer_ahead=False):  # noqa: A001
+def open(path, *, cache_dir=None, use_cache=True, build_all=False, answer_ahead=False, step_range=None):  # noqa: A001
     """Open an Nsight Systems SQLite export (.sqlite or .sqlite.xz), read-only. Returns an `Export`.
     `build_all`: a first open builds every normalized table at once (what summarize reads), not some on first use;
-    `answer_ahead`: a first open answers the common commands ahead, as the command line does (NSYSQL_AHEAD)."""
+    `answer_ahead`: a first open answers the common commands ahead, as the command line does (NSYSQL_AHEAD);
+    `step_range`: the NVTX range level whose instances are the steps (`Export.choose_step_level`), instead of the
+    one nsysql chooses (docs/steps.md)."""
     from nsysql.api import Export
-    return Export(path, cache_dir=cache_dir, use_cache=use_cache, build_all=build_all, answer_ahead=answer_ahead)
+    ex = Export(path, cache_dir=cache_dir, use_cache=use_cache, build_all=build_all, answer_ahead=answer_ahead)
+    if step_range is not None:
+        try:
+            ex.choose_step_level(step_range)
+        except BaseException:
+            ex.close()
+            raise
+    return ex
 
 
 def open_job(paths, *, cache_dir=None, use_cache=True):

@@ -57,6 +57,7 @@ class Summary:
     comm: Section | None = None  # only when the export has communication kernels
     title: str | None = None  # what the summary is of, when not one export (the exports of one job)
     bound: dict | None = None  # what bounds the analysed steps on their critical path (bound_section)
+    structure: list[dict] = field(default_factory=list)  # analysis.structure's rows: what a step is, and how found
 
 
 def build_summary(export: Queries, *, top: int = 5, full: bool = False) -> Summary:
@@ -75,7 +76,46 @@ def _build_summary(export: Queries, *, top: int, full: bool) -> Summary:
     details = detail_sections(export, top=top) if full else []
     origin = export.time_origin() if full else None
     return Summary(export, capture, build_overview(export), findings, details, origin, communication_section(export),
-                   bound=bound_section(export))
+                   bound=bound_section(export), structure=structure_rows(export))
+
+
+def structure_rows(export: Queries) -> list[dict]:
+    """analysis.structure's rows, the process with the most steps first; none for an export it cannot read."""
+    from nsysql.errors import MissingDataError
+    try:
+        frame = export.run("analysis.structure")
+    except MissingDataError:
+        return []
+    return frame.sort(["steps", "pid"], descending=[True, False]).to_dicts()
+
+
+def structure_text(rows: list[dict]) -> str:
+    """One sentence on what a step is and how nsysql found it, and one when the CPU runs ahead of the GPU (the
+    process with the most steps speaks for the export)."""
+    if not rows or rows[0]["step_source"] == "gpu_span":
+        return ""
+    r = rows[0]
+    kind = {"training": "Training", "inference": "Inference"}.get(r["program_kind"], "A program")
+    source = r["step_source"]
+    if source == "range":
+        why = {"step name": "named like a step", "decode steps": "decode steps", "override": "chosen by --step-range",
+               "repeating level": "the outermost level that repeats and tiles the work"}.get(r["step_rule"], r["step_rule"])
+        text = f"{kind}; a step is one `{r['step_level']}` range ({why})"
+    elif source == "pattern":
+        text = f"{kind}; a step is one repetition of the top-level ranges from `{r['step_level']}` on"
+    elif source == "graph-launch":
+        text = f"{kind} without NVTX steps; a step is one CUDA graph launch of the repeating op sequence"
+    else:
+        text = (f"{kind} without NVTX steps; a step is one iteration of the repeating GPU op sequence "
+                f"({r['period_ops']:,} ops, from `{middle(printable(r['step_level']), 40)}`)")
+    if r.get("close_level"):
+        text += f"; `{r['close_level']}` would make steps too (--step-range)"
+    text += "."
+    if r["clock"] == "period":
+        text += (f" The CPU runs ahead of the GPU (a step's GPU work ends a median "
+                 f"{units.duration(r['cpu_ahead_ns'])} after its range): step times are GPU periods "
+                 "(`nsysql steps` shows both).")
+    return text
 
 
 def bound_section(export: Queries) -> dict | None:
@@ -525,7 +565,8 @@ def _findings_lines(findings: pl.DataFrame | None, width: int, top: int) -> list
 def render_text(summary: Summary, *, width: int, color: bool = False, top: int = 5, wide: bool = False) -> str:
     ov = summary.overview
     notes = [line for note in ov.notes for line in _wrap(note, width)]
-    blocks = [_header_lines(summary, width) + [""] + _scope_lines(ov, width)
+    shape = structure_text(summary.structure)
+    blocks = [_header_lines(summary, width) + [""] + _scope_lines(ov, width) + (_wrap(shape, width) if shape else [])
               + _step_time_line(ov, width, summary.bound) + notes]
     leads = (summary.comm is not None  # a job of several ranks: who waits for whom
              and summary.comm.frame.select("rank", "pid").unique().height > 1)
@@ -549,7 +590,8 @@ def _section_lines(s: Section, summary: Summary, width: int, color: bool, wide: 
 def render_markdown(summary: Summary, top: int = 5) -> str:
     ov = summary.overview
     parts = [f"# nsysql summary: {summary.title or summary.export.path.name}", "",
-             " ".join(_scope_lines(ov, 10_000) + _step_time_line(ov, 10_000, summary.bound)), ""]
+             " ".join(_scope_lines(ov, 10_000) + ([structure_text(summary.structure)] if summary.structure else [])
+                      + _step_time_line(ov, 10_000, summary.bound)), ""]
     if ov.breakdown.height:
         frame, _ = _breakdown_frame(ov, top)
         unused = _unused_comm(ov)
@@ -583,6 +625,8 @@ def to_json(summary: Summary, top: int = 5) -> dict:
                  "overview": summary.overview.to_json(top)}
     for s in ([summary.comm] if summary.comm else []) + summary.details:
         doc[s.key] = {"rows": _json_rows(s), **({"note": s.note} if s.note else {})}
+    if summary.structure:
+        doc["structure"] = {**summary.structure[0], "processes": summary.structure}
     if summary.bound:
         doc["critical_path"] = summary.bound
     from nsysql.answers.findings import to_records

@@ -59,6 +59,11 @@ WideOpt = Annotated[bool, typer.Option(
                    "fits the terminal, or $COLUMNS, or 100 columns: long text is shortened and optional columns "
                    "hidden).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
+StepRangeOpt = Annotated[Optional[str], typer.Option(
+    "--step-range", metavar="LEVEL",
+    help="Take the instances of this NVTX range level as the steps, whatever nsysql would choose: a level of `nsysql "
+         "steps --candidates` (`request/decode_step`) or its last part (`decode_step`); docs/steps.md.",
+    show_default=False)]
 DepthOpt = Annotated[int, typer.Option(  # layers and plot layers
     "--depth", min=0, help="Layer paths: keep their first N components (1 = forward_pass, ...; 0 = whole path).")]
 MergeRepeatsOpt = Annotated[bool, typer.Option(
@@ -88,7 +93,8 @@ def user_errors(debug: bool):
         raise typer.Exit(1) from None
 
 
-def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool, *, answer_summary: bool = True):
+def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool, *, answer_summary: bool = True,
+                step_range: Optional[str] = None):
     """Open an export for a command, through the library as any user does (`nsysql.open`, answering ahead as every
     command does); rows no profiler writes are named on stderr, one `warning:` line each.
     `answer_summary=False`: the command is `summarize`, which reads every table and computes its own answers."""
@@ -99,13 +105,20 @@ def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool, *, answ
     ex.on_notice = lambda line: typer.echo(inputs.printable(f"warning: {line}"), err=True)
     for line in ex.sanity():
         typer.echo(inputs.printable(f"warning: {inputs.text(export.name)}: {line}"), err=True)
+    if step_range is not None:
+        try:
+            ex.choose_step_level(step_range)
+        except BaseException:
+            ex.close()
+            raise
     return ex
 
 
-def gather(exports: list[Path], analysis, cache_dir: Optional[Path], no_cache: bool):
+def gather(exports: list[Path], analysis, cache_dir: Optional[Path], no_cache: bool, step_range: Optional[str] = None):
     """Run `analysis(export)` on every export given (globs expanded); see nsysql.answers.multi.gather."""
     from nsysql.answers import multi
-    return multi.gather(multi.expand(exports), analysis, lambda p: open_export(p, cache_dir, no_cache))
+    return multi.gather(multi.expand(exports), analysis,
+                        lambda p: open_export(p, cache_dir, no_cache, step_range=step_range))
 
 
 class TimeOrigins:
@@ -161,10 +174,12 @@ class Output:
 
 @dataclass(frozen=True)
 class Source:
-    """`--cache-dir`, `--no-cache`, `--nsys`, `--debug`: how exports are opened, and how errors are shown."""
+    """`--cache-dir`, `--no-cache`, `--nsys`, `--step-range`, `--debug`: how exports are opened and read, and how
+    errors are shown."""
     cache_dir: CacheDirOpt = None
     no_cache: NoCacheOpt = False
     nsys: NsysOpt = None
+    step_range: StepRangeOpt = None
     debug: DebugOpt = False
 
     def __post_init__(self) -> None:
@@ -176,10 +191,10 @@ class Source:
         return user_errors(self.debug)
 
     def open(self, export: Path, **how):
-        return open_export(export, self.cache_dir, self.no_cache, **how)
+        return open_export(export, self.cache_dir, self.no_cache, step_range=self.step_range, **how)
 
     def gather(self, exports: list[Path], analysis):
-        return gather(exports, analysis, self.cache_dir, self.no_cache)
+        return gather(exports, analysis, self.cache_dir, self.no_cache, self.step_range)
 
     @contextmanager
     def job(self, exports: list[Path]):

@@ -13,7 +13,7 @@ from nsysql.cli.common import open_export
 
 def gather_nonempty(exports: list[Path], analysis: Callable, cache_dir: Optional[Path], no_cache: bool, *,
                     missing: str, single_error: Optional[Callable[[Path], str]] = None,
-                    none_error: Optional[str] = None) -> pl.DataFrame:
+                    none_error: Optional[str] = None, step_range: Optional[str] = None) -> pl.DataFrame:
     """`analysis(export)` over every export, as nsysql.answers.multi.gather does.
 
     One export: its frame unchanged, or `single_error(path)` when it is empty (the command's own error).
@@ -25,7 +25,7 @@ def gather_nonempty(exports: list[Path], analysis: Callable, cache_dir: Optional
     from nsysql.errors import NsysqlError
 
     paths = multi.expand(exports)
-    opener = lambda p: open_export(p, cache_dir, no_cache)  # noqa: E731
+    opener = lambda p: open_export(p, cache_dir, no_cache, step_range=step_range)  # noqa: E731
     if len(paths) == 1:
         df = multi.gather(paths, analysis, opener)
         if df.is_empty() and single_error is not None:

@@ -31,7 +31,7 @@ def sql(exports: ExportsArg, query: QueryArg, out: Output = OUTPUT, param: Param
     from nsysql.query import adhoc
     with src.errors():
         params = adhoc.parse_params(param or [])
-        df = gather_nonempty(exports, lambda ex: adhoc.run(ex, query, params), src.cache_dir, src.no_cache,
+        df = gather_nonempty(exports, lambda ex: adhoc.run(ex, query, params), src.cache_dir, src.no_cache, step_range=src.step_range,
                              missing="no rows")
         out.emit(df, title=None, max_rows=TABLE_ROWS,
                  optional=[c for c in reversed(df.columns[1:]) if c not in ("export", "rank")],

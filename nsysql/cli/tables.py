@@ -40,7 +40,7 @@ def table_command(a: Analysis) -> Callable:
                 df = src.gather(exports, origins.wrap(per_export))
             else:
                 empty = a.empty
-                df = gather_nonempty(exports, origins.wrap(per_export), src.cache_dir, src.no_cache,
+                df = gather_nonempty(exports, origins.wrap(per_export), src.cache_dir, src.no_cache, step_range=src.step_range,
                                      missing=empty.missing, single_error=lambda p: empty.single.format(export=p.name),
                                      none_error=empty.none)
             out.emit(df, columns=a.columns(choice, **values), title=a.caption(choice, **values),

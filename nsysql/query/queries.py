@@ -80,6 +80,19 @@ class Queries:
         self.store.temp_tables.discard(name)
         self.inputs_version += 1
 
+    def choose_step_level(self, level: str) -> None:
+        """Make the instances of the NVTX range level `level` the steps, whatever the rules would choose: a level of
+        analysis.step_candidates (`request/decode_step`, digits as N or as written) or its last components
+        (`decode_step`). One line naming the levels there are when none matches."""
+        wanted = re.sub(r"[0-9]+", "N", level.strip().strip("/"))
+        levels = self.run("analysis.step_candidates").sort("steady", descending=True)["level"].unique(maintain_order=True)
+        if not wanted or not any(name == wanted or name.endswith("/" + wanted) for name in levels):
+            known = ", ".join(levels.head(8).to_list()) or "none (no NVTX ranges of the user's)"
+            more = f" and {len(levels) - 8} more" if len(levels) > 8 else ""
+            raise NsysqlError(f"{self.path.name} has no NVTX range level {level!r}; its levels, most instances first: "
+                              f"{known}{more} (`nsysql steps --candidates` lists them)")
+        self.inject("_step_override", pl.DataFrame({"level": [level]}, schema={"level": pl.String}))
+
     @property
     def _answers_kept(self) -> bool:
         """Whether answers are stored and read: with a cache, and nothing injected."""
@@ -347,9 +360,16 @@ class Queries:
         and per step the `straggler`: the rank the others wait for (analysis.comm)."""
         return self.run("analysis.comm")
 
-    def steps(self) -> pl.DataFrame:
-        """Training/inference steps (step-named ranges, else a repeating top-level pattern): wall, GPU busy, split."""
-        return self.analysis("steps")
+    def steps(self, candidates: bool = False) -> pl.DataFrame:
+        """Training/inference steps (the program's step level of NVTX ranges, else a repeating top-level pattern,
+        else iterations of the GPU op sequence): wall, period, GPU busy, split; `candidates=True`: the NVTX range
+        levels considered as the step, with their scores and the one chosen (docs/steps.md)."""
+        return self.analysis("steps", candidates=candidates)
+
+    def structure(self) -> pl.DataFrame:
+        """The program's structure as read, one row per process: step source, level and rule, warm-up left out,
+        the clock (range, or period when the CPU runs ahead), program kind (analysis.structure)."""
+        return self.run("analysis.structure")
 
     def efficiency(self, by: str = "op") -> pl.DataFrame:
         """Achieved TFLOP/s (matmul, conv) and GB/s (elementwise) per op and input shapes (`by="op"`) or per

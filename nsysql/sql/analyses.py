@@ -219,8 +219,8 @@ def _windows_not_too_many(export, by: str | None, values: dict) -> None:
 
 
 NO_SHAPES_HINT = "capture under torch.autograd.profiler.emit_nvtx(record_shapes=True) (nsysql capture does)"
-NO_STEPS_HINT = ("name each iteration's top-level NVTX range like step_N or profiled_step, or repeat the same "
-                 "top-level ranges every iteration")
+NO_STEPS_HINT = ("name each iteration's NVTX range like step_N or profiled_step (or choose a level with --step-range), "
+                 "or repeat the same GPU work every iteration")
 _SHAPED = "kernels inside PyTorch op markers with recorded shapes"
 _ALL_ROWS = "--top N, or -f csv / -f parquet -o FILE for all"
 _LAUNCH_STATS = ("mean_api_ns", "mean_queue_ns", "p95_api_ns", "p95_queue_ns", "kernel_ns", "shorter_than_launch")
@@ -232,21 +232,27 @@ DECLARED: list[Analysis] = [
         name="steps", after="layers",
         help="""Steps (iterations): wall time, GPU busy time, fprop/bprop/optimizer/communication split, kernels.
 
-    Steps are the top-level NVTX ranges named like profiled_step, step_N, ProfilerStep#N or iteration N; without any, each repetition of the first repeating top-level range (forward_pass, backward_pass, ..., forward_pass) starts one.
+    Steps are the instances of the NVTX range level that is the program's step: step-named ranges at any depth (profiled_step, step_N, ProfilerStep#N, iteration N), else decode steps, else the outermost level that repeats and tiles the thread's work (`request/decode_step`); warm-up ranges are left out of the level's path and their steps out of the analysis. Without such a level, each repetition of the first repeating top-level range starts one; without NVTX steps, the iterations of the repeating GPU op sequence are steps (source kernel-pattern or graph-launch). --candidates lists the levels considered, with their scores and the one chosen; --step-range LEVEL chooses another. docs/steps.md has the rules.
 
-    A step's GPU work includes ops launched by other threads of its process while it runs (PyTorch's autograd thread). Those ops may run past the step's end (kernels queued behind a slow one, NCCL kernels waiting for a late rank): overrun_ns is that part, and the only way gpu_busy_pct exceeds 100 %.
+    A step's GPU work includes ops launched by other threads of its process while it runs (PyTorch's autograd thread). Those ops may run past the step's end (kernels queued behind a slow one, NCCL kernels waiting for a late rank): overrun_ns is that part, and the only way gpu_busy_pct exceeds 100 %. period_ns is the step on the GPU's clock (from when the GPU had finished the work launched before it to the end of its own): when the CPU runs ahead of the GPU, that is the step's time everywhere else (`nsysql overview`, summarize).
 
     Table and markdown show times in ms (start: ms since the capture's first event, as `nsysql plot`); csv, json and parquet keep the exact nanoseconds (start_ns/end_ns on the export's clock).
 
     With several exports, those without steps are skipped (named on stderr).
     """,
         queries={"": "analysis.steps"},
+        params=(Param("candidates", bool, False, "List the NVTX range levels considered as the step, with their "
+                      "scores, the one chosen and why, instead of the steps.", selects="analysis.step_candidates"),),
         empty=Empty("no steps", f"{{export}} has no steps: {NO_STEPS_HINT}",
                     f"none of the exports has steps: {NO_STEPS_HINT}"),
         title="Steps", timestamps=True,
-        optional=("range_id", "source", "pid", "tid", "end_ns", "gpu_ops", "off_thread_ops", "other_ns", "kernels",
-                  "comm_ns", "start_ns"),
-        unit_groups=(("wall_ns", "gpu_busy_ns", "fprop_ns", "bprop_ns", "optim_ns", "comm_ns", "other_ns", "overrun_ns"),),
+        optional={
+            "": ("range_id", "source", "level", "period_ops", "gpu_end_ns", "pid", "tid", "end_ns", "gpu_ops",
+                 "off_thread_ops", "other_ns", "kernels", "comm_ns", "start_ns"),
+            "candidates": ("pid", "tid", "cv", "median_ns", "instances", "close", "depth"),
+        },
+        unit_groups=(("wall_ns", "period_ns", "gpu_busy_ns", "fprop_ns", "bprop_ns", "optim_ns", "comm_ns", "other_ns",
+                      "overrun_ns"),),
     ),
     Analysis(
         name="efficiency", after="plot",

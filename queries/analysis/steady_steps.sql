@@ -1,4 +1,4 @@
--- nsysql: analysis.steady_steps v2
+-- nsysql: analysis.steady_steps v3
 -- purpose: The time windows the headline figures are computed over: every step of `nsysql steps`, marked analysed (steady state) or excluded as warm-up; without any step, one window from the first to the last GPU op.
 -- requires: analysis.steps, user_range, gpu_op
 -- params: none
@@ -11,12 +11,18 @@
 --   Without steps: one window (step 0, source `gpu_span`) from the first GPU op's start to the last GPU op's end,
 --   on the process and thread that launched the most GPU ops (read from the CUDA runtime calls; an export without
 --   them has no such window).
+--   The clock: when the CPU runs ahead of the GPU in a process (the median step's GPU work ends more than half
+--   its median wall time after its range), each of its steps is its period (analysis.steps' period_ns: from
+--   when the GPU had finished the work launched before it, or its start if later, to the end of its GPU work),
+--   and start_ns/end_ns/wall_ns are that window, so every figure over the steps is on the GPU's clock; clock is
+--   then `period`, else `range` (the step's range, as measured on the CPU). range_wall_ns keeps the range's own
+--   duration. The warm-up rule (b) reads the step's time on its clock.
 --   tid is the step's own thread (the thread whose ranges make it): the CUDA runtime, data-loading and CPU
 --   categories of the step time breakdown are read on it.
 -- columns:
 --   step | BIGINT | index (as in `nsysql steps`, per process: (pid, step) names a step; 0 = the whole GPU activity when there are no steps)
 --   name | VARCHAR | text
---   source | VARCHAR | text (range, pattern or gpu_span)
+--   source | VARCHAR | text (range, pattern, kernel-pattern, graph-launch or gpu_span)
 --   pid | BIGINT | id
 --   tid | BIGINT | id
 --   start_ns | BIGINT | ns timestamp
@@ -24,6 +30,8 @@
 --   wall_ns | BIGINT | ns
 --   analysed | BOOLEAN | flag (in the steady state: counted by overview and findings)
 --   excluded_because | VARCHAR | text (warmup_range, slow_leading_step; NULL when analysed)
+--   clock | VARCHAR | text (range: the step's range; period: its period on the GPU's clock, the CPU running ahead)
+--   range_wall_ns | BIGINT | ns (the step range's own duration, whatever the clock)
 WITH
 warm_ranges AS (
     SELECT u.pid, u.start_ns, u.end_ns
@@ -31,13 +39,27 @@ warm_ranges AS (
     WHERE NOT r.is_op_marker  -- never a user range: lets the scan skip the op markers' texts before the regex
       AND regexp_matches(r.text, 'warm[ _-]?up', 'i')
 ),
+ahead AS (  -- the processes whose CPU runs ahead: the median step's GPU work ends over half a step after its range
+    SELECT pid FROM steps GROUP BY pid
+    HAVING MEDIAN(COALESCE(gpu_end_ns, end_ns) - end_ns) > 0.5 * MEDIAN(wall_ns)
+),
+clocked AS (
+    SELECT s.step, s.name, s.source, s.pid, s.tid, s.wall_ns AS range_wall_ns,
+           a.pid IS NOT NULL AS is_ahead,
+           CASE WHEN a.pid IS NULL THEN s.start_ns
+                ELSE GREATEST(s.end_ns, COALESCE(s.gpu_end_ns, s.end_ns)) - s.period_ns END AS start_ns,
+           CASE WHEN a.pid IS NULL THEN s.end_ns ELSE GREATEST(s.end_ns, COALESCE(s.gpu_end_ns, s.end_ns)) END AS end_ns,
+           CASE WHEN a.pid IS NULL THEN s.wall_ns ELSE s.period_ns END AS wall_ns,
+           s.start_ns AS range_start_ns
+    FROM steps AS s LEFT JOIN ahead AS a ON a.pid = s.pid
+),
 flagged AS (
-    SELECT s.step, s.name, s.source, s.pid, s.tid, s.start_ns, s.end_ns, s.wall_ns,
+    SELECT s.step, s.name, s.source, s.pid, s.tid, s.start_ns, s.end_ns, s.wall_ns, s.range_wall_ns, s.is_ahead,
            EXISTS (SELECT 1 FROM warm_ranges AS w
-                   WHERE w.pid = s.pid AND w.start_ns <= s.start_ns AND s.start_ns < w.end_ns) AS in_warm_range,
+                   WHERE w.pid = s.pid AND w.start_ns <= s.range_start_ns AND s.range_start_ns < w.end_ns) AS in_warm_range,
            s.wall_ns > 1.5 * MEDIAN(s.wall_ns) OVER (PARTITION BY s.pid ORDER BY s.step
                                                   ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS slow
-    FROM steps AS s
+    FROM clocked AS s
 ),
 lead AS (  -- a slow step counts only while every earlier step of its process was slow too
     SELECT *, BOOL_AND(COALESCE(slow, false)) OVER (PARTITION BY pid ORDER BY step ROWS UNBOUNDED PRECEDING) AS slow_leading,
@@ -45,7 +67,7 @@ lead AS (  -- a slow step counts only while every earlier step of its process wa
     FROM flagged
 ),
 stepped AS (
-    SELECT step, name, source, pid, tid, start_ns, end_ns, wall_ns,
+    SELECT step, name, source, pid, tid, start_ns, end_ns, wall_ns, range_wall_ns, is_ahead,
            CASE WHEN in_warm_range AND NOT all_warm THEN 'warmup_range'
                 WHEN slow_leading THEN 'slow_leading_step' END AS excluded_because
     FROM lead
@@ -65,9 +87,10 @@ gpu_span AS (
     WHERE NOT EXISTS (SELECT 1 FROM steps)
 )
 SELECT step, name, source, pid, tid, start_ns, end_ns, wall_ns,
-       excluded_because IS NULL AS analysed, excluded_because
+       excluded_because IS NULL AS analysed, excluded_because,
+       CASE WHEN is_ahead THEN 'period' ELSE 'range' END AS clock, range_wall_ns
 FROM stepped
 UNION ALL
-SELECT step, name, source, pid, tid, start_ns, end_ns, end_ns - start_ns, true, NULL
+SELECT step, name, source, pid, tid, start_ns, end_ns, end_ns - start_ns, true, NULL, 'range', end_ns - start_ns
 FROM gpu_span
 ORDER BY step, pid;

@@ -1,16 +1,13 @@
--- nsysql: analysis.steps v5
--- purpose: Training/inference iterations (steps): wall time, GPU busy time of the work launched in each, and how many GPU ops, from step-named NVTX ranges or else from a repeating pattern of top-level ranges.
--- requires: nvtx_range, user_range, thread, gpu_op_attribution, macros.union_ns
+-- nsysql: analysis.steps v6
+-- purpose: Training/inference iterations (steps): wall time, GPU busy time of the work launched in each, its period on the GPU's clock, and how many GPU ops, from the step level of the program's NVTX ranges or else from the repeating GPU op sequence.
+-- requires: gpu_op_attribution, analysis._nvtx_steps, analysis._kernel_iterations, macros.union_ns
 -- params: none
--- notes: Named steps: top-level user ranges (not PyTorch op markers nor library ranges) named like a step,
---   ignoring case: profiled_step, step, step_N, train_step, iteration N, iter_N, ProfilerStep#N (user_range.is_step,
---   the same ranges that kernel attribution leaves out of layer paths). A library's ranges never make steps (NCCL's,
---   nvFuser's are no user ranges; TensorRT's layer ranges are, but only layers). When the export has none, steps come from
---   a pattern: per process, on the thread with the most top-level user ranges (PyTorch autograd threads
---   `pt_autograd_*` never), the first top-level name that occurs twice or more (e.g. forward_pass in
---   forward_pass, backward_pass, optimizer_step, forward_pass, ...) starts a step at each occurrence; a pattern
---   step runs from that range's start to the latest end of the top-level ranges before the next occurrence.
---   Ranges before the first occurrence (e.g. `warmup`) are in no step.
+-- notes: Steps are the instances of the level analysis.step_candidates chooses (step-named ranges at any depth,
+--   decode steps, or the outermost repeating level that tiles the thread's work; `--step-range` overrides it),
+--   else a repetition of top-level ranges (analysis._nvtx_steps), else, without NVTX steps, the iterations of
+--   the repeating GPU op sequence (analysis._kernel_iterations: source kernel-pattern or graph-launch).
+--   docs/steps.md has the rules. A library's ranges never make steps (NCCL's, nvFuser's are no user ranges;
+--   TensorRT's layer ranges are, but only layers).
 --   A GPU op (kernel, memcpy, memset, or a CUDA graph traced at graph level) is in a step when the CUDA call that launched it lies inside the step's
 --   time span on ANY thread of the step's process: PyTorch launches backward kernels from its autograd thread,
 --   outside the main thread's ranges. Steps of one process are assumed not to overlap (an op goes to the
@@ -28,13 +25,14 @@
 -- columns:
 --   step | BIGINT | index (1, 2, ... in start order within the process)
 --   name | VARCHAR | text (the step range's text; for a pattern, its first range's text)
---   source | VARCHAR | text (range: a step-named range; pattern: a repetition of top-level ranges)
+--   source | VARCHAR | text (range: a range of the chosen step level; pattern: a repetition of top-level ranges; kernel-pattern, graph-launch: iterations of the GPU op sequence)
 --   pid | BIGINT | id
 --   tid | BIGINT | id (thread whose ranges make the step)
 --   range_id | BIGINT | id (the step range, or the pattern step's first range)
 --   start_ns | BIGINT | ns timestamp
 --   end_ns | BIGINT | ns timestamp
 --   wall_ns | BIGINT | ns (end - start)
+--   period_ns | BIGINT | ns (the step on the GPU's clock: from when the GPU had finished all work launched before the step, or the step's start if later, to the end of its GPU work or its range, whichever is later)
 --   gpu_ops | BIGINT | count (kernels, copies and sets launched in the step, any thread of the process)
 --   kernels | BIGINT | count
 --   off_thread_ops | BIGINT | count (of gpu_ops, launched by another thread than tid, e.g. autograd)
@@ -46,52 +44,19 @@
 --   comm_ns | BIGINT | ns (busy, communication: NCCL's kernels)
 --   other_ns | BIGINT | ns (busy, ops with no direction, e.g. the input copy)
 --   overrun_ns | BIGINT | ns (busy after the step's end: the ops launched in it that ran past it)
+--   level | VARCHAR | text (the step level of analysis.step_candidates, the pattern's first range, or the delimiting op)
+--   gpu_end_ns | BIGINT | ns timestamp (the latest end of the step's ops; NULL without any)
+--   period_ops | BIGINT | count (GPU ops per iteration, for steps found in the op sequence; NULL for NVTX steps)
 WITH
-top_level AS (  -- top-level user ranges, with their thread's name
-    SELECT u.range_id, u.global_tid, u.pid, r.tid, r.text, u.start_ns, u.end_ns, u.is_step,
-           COALESCE(starts_with(t.thread_name, 'pt_autograd'), false) AS is_autograd
-    FROM user_range AS u
-    JOIN nvtx_range AS r ON r.range_id = u.range_id
-    LEFT JOIN thread AS t ON t.global_tid = u.global_tid
-    WHERE u.user_depth = 0 AND r.end_global_tid IS NULL AND NOT u.from_library  -- a library's layers make no step
-),
-named_steps AS (
-    SELECT range_id, pid, tid, text AS name, start_ns, end_ns, 'range' AS source FROM top_level WHERE is_step
-),
-main_thread AS (  -- per process: most top-level user ranges, then longest total, then lowest id
-    SELECT pid, global_tid FROM (
-        SELECT pid, global_tid,
-               ROW_NUMBER() OVER (PARTITION BY pid ORDER BY COUNT(*) DESC, SUM(end_ns - start_ns) DESC, global_tid) AS rank
-        FROM top_level WHERE NOT is_autograd
-        GROUP BY pid, global_tid)
-    WHERE rank = 1
-),
-sequence AS (
-    SELECT t.range_id, t.pid, t.tid, t.text, t.start_ns, t.end_ns,
-           ROW_NUMBER() OVER (PARTITION BY t.pid ORDER BY t.start_ns, t.range_id) AS pos,
-           COUNT(*) OVER (PARTITION BY t.pid, t.text) AS occurrences
-    FROM top_level AS t JOIN main_thread AS m ON m.global_tid = t.global_tid
-),
-anchor AS (  -- the first name that repeats
-    SELECT pid, arg_min(text, pos) AS text FROM sequence WHERE occurrences >= 2 GROUP BY pid
-),
-numbered AS (
-    SELECT s.*, SUM(CASE WHEN s.text = a.text THEN 1 ELSE 0 END)
-                    OVER (PARTITION BY s.pid ORDER BY s.pos ROWS UNBOUNDED PRECEDING) AS occurrence
-    FROM sequence AS s JOIN anchor AS a ON a.pid = s.pid
-),
-pattern_steps AS (
-    SELECT arg_min(range_id, pos) AS range_id, pid, arg_min(tid, pos) AS tid, arg_min(text, pos) AS name,
-           MIN(start_ns) AS start_ns, MAX(end_ns) AS end_ns, 'pattern' AS source
-    FROM numbered
-    WHERE occurrence > 0 AND NOT EXISTS (SELECT 1 FROM named_steps)
-    GROUP BY pid, occurrence
+found AS (
+    SELECT range_id, pid, tid, name, level, source, start_ns, end_ns, CAST(NULL AS BIGINT) AS period_ops
+    FROM _nvtx_steps
+    UNION ALL
+    SELECT NULL, pid, tid, name, name, source, start_ns, end_ns, period_ops FROM _kernel_iterations
 ),
 steps AS (
     SELECT ROW_NUMBER() OVER (PARTITION BY pid ORDER BY start_ns, tid, range_id) AS step, *
-    FROM (SELECT range_id, pid, tid, name, start_ns, end_ns, source FROM named_steps
-          UNION ALL
-          SELECT range_id, pid, tid, name, start_ns, end_ns, source FROM pattern_steps)
+    FROM found
 ),
 launched AS (
     SELECT o.op_kind, o.start_ns, o.end_ns, rt.pid, rt.tid, rt.start_ns AS api_start_ns, rt.end_ns AS api_end_ns,
@@ -128,20 +93,33 @@ busy AS (  -- the union of each group's intervals (queries/macros/union_ns.sql);
     FROM union_ns(scoped)
     GROUP BY ALL
 ),
+queued AS (  -- per launch, the latest GPU end of every op its process launched up to it
+    SELECT pid, api_start_ns, MAX(end_ns) OVER (PARTITION BY pid ORDER BY api_start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS done_ns
+    FROM launched
+),
+queued_before AS (  -- when the GPU had finished everything launched before the step began
+    SELECT s.pid, s.step, q.done_ns
+    FROM steps AS s ASOF LEFT JOIN queued AS q ON q.pid = s.pid AND q.api_start_ns < s.start_ns
+),
 counts AS (
-    SELECT pid, step, COUNT(*) AS gpu_ops, COUNT(*) FILTER (WHERE op_kind = 'kernel') AS kernels,
+    SELECT pid, step, COUNT(*) AS gpu_ops, COUNT(*) FILTER (WHERE op_kind = 'kernel') AS kernels, MAX(end_ns) AS gpu_end_ns,
            COUNT(*) FILTER (WHERE tid <> step_tid) AS off_thread_ops
     FROM in_step GROUP BY pid, step
 )
-SELECT s.step, s.name, s.source, s.pid, s.tid, s.range_id, s.start_ns, s.end_ns, s.end_ns - s.start_ns AS wall_ns,
+SELECT s.step, s.name, s.source, s.pid, s.tid, s.range_id, s.start_ns, s.end_ns,
+       s.end_ns - s.start_ns AS wall_ns,
+       GREATEST(s.end_ns, COALESCE(c.gpu_end_ns, s.end_ns)) - GREATEST(s.start_ns, COALESCE(q.done_ns, s.start_ns))
+         AS period_ns,
        COALESCE(c.gpu_ops, 0) AS gpu_ops, COALESCE(c.kernels, 0) AS kernels,
        COALESCE(c.off_thread_ops, 0) AS off_thread_ops,
        COALESCE(b.busy_ns, 0) AS gpu_busy_ns,
        100.0 * COALESCE(b.busy_ns, 0) / NULLIF(s.end_ns - s.start_ns, 0) AS gpu_busy_pct,
        COALESCE(b.fprop_ns, 0) AS fprop_ns, COALESCE(b.bprop_ns, 0) AS bprop_ns,
        COALESCE(b.optim_ns, 0) AS optim_ns, COALESCE(b.comm_ns, 0) AS comm_ns, COALESCE(b.other_ns, 0) AS other_ns,
-       COALESCE(b.overrun_ns, 0) AS overrun_ns
+       COALESCE(b.overrun_ns, 0) AS overrun_ns,
+       s.level, c.gpu_end_ns, s.period_ops
 FROM steps AS s
+LEFT JOIN queued_before AS q ON q.pid = s.pid AND q.step = s.step
 LEFT JOIN counts AS c ON c.pid = s.pid AND c.step = s.step
 LEFT JOIN busy AS b ON b.pid = s.pid AND b.step = s.step
 ORDER BY s.step, s.pid;

@@ -1,0 +1,69 @@
+-- nsysql: analysis.structure v1
+-- purpose: The program's structure as nsysql read it, one row per process: what a step is and how it was found, what was left out as warm-up, whether the CPU runs ahead of the GPU, and the program's kind.
+-- requires: analysis.steps, analysis.steady_steps, analysis.step_candidates, gpu_op_attribution
+-- params: none
+-- notes: step_source is analysis.steps' source (range, pattern, kernel-pattern, graph-launch) or gpu_span (no
+--   steps: the span of GPU activity stands for one); step_rule says why that level (analysis.step_candidates'
+--   rule; `top-level pattern` for a pattern, `op sequence` for iterations of the GPU op sequence); close_level
+--   is the best other level the choice passed over that would make good steps too (NULL when none).
+--   program_kind: `training` when some GPU op is backward or optimizer work (gpu_op_attribution), `inference`
+--   when the step level is a decode step or a level of the program is named prefill or decode, or when the
+--   steps launch only forward work, `unknown` without GPU ops. cpu_ahead_ns is the median step's GPU work end
+--   after its range's end (negative: the GPU finished inside the range); clock `period` when it exceeds half a
+--   step (analysis.steady_steps).
+-- columns:
+--   pid | BIGINT | id
+--   program_kind | VARCHAR | text (training, inference or unknown)
+--   step_source | VARCHAR | text
+--   step_level | VARCHAR | text (the level, pattern range or delimiting op; NULL for gpu_span)
+--   step_rule | VARCHAR | text
+--   steps | BIGINT | count
+--   analysed | BIGINT | count
+--   warmup_steps | BIGINT | count (left out as warm-up)
+--   warmup_rule | VARCHAR | text (the rules that left steps out: warmup_range, slow_leading_step, comma-separated; NULL when none)
+--   period_ops | BIGINT | count (GPU ops per iteration, for steps from the op sequence)
+--   clock | VARCHAR | text (range or period)
+--   cpu_ahead_ns | BIGINT | ns
+--   close_level | VARCHAR | text
+--   candidates | BIGINT | count (levels considered, analysis.step_candidates)
+WITH
+steady AS (
+    SELECT pid, COUNT(*) AS steps, COUNT(*) FILTER (WHERE analysed) AS analysed,
+           COUNT(*) FILTER (WHERE NOT analysed) AS warmup_steps,
+           string_agg(DISTINCT excluded_because, ', ' ORDER BY excluded_because) AS warmup_rule,
+           arg_min(source, step) AS source, arg_min(clock, step) AS clock
+    FROM steady_steps GROUP BY pid
+),
+stepped AS (
+    SELECT pid, arg_min(level, step) AS level, MAX(period_ops) AS period_ops,
+           CAST(MEDIAN(COALESCE(gpu_end_ns, end_ns) - end_ns) AS BIGINT) AS cpu_ahead_ns
+    FROM steps GROUP BY pid
+),
+cands AS (
+    SELECT pid, COUNT(*) AS candidates, arg_min(rule, CASE WHEN chosen THEN 0 ELSE 1 END) AS rule,
+           arg_max(level, CASE WHEN close THEN score END) AS close_level,
+           BOOL_OR(regexp_matches(level, '(^|/)(prefill|decode[^/]*|generate[^/]*)$', 'i')) AS inference_named,
+           BOOL_OR(chosen AND rule = 'decode steps') AS decode_chosen
+    FROM step_candidates GROUP BY pid
+),
+work AS (
+    SELECT o.pid, BOOL_OR(CAST(a.direction AS VARCHAR) IN ('bprop', 'optim')) AS trains, COUNT(*) AS ops
+    FROM gpu_op AS o LEFT JOIN gpu_op_attribution AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id
+    GROUP BY o.pid
+)
+SELECT s.pid,
+       CASE WHEN COALESCE(w.trains, false) THEN 'training'
+            WHEN COALESCE(c.decode_chosen OR c.inference_named, false) THEN 'inference'
+            WHEN COALESCE(w.ops, 0) > 0 THEN 'inference'
+            ELSE 'unknown' END AS program_kind,
+       s.source AS step_source,
+       t.level AS step_level,
+       CASE s.source WHEN 'range' THEN c.rule WHEN 'pattern' THEN 'top-level pattern'
+                     WHEN 'gpu_span' THEN NULL ELSE 'op sequence' END AS step_rule,
+       s.steps, s.analysed, s.warmup_steps, s.warmup_rule, t.period_ops, s.clock, t.cpu_ahead_ns,
+       c.close_level, COALESCE(c.candidates, 0) AS candidates
+FROM steady AS s
+LEFT JOIN stepped AS t ON t.pid = s.pid
+LEFT JOIN cands AS c ON c.pid = s.pid
+LEFT JOIN work AS w ON w.pid = s.pid
+ORDER BY s.pid;
