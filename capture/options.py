@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capture.models import FSDP_MODELS, GPT_SIZES
-from capture.workload import (DEFAULT_CHECKPOINT, DEFAULT_DECODE_WARMUP, DEFAULT_PROMPT, DEFAULT_TOKENS, DTYPES,
-                              MODES)
+from capture.workload import DEFAULT_CHECKPOINT, DEFAULT_DECODE_WARMUP, DEFAULT_PROMPT, DEFAULT_TOKENS, DTYPES, MODES
 
 
 @dataclass(frozen=True)

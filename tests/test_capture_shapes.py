@@ -15,9 +15,20 @@ from typer.testing import CliRunner  # noqa: E402
 from capture import decode, nvtx, runner, workload  # noqa: E402
 from capture.models import gpt  # noqa: E402
 from nsysql.cli.app import app  # noqa: E402
-from test_capture_models import TINY, Recorder, recorder  # noqa: E402,F401
+
+from test_capture_models import TINY, Recorder  # noqa: E402
 
 GPT = TINY["gpt"]
+
+
+@pytest.fixture
+def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
+    """capture.nvtx's push/pop replaced by a recorder of the range tree."""
+    rec = Recorder()
+    monkeypatch.setattr(nvtx, "push", rec.push)
+    monkeypatch.setattr(nvtx, "pop", rec.pop)
+    monkeypatch.setattr(nvtx, "op_ranges", rec.op_ranges)
+    return rec
 DECODE = ["gpt", "--size", "tiny", "--vocab", "100", "--batch", "2", "--prompt", "6", "--tokens", "5",
           "--mode", "decode", "--device", "cpu", "--no-annotate"]
 
