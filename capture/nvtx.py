@@ -3,7 +3,8 @@
 `push`/`pop` go to ``torch.cuda.nvtx`` when CUDA is available and are no-ops otherwise.
 Everything else here calls them through this module's globals (`module_ranges` too), so a test can
 replace `push`, `pop` and `op_ranges` (``monkeypatch.setattr(capture.nvtx, "push", ...)``) and
-record the exact names and nesting a workload emits.
+record the exact names and nesting a workload emits. `silenced` (--no-nvtx) swaps them for
+no-ops for a whole run: the same program with no markers at all.
 """
 from __future__ import annotations
 
@@ -43,6 +44,21 @@ def push(name: str) -> None:
 def pop() -> None:
     """Close the innermost range opened by `push` on the calling thread."""
     _resolve()[1]()
+
+
+@contextlib.contextmanager
+def silenced(enabled: bool = True) -> Iterator[None]:
+    """While active (when `enabled`), `push` and `pop` are no-ops: every range of the run (the
+    workload's, the model's, nsysql.annotate's through `module_ranges`) goes unmarked, as a program
+    without NVTX runs. The functions in place before (a test's recorder too) come back at the end."""
+    names = globals()
+    saved = names["push"], names["pop"]
+    if enabled:
+        names["push"], names["pop"] = _noop_push, _noop_pop
+    try:
+        yield
+    finally:
+        names["push"], names["pop"] = saved
 
 
 @contextlib.contextmanager

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from capture.models import GPT_SIZES
-from capture.workload import DEFAULT_CHECKPOINT, DTYPES, MODES
+from capture.models import FSDP_MODELS, GPT_SIZES
+from capture.workload import DEFAULT_CHECKPOINT, DEFAULT_DECODE_WARMUP, DEFAULT_PROMPT, DEFAULT_TOKENS, DTYPES, MODES
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,14 @@ def _ranks(name: str, kind: type, help: str, **more: object) -> WorkloadOption:
 
 # in the order of `nsysql capture --help`, which is also the order of the workload's argv
 WORKLOAD_OPTIONS: tuple[WorkloadOption, ...] = (
-    WorkloadOption("mode", str, "forward; backward (forward + backward, no optimizer step); train.",
+    WorkloadOption("mode", str, "forward; backward (forward + backward, no optimizer step); train; decode (gpt only: "
+                                "LLM inference with a static KV cache, greedy; see --prompt, --tokens, --graphs).",
                    choices=MODES, default="train"),
     WorkloadOption("dtype", str, "fp32, or bf16 through autocast.", choices=DTYPES, default="fp32"),
     WorkloadOption("batch", int, "Batch size (default: the model's: gpt 4, bert 4, ncf 1048576, dlrm 32768, "
                                  "cnn 128, hf 4).", min=1),
-    WorkloadOption("warmup", int, "Warm-up steps, inside the `warmup` range (default: 3).", min=0),
+    WorkloadOption("warmup", int, "Warm-up steps (decode: requests), inside the `warmup` range (default: 3; "
+                                  f"decode: {DEFAULT_DECODE_WARMUP}).", min=0),
     WorkloadOption("steps", int, "Profiled steps, each inside `profiled_step` (default: 1).", min=1),
     WorkloadOption("op_ranges", bool,
                    "Run the profiled steps under torch.autograd.profiler.emit_nvtx(record_shapes=True): per-op "
@@ -73,6 +75,12 @@ WORKLOAD_OPTIONS: tuple[WorkloadOption, ...] = (
                    "a user's forward hooks give (default: on)."),
     _model("size", str, ("gpt",), "model size (default: small).", choices=tuple(GPT_SIZES)),
     _model("seq", int, ("gpt", "bert", "hf"), "sequence length (default: gpt 512, bert 128, hf 128).", min=1),
+    _model("prompt", int, ("gpt",), "--mode decode: prompt length P; the model's context is P + T, --seq does "
+                                    f"not apply (default: {DEFAULT_PROMPT}).", min=1, metavar="P"),
+    _model("tokens", int, ("gpt",), "--mode decode: tokens T generated per request, the first by the prefill, then "
+                                    f"T-1 `decode_step`s (default: {DEFAULT_TOKENS}).", min=1, metavar="T"),
+    _model("graphs", bool, ("gpt",), "--mode decode: each decode step one CUDA graph replay, captured inside "
+                                     "`warmup` (`graph_capture`); needs CUDA (default: off)."),
     _model("layers", int, ("bert", "hf"), "encoder layers, transformer blocks (default: bert 2, hf 6).", min=1),
     _model("users", int, ("ncf",), "users (default: 138493).", min=1),
     _model("items", int, ("ncf",), "items (default: 26744).", min=1),
@@ -98,10 +106,19 @@ WORKLOAD_OPTIONS: tuple[WorkloadOption, ...] = (
     _loop("sync", bool, "End every phase of a profiled step with torch.cuda.synchronize() (default: on)."),
     _loop("log_every", int, "Read the loss with .item() every N steps, inside `log_loss`; needs --mode backward "
                             "or train (default: 0, never).", min=0, metavar="N"),
-    _loop("checkpoint_every", int, "torch.save the model and optimizer state every K steps, inside `checkpoint` "
-                                   "(default: 0, never).", min=0, metavar="K"),
+    _loop("checkpoint_every", int, "Save model state: torch.save the model and optimizer state every K steps, inside "
+                                   "`checkpoint`; not --checkpoint (default: 0, never).", min=0, metavar="K"),
     _loop("checkpoint_path", Path, "Checkpoint file, overwritten each time; a relative path is taken from the "
                                    f"current directory (default: {DEFAULT_CHECKPOINT}).", metavar="P"),
+    _loop("checkpoint", bool, "activation checkpointing: each block's forward under torch.utils.checkpoint "
+                              "(use_reentrant=False), re-run inside `backward_pass` under the block's own ranges; "
+                              "needs --mode backward or train; not --checkpoint-every (default: off).",
+          models=FSDP_MODELS),
+    _loop("accum", int, "Gradient accumulation: N micro-batches per step, each inside `micro_batch_K` with its "
+                        "forward, loss (divided by N) and backward, then one optimizer step; needs --mode backward "
+                        "or train (default: 1, no micro-batch ranges).", min=1, metavar="N"),
+    _loop("nvtx", bool, "NVTX ranges; --no-nvtx: the same program with none at all (no workload, model, module or "
+                        "op ranges) (default: on)."),
     _loop("tf32", bool, "Allow TF32 tensor cores for fp32 matmuls and convolutions, or not (default: torch's own "
                         "settings)."),
     _loop("allreduce", bool, "Average the gradients through torch.distributed (NCCL on CUDA) in a world of one, "

@@ -170,6 +170,7 @@ _LOOP_DEFAULTS: dict[str, object] = {
     "log_every": 0, "checkpoint_every": 0, "tf32": None, "allreduce": False,
     "op_ranges": False, "op_ranges_last": False, "steps": 1, "distributed": None,
     "straggle_rank": None, "straggle_ms": None, "straggle_step": None,
+    "checkpoint": False, "accum": 1, "nvtx": True, "graphs": False, "model": "gpt",
 }
 
 

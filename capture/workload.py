@@ -8,6 +8,9 @@ Range layout (as in seed 003)::
                                 --op-ranges-last: only the last one)
       dataloader                with --dataloader: fetching the step's batch (also with a planted
                                 --straggle-rank: that rank's sleep is inside it)
+      micro_batch_K             with --accum N > 1: K = 1..N, each holding its own dataloader,
+                                forward_pass, loss range (the loss divided by N) and backward_pass;
+                                allreduce and optimizer_step follow once, after the last
       forward_pass
       <loss range>              loss_computation (gpt, bert, cnn) or Loss (ncf, dlrm); not in
                                 forward mode
@@ -17,6 +20,15 @@ Range layout (as in seed 003)::
       log_loss                  with --log-every N, every Nth step: loss.item()
       checkpoint                with --checkpoint-every K, every Kth step: torch.save
     result                      reading the loss back, after the steps
+
+With --checkpoint (activation checkpointing; not --checkpoint-every, which saves the model state)
+every block of the model's `fsdp_units` runs its forward through torch.utils.checkpoint
+(use_reentrant=False): the backward re-runs each block's forward, so the block's own ranges
+(gpt: attention_sublayer, ffn_sublayer and theirs) are pushed again on the thread running the
+backward, inside `backward_pass`, without the ranges the model pushes outside the block (gpt's
+layer_N). --no-nvtx runs the same program with no NVTX ranges at all (capture.nvtx.silenced):
+no workload, model, module or op ranges. --mode decode (gpt) is LLM inference with a static KV
+cache instead of the training loop: see `capture.decode` for its layout.
 
 With --annotate (the default) nsysql.annotate adds a range per layer named by module path around
 its forward (`model/layers.3/attn`, inside the model's own ranges) and its backward
@@ -60,9 +72,13 @@ from typing import Callable, Iterator
 from capture import nvtx
 from capture.models import MODEL_NAMES, load
 
-MODES = ("forward", "backward", "train")
+MODES = ("forward", "backward", "train", "decode")
 DTYPES = ("fp32", "bf16")
 DEFAULT_WARMUP = 3  # the seed's layer ranges count 4 forward passes for 1 profiled step
+DEFAULT_DECODE_WARMUP = 1  # --mode decode: warm-up requests
+DEFAULT_DECODE_BATCH = 4
+DEFAULT_PROMPT = 256
+DEFAULT_TOKENS = 64
 DEFAULT_STEPS = 1
 DEFAULT_CHECKPOINT = os.path.join(tempfile.gettempdir(), "nsysql-capture-checkpoint.pt")
 DISTRIBUTED = ("ddp", "fsdp")
@@ -93,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
         module = load(name)
         sub = models.add_parser(name, help=(module.__doc__ or name).splitlines()[0])
         sub.add_argument("--mode", choices=MODES, default="train",
-                         help="forward, backward (= forward + backward) or train (default: train)")
+                         help="forward, backward (= forward + backward), train, or decode (gpt: "
+                              "LLM inference with a KV cache) (default: train)")
         sub.add_argument("--dtype", choices=DTYPES, default="fp32",
                          help="fp32, or bf16 through autocast (default: fp32)")
         sub.add_argument("--batch", type=_positive, default=module.DEFAULT_BATCH,
@@ -101,8 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
         if module.DEFAULT_SEQ is not None:
             sub.add_argument("--seq", type=_positive, default=module.DEFAULT_SEQ,
                              help=f"sequence length (default: {module.DEFAULT_SEQ})")
-        sub.add_argument("--warmup", type=_non_negative, default=DEFAULT_WARMUP,
-                         help=f"warm-up steps, inside `warmup` (default: {DEFAULT_WARMUP})")
+        # None: the mode's default (parse_args)
+        sub.add_argument("--warmup", type=_non_negative, default=None,
+                         help=f"warm-up steps (decode: requests), inside `warmup` (default: "
+                              f"{DEFAULT_WARMUP}; decode: {DEFAULT_DECODE_WARMUP})")
         sub.add_argument("--steps", type=_positive, default=DEFAULT_STEPS,
                          help=f"profiled steps, each in `profiled_step` (default: {DEFAULT_STEPS})")
         sub.add_argument("--op-ranges", action=argparse.BooleanOptionalAction, default=False,
@@ -122,13 +141,39 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--device", choices=("cuda", "cpu"), default=None,
                          help="default: cuda when available, else cpu")
         sub.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-        _add_loop_arguments(sub)
+        _add_loop_arguments(sub, checkpoint=hasattr(module, "fsdp_units"))
         module.add_arguments(sub)
+        if name == "gpt":
+            _add_decode_arguments(sub)
     return parser
 
 
-def _add_loop_arguments(sub: argparse.ArgumentParser) -> None:
-    """Options of the training loop around the model; the defaults are the seed loop's."""
+def _add_decode_arguments(sub: argparse.ArgumentParser) -> None:
+    """--mode decode's options (gpt): the request's shape, and CUDA graphs."""
+    sub.add_argument("--prompt", type=_positive, default=DEFAULT_PROMPT, metavar="P",
+                     help=f"--mode decode: prompt length; the model's context is P + T (default: "
+                          f"{DEFAULT_PROMPT})")
+    sub.add_argument("--tokens", type=_positive, default=DEFAULT_TOKENS, metavar="T",
+                     help=f"--mode decode: tokens generated per request, the first by the prefill "
+                          f"(default: {DEFAULT_TOKENS})")
+    sub.add_argument("--graphs", action=argparse.BooleanOptionalAction, default=False,
+                     help="--mode decode: each decode step one CUDA graph replay, captured in the "
+                          "warm-up (default: off)")
+
+
+def _add_loop_arguments(sub: argparse.ArgumentParser, checkpoint: bool = True) -> None:
+    """Options of the training loop around the model; the defaults are the seed loop's.
+    `checkpoint`: the model has blocks (`fsdp_units`) for --checkpoint."""
+    if checkpoint:
+        sub.add_argument("--checkpoint", action=argparse.BooleanOptionalAction, default=False,
+                         help="activation checkpointing: each block's forward under "
+                              "torch.utils.checkpoint, re-run in the backward; not "
+                              "--checkpoint-every (default: off)")
+    sub.add_argument("--accum", type=_positive, default=1, metavar="N",
+                     help="gradient accumulation: N micro-batches per step, each in `micro_batch_K`, "
+                          "then one optimizer step (default: 1)")
+    sub.add_argument("--nvtx", action=argparse.BooleanOptionalAction, default=True,
+                     help="NVTX ranges; --no-nvtx: the same program without any (default: on)")
     sub.add_argument("--dataloader", action=argparse.BooleanOptionalAction, default=False,
                      help="feed each step from a torch DataLoader, fetched inside a "
                           "`dataloader` range (default: off, one fixed batch)")
@@ -143,8 +188,8 @@ def _add_loop_arguments(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--log-every", type=_non_negative, default=0, metavar="N",
                      help="read the loss with .item() every N steps (default: 0, never)")
     sub.add_argument("--checkpoint-every", type=_non_negative, default=0, metavar="K",
-                     help="torch.save model and optimizer state every K steps, inside the "
-                          "step (default: 0, never)")
+                     help="save model state: torch.save the model and optimizer state every K "
+                          "steps, inside the step; not --checkpoint (default: 0, never)")
     sub.add_argument("--checkpoint-path", default=DEFAULT_CHECKPOINT,
                      help=f"checkpoint file, overwritten each time (default: {DEFAULT_CHECKPOINT})")
     sub.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
@@ -168,6 +213,17 @@ def _add_loop_arguments(sub: argparse.ArgumentParser) -> None:
 
 
 def _check_loop_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    refused = _decode_refusal(args) if args.mode == "decode" else None
+    if refused:
+        parser.error(refused)
+    if args.mode == "forward" and getattr(args, "checkpoint", False):
+        parser.error("--checkpoint re-runs blocks in the backward: --mode backward or train")
+    if args.mode == "forward" and args.accum > 1:
+        parser.error("--accum accumulates gradients: --mode backward or train")
+    if not args.nvtx and (args.op_ranges or args.op_ranges_last):
+        parser.error("--no-nvtx runs without any NVTX range: leave --op-ranges(-last) out")
+    if args.graphs and args.mode != "decode":
+        parser.error("--graphs replays decode steps: --mode decode")
     if args.workers and not args.dataloader:
         parser.error("--workers needs --dataloader")
     if args.mode == "forward" and args.log_every:
@@ -192,10 +248,34 @@ def _check_loop_arguments(parser: argparse.ArgumentParser, args: argparse.Namesp
                      f"(--steps {args.steps})")
 
 
+def _decode_refusal(args: argparse.Namespace) -> str | None:
+    """Why `args` cannot decode (one line), or None: decode is inference in one process, with no
+    loss, no gradients and none of the training loop's extras."""
+    model = getattr(args, "model", "gpt")
+    if model != "gpt":
+        return f"--mode decode is LLM inference with a KV cache: gpt only, not {model}"
+    refused = [("--log-every", args.log_every), ("--checkpoint-every", args.checkpoint_every),
+               ("--dataloader", args.dataloader), ("--distributed", args.distributed),
+               ("--allreduce", args.allreduce), ("--accum", args.accum > 1),
+               ("--checkpoint", getattr(args, "checkpoint", False)), ("--op-ranges", args.op_ranges),
+               ("--op-ranges-last", args.op_ranges_last),
+               ("--straggle-rank", args.straggle_rank is not None)]
+    for flag, given in refused:
+        if given:
+            return f"{flag} does not apply to --mode decode (inference in one process, no training loop)"
+    return None
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not hasattr(args, "graphs"):  # decode's options are gpt's only
+        args.graphs, args.prompt, args.tokens = False, None, None
+    if args.warmup is None:
+        args.warmup = DEFAULT_DECODE_WARMUP if args.mode == "decode" else DEFAULT_WARMUP
     _check_loop_arguments(parser, args)
+    if args.mode == "decode":
+        args.seq = args.prompt + args.tokens  # the KV cache's length: the model's context
     return args
 
 
@@ -250,6 +330,12 @@ def _describe_loop(args: argparse.Namespace) -> str:
             f"  allreduce: {'on' if args.allreduce else 'off'}")
 
 
+def _describe_shapes(args: argparse.Namespace) -> str:
+    """The settings that change the step's shape: activation checkpointing, accumulation, NVTX."""
+    return (f"  activation_checkpointing: {'on' if getattr(args, 'checkpoint', False) else 'off'}"
+            f"  accum: {args.accum}  nvtx: {'on' if args.nvtx else 'off (no ranges at all)'}")
+
+
 def _describe_straggler(args: argparse.Namespace) -> str:
     when = (f"profiled step {args.straggle_step}" if args.straggle_step is not None
             else "every profiled step")
@@ -270,8 +356,30 @@ def _straggle_s(args: argparse.Namespace, rank: int, profiled: int) -> float:
     return args.straggle_ms / 1000
 
 
+def _checkpoint_blocks(module: ModuleType, model: object) -> None:
+    """--checkpoint: each of the model's blocks (`fsdp_units`) runs its forward through
+    torch.utils.checkpoint (no activations kept; the backward re-runs the forward). The block's
+    `forward` is replaced, so its own ranges re-run and the ranges its caller pushes do not."""
+    import torch.utils.checkpoint
+
+    for unit in module.fsdp_units(model):
+        forward = unit.forward
+
+        def checkpointed(*inputs: object, _forward: Callable[..., object] = forward,
+                         **keywords: object) -> object:
+            return torch.utils.checkpoint.checkpoint(_forward, *inputs, use_reentrant=False, **keywords)
+
+        unit.forward = checkpointed
+
+
 def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[str, object]:
-    """Run the workload `args` describes; returns {'device', 'loss' or 'output_mean'}."""
+    """Run the workload `args` describes; returns {'device', 'loss' or 'output_mean'} ('tokens'
+    with --mode decode). With --no-nvtx, the same run with every range a no-op."""
+    with nvtx.silenced(not args.nvtx):
+        return _run(args, echo)
+
+
+def _run(args: argparse.Namespace, echo: Callable[[str], None]) -> dict[str, object]:
     import torch
 
     module = load(args.model)
@@ -302,11 +410,19 @@ def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[s
         echo(f"  {key}: {value}")
     echo(f"  mode: {args.mode}  dtype: {args.dtype}  warmup: {args.warmup}  steps: {args.steps}"
          f"  op_ranges: {_op_ranges_label(args)}  annotate: {_annotate_label(args)}"
-         f"  optimizer: {module.OPTIMIZER}")
-    echo(_describe_loop(args))
+         f"  optimizer: {module.OPTIMIZER if args.mode != 'decode' else 'none'}")
+    if args.mode != "decode":
+        echo(_describe_loop(args))
+        echo(_describe_shapes(args))
+    else:
+        echo(f"  nvtx: {'on' if args.nvtx else 'off (no ranges at all)'}")
     if args.straggle_rank is not None:
         echo(_describe_straggler(args))
     echo("")
+    if args.mode == "decode":
+        from capture import decode  # imports torch: only for decode
+
+        return decode.run(args, module, device, echo)
     echo("Initializing model...")
     # capture.comm imports torch.distributed: only when asked for
     comm = importlib.import_module("capture.comm") if args.allreduce else None
@@ -318,6 +434,8 @@ def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[s
             with device:
                 model = module.build(args)
             model.train()
+            if getattr(args, "checkpoint", False):
+                _checkpoint_blocks(module, model)
             # what the loop calls: DDP around the model, or the model sharded in place by FSDP2
             trained = model if parallel is None else parallel.wrap(model, module, args.distributed, device)
             optimizer = module.make_optimizer(trained) if args.mode == "train" else None
@@ -325,7 +443,7 @@ def run(args: argparse.Namespace, echo: Callable[[str], None] = print) -> dict[s
                 echo(f"Process group of one: {comm.init(device)}")
             nvtx.synchronize(device)
         # the layer ranges go on the model's own modules (paths without DDP's `module.`)
-        with nvtx.module_ranges(model, args.annotate, backward=args.annotate_backward):
+        with nvtx.module_ranges(model, args.annotate and args.nvtx, backward=args.annotate_backward):
             return _loop(args, module, device, trained, optimizer, comm, echo, rank=rank, saved=model)
     finally:
         if comm is not None:
@@ -346,7 +464,7 @@ def _loop(args: argparse.Namespace, module: ModuleType, device: object, model: o
     echo("Creating DataLoader..." if args.dataloader else "Creating random batch...")
     # each rank its own data (seed + rank), as a distributed sampler gives; the same with one process
     data_args = argparse.Namespace(**{**vars(args), "seed": args.seed + rank})
-    feeder = Feeder(module, data_args, device, batches=args.warmup + args.steps,
+    feeder = Feeder(module, data_args, device, batches=(args.warmup + args.steps) * args.accum,
                     ranged=args.dataloader or args.straggle_rank is not None)
     saved = model if saved is None else saved
     checkpoint_path = (f"{args.checkpoint_path}.rank{rank}" if args.distributed == "fsdp"
@@ -354,20 +472,35 @@ def _loop(args: argparse.Namespace, module: ModuleType, device: object, model: o
     saves = args.distributed != "ddp" or rank == 0  # DDP: rank 0 saves the (replicated) weights
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.dtype == "bf16")
 
+    def micro_batch(annotate: bool, delay_s: float, last: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Fetch, forward, loss and backward of one (micro-)batch: the whole step's with --accum 1;
+        with --accum N the loss divided by N, and DDP's gradient sync only after the `last`."""
+        batch = feeder.next(annotate, delay_s=delay_s)
+        no_sync = getattr(model, "no_sync", None)
+        gradients = no_sync() if no_sync is not None and not last else contextlib.nullcontext()
+        with gradients:
+            with _phase("forward_pass", annotate, device, args.sync):
+                with autocast:
+                    output = module.forward(model, batch)
+            loss = None
+            if args.mode != "forward":
+                with _phase(module.LOSS_RANGE, annotate, device, args.sync):
+                    with autocast:
+                        loss = module.loss(output, batch)
+                    scaled = loss / args.accum if args.accum > 1 else loss
+                with _phase("backward_pass", annotate, device, args.sync):
+                    scaled.backward()
+        return output, loss
+
     def step(annotate: bool, index: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-        batch = feeder.next(annotate, delay_s=_straggle_s(args, rank, index - args.warmup))
+        delay_s = _straggle_s(args, rank, index - args.warmup)
         if args.mode == "backward":
             model.zero_grad(set_to_none=True)
-        with _phase("forward_pass", annotate, device, args.sync):
-            with autocast:
-                output = module.forward(model, batch)
-        loss = None
+        ranged = annotate and args.accum > 1  # --accum 1: no micro-batch range, the step as it always was
+        for k in range(1, args.accum + 1):
+            with nvtx.range(f"micro_batch_{k}") if ranged else contextlib.nullcontext():
+                output, loss = micro_batch(annotate, delay_s if k == 1 else 0.0, last=k == args.accum)
         if args.mode != "forward":
-            with _phase(module.LOSS_RANGE, annotate, device, args.sync):
-                with autocast:
-                    loss = module.loss(output, batch)
-            with _phase("backward_pass", annotate, device, args.sync):
-                loss.backward()
             if comm is not None:
                 with _phase("allreduce", annotate, device, args.sync):
                     comm.all_reduce_gradients(model)

@@ -65,6 +65,14 @@ FIXTURES=(
   "bwdtruth_bert|bert --layers 2 --mode train --dtype fp32 --batch 4 --seq 128 --warmup 1 --steps 3 --op-ranges-last --no-annotate"
   "bwdtruth_resnet18|cnn --mode train --dtype fp32 --batch 32 --warmup 1 --steps 3 --op-ranges-last --no-annotate"
   "bwdtruth_hf_gpt2|hf --mode train --dtype fp32 --batch 2 --seq 128 --warmup 1 --steps 3 --op-ranges-last --annotate --no-annotate-backward"
+  # LLM inference with a static KV cache (--mode decode): eager decode steps under their model ranges,
+  # one CUDA graph replay per decode step (the CPU runs ahead of the GPU), and the eager run without
+  # any NVTX range; then a training step of activation checkpointing (blocks re-run in the backward
+  # without their layer_N range) and gradient accumulation (micro_batch_1..4 per step)
+  "gpt_decode_eager|gpt --size small --mode decode --dtype fp32 --tf32 --batch 4 --prompt 256 --tokens 24 --warmup 1 --steps 2 --no-op-ranges --no-annotate"
+  "gpt_decode_graphs|gpt --size small --mode decode --dtype bf16 --batch 4 --prompt 256 --tokens 64 --graphs --warmup 1 --steps 3 --no-op-ranges --no-annotate"
+  "gpt_decode_nonvtx|gpt --size small --mode decode --dtype fp32 --tf32 --batch 4 --prompt 256 --tokens 24 --warmup 1 --steps 2 --no-nvtx --no-op-ranges --no-annotate"
+  "gpt_train_ckpt_accum|gpt --size tiny --mode train --dtype bf16 --batch 4 --seq 128 --checkpoint --accum 4 --warmup 1 --steps 2 --no-op-ranges --no-annotate"
 )
 if [ -n "${EXTRA_FIXTURES:-}" ]; then
   IFS=';' read -r -a _extra <<< "$EXTRA_FIXTURES"

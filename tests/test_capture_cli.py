@@ -78,7 +78,8 @@ SAMPLES = {
     "image_size": "40", "source_size": "64", "width": "8", "stages": "2", "blocks": "1",
     "classes": "10", "pool": "4", "channels_last": None, "op_ranges": None, "annotate": None,
     "op_ranges_last": None, "annotate_backward": None, "straggle_rank": "0", "straggle_ms": "25",
-    "straggle_step": "1",
+    "straggle_step": "1", "checkpoint": None, "accum": "2", "nvtx": None, "prompt": "8", "tokens": "4",
+    "graphs": None,
 }
 
 
@@ -97,7 +98,8 @@ def test_every_workload_option_reaches_the_workload(calls: list, key: str) -> No
                      "op_ranges_last": ["--steps", "2"],  # a plain step and a marked one
                      "straggle_rank": ["--straggle-ms", "5"],  # which rank and how long go together
                      "straggle_ms": ["--straggle-rank", "0"],
-                     "straggle_step": ["--straggle-rank", "0", "--straggle-ms", "5"]}.get(key, [])
+                     "straggle_step": ["--straggle-rank", "0", "--straggle-ms", "5"],
+                     "graphs": ["--mode", "decode"]}.get(key, [])
             workload = capture_argv(calls, [model, "-o", "x", *given, *extra])[1]
             found = [workload[i:i + len(given)] for i in range(len(workload))]
             assert given in found, (model, given, workload)

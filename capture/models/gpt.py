@@ -19,6 +19,13 @@ bias-free linears, vocab 10000. Ranges per forward pass::
     final_norm
     lm_head
 
+Inference with a static KV cache (``--mode decode``, `capture.decode`) goes through
+`GPTLM.forward_cached`, a separate path with the same ranges plus `kv cache update` inside
+`attention_sublayer` (after `rope encoding`): K/V of the given positions are written into a
+`KVCache` of fixed length, and attention runs over the whole cache under a mask
+``arange(L) <= position``, so every decode step has the same shapes (one CUDA graph replays any
+of them). The training `forward` is untouched.
+
 (`causal mask construction` sits beside `scaled_dot_product_attention`, not inside it: in
 the seed's nvtx_sum the mask range's total does not fit inside the SDPA ranges.)
 """
@@ -48,9 +55,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def describe(args: argparse.Namespace) -> dict[str, object]:
     d_model, d_ff, num_layers, num_heads = GPT_SIZES[args.size]
-    return {"size": args.size, "d_model": d_model, "d_ff": d_ff, "num_layers": num_layers,
-            "num_heads": num_heads, "vocab_size": args.vocab, "context_length": args.seq,
-            "batch_size": args.batch}
+    described: dict[str, object] = {
+        "size": args.size, "d_model": d_model, "d_ff": d_ff, "num_layers": num_layers,
+        "num_heads": num_heads, "vocab_size": args.vocab, "context_length": args.seq,
+        "batch_size": args.batch}
+    if getattr(args, "mode", None) == "decode":  # the context is prompt + tokens (capture.decode)
+        described.update(prompt=args.prompt, tokens=args.tokens,
+                         graphs="on" if args.graphs else "off")
+    return described
+
+
+class KVCache:
+    """Per-layer K and V buffers of shape (batch, heads, length, head_dim), allocated once, as an
+    inference server's static cache: a request overwrites the positions it uses."""
+
+    def __init__(self, model: "GPTLM", batch: int, length: int, dtype: torch.dtype,
+                 device: torch.device | str) -> None:
+        first = model.layers[0].attn
+        heads = first.num_heads
+        head_dim = first.q_proj.in_features // heads
+        self.length = length
+        self.keys = [torch.zeros(batch, heads, length, head_dim, dtype=dtype, device=device)
+                     for _ in model.layers]
+        self.values = [torch.zeros_like(k) for k in self.keys]
 
 
 def softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
@@ -129,6 +156,30 @@ class CausalSelfAttention(nn.Module):
         with nvtx.range("output projection"):
             return self.output_proj(out.transpose(1, 2).reshape(batch, seq, d_model))
 
+    def forward_cached(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                       positions: torch.Tensor) -> torch.Tensor:
+        """Attention of the tokens at `positions` (a device tensor) over the whole cache: their K/V
+        written in at those positions first, the positions after each query masked out."""
+        batch, seq, d_model = x.shape
+        heads = self.num_heads
+        with nvtx.range("attention projections"):
+            q = self.q_proj(x).view(batch, seq, heads, -1).transpose(1, 2)
+            k = self.k_proj(x).view(batch, seq, heads, -1).transpose(1, 2)
+            v = self.v_proj(x).view(batch, seq, heads, -1).transpose(1, 2)
+        with nvtx.range("rope encoding"):
+            q = self.rope(q, positions)
+            k = self.rope(k, positions)
+        with nvtx.range("kv cache update"):
+            keys.index_copy_(2, positions, k.to(keys.dtype))
+            values.index_copy_(2, positions, v.to(values.dtype))
+        with nvtx.range("causal mask construction"):
+            index = torch.arange(keys.shape[2], device=x.device)
+            mask = index[None, :] <= positions[:, None]  # (seq, cache length)
+        with nvtx.range("scaled_dot_product_attention"):
+            out = annotated_scaled_dot_product_attention(q, keys, values, mask)
+        with nvtx.range("output projection"):
+            return self.output_proj(out.transpose(1, 2).reshape(batch, seq, d_model))
+
 
 class SwiGLU(nn.Module):
     def __init__(self, d_model: int, d_ff: int) -> None:
@@ -156,6 +207,13 @@ class Block(nn.Module):
         with nvtx.range("ffn_sublayer"):
             return x + self.ffn(self.ln2(x))
 
+    def forward_cached(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                       positions: torch.Tensor) -> torch.Tensor:
+        with nvtx.range("attention_sublayer"):
+            x = x + self.attn.forward_cached(self.ln1(x), keys, values, positions)
+        with nvtx.range("ffn_sublayer"):
+            return x + self.ffn(self.ln2(x))
+
 
 class GPTLM(nn.Module):
     def __init__(self, vocab_size: int, context_length: int, d_model: int, d_ff: int,
@@ -175,6 +233,20 @@ class GPTLM(nn.Module):
         for i, layer in enumerate(self.layers):
             with nvtx.range(f"layer_{i}"):
                 x = layer(x)
+        with nvtx.range("final_norm"):
+            x = self.ln_final(x)
+        with nvtx.range("lm_head"):
+            return self.lm_head(x)
+
+    def forward_cached(self, tokens: torch.Tensor, cache: KVCache,
+                       positions: torch.Tensor) -> torch.Tensor:
+        """Logits of `tokens` (batch, seq) at `positions` (seq,), a device tensor: the prompt at
+        0..P-1 (prefill) or one token at p (a decode step), K/V kept in `cache`."""
+        with nvtx.range("token_embeddings"):
+            x = self.token_embeddings(tokens)
+        for i, layer in enumerate(self.layers):
+            with nvtx.range(f"layer_{i}"):
+                x = layer.forward_cached(x, cache.keys[i], cache.values[i], positions)
         with nvtx.range("final_norm"):
             x = self.ln_final(x)
         with nvtx.range("lm_head"):

@@ -106,7 +106,7 @@ def _capture(
         argv = runner.workload_argv(model.value, **given)
         runner.check_parallel(model.value, nproc, per_rank=per_rank, fsdp=fsdp,
                               straggle_rank=given["straggle_rank"])
-        runner.check_loop_options(**given, distributed=runner.distributed_kind(nproc, fsdp))
+        runner.check_loop_options(**given, model=model.value, distributed=runner.distributed_kind(nproc, fsdp))
         runner.run_capture(model.value, argv, output, nsys=nsys, nsys_flags=list(ctx.args),
                            stats=stats, echo=typer.echo, nproc=nproc, fsdp=fsdp, per_rank=per_rank)
     except runner.CaptureError as exc:
