@@ -77,9 +77,12 @@ ranked AS (
     FROM scored AS s
 ),
 best_rule AS (SELECT pid, MIN(rule_rank) AS rule_rank FROM ranked GROUP BY pid),
-pick AS (  -- per process, the level of the best rule that applies (step names: every thread's)
+pick AS (  -- per process, the level of the best rule that applies; step names: every step-named level of the
+    -- outermost depth (ProfilerStep#N and iteration N side by side), on every thread
     SELECT pid, level FROM (
-        SELECT r.pid, r.level, ROW_NUMBER() OVER (
+        SELECT r.pid, r.level, r.rule_rank, r.depth,
+               MIN(r.depth) OVER (PARTITION BY r.pid) AS top_depth,
+               ROW_NUMBER() OVER (
                    PARTITION BY r.pid
                    ORDER BY CASE r.rule_rank
                                 WHEN 0 THEN r.depth  -- the override: the outermost level it names
@@ -89,7 +92,7 @@ pick AS (  -- per process, the level of the best rule that applies (step names: 
                                      - LEAST(r.steady, 999) END,
                             r.score DESC, r.level) AS n
         FROM ranked AS r JOIN best_rule AS b ON b.pid = r.pid AND b.rule_rank = r.rule_rank)
-    WHERE n = 1
+    WHERE n = 1 OR (rule_rank = 1 AND depth = top_depth)
 )
 SELECT r.pid, r.tid, r.level, r.depth, r.instances, r.steady, r.median_ns, r.tiling, r.coverage, r.cv, r.score,
        p.level IS NOT NULL AS chosen,
