@@ -98,7 +98,8 @@ def test_overview_gpus_match_plain_walk(cases):
             for key in ("window_ns", "busy_ns", "kernel_ns"):
                 assert row[key] == want[key], (ident, dev, key)
             assert row["utilization_pct"] == pytest.approx(want["utilization_pct"], abs=1e-9), (ident, dev)
-            for key in ("sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct"):
+            for key in ("sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct", "tensor_core_unknown_pct",
+                        "efficiency_unknown_pct"):
                 assert row[key] == approx(want[key]), (ident, dev, key)
             if want["busy_ns"]:  # a GPU of the host that this export's processes left idle is listed at 0
                 assert 0 < row["utilization_pct"] <= 100, (ident, dev)
@@ -109,6 +110,12 @@ def test_overview_gpus_match_plain_walk(cases):
     if "gpt-tiny-train-bf16" in cases:
         ex = cases["gpt-tiny-train-bf16"][0]
         assert ex.run("analysis.overview_gpus")["tensor_core_pct"][0] > 0
+    # cuDNN's TF32 convolutions (sm90_xmma_*_f32f32_tf32f32_*) are tensor-core work: most of ResNet-18's GEMM time
+    if "bwdtruth-resnet18" in cases:
+        assert cases["bwdtruth-resnet18"][0].run("analysis.overview_gpus")["tensor_core_pct"][0] > 30
+    # graph-level replays: no grids, so the SM estimates cover the other kernels and say how much they miss
+    if "cuda-graphs-graph" in cases:
+        assert cases["cuda-graphs-graph"][0].run("analysis.overview_gpus")["efficiency_unknown_pct"][0] > 0
 
 
 def test_top_kernels_match_raw_sums(cases):
