@@ -12,6 +12,7 @@ import statistics
 from collections import defaultdict
 
 from plainwalk import Plain, PlainAttribution, PlainTimeline, merge, plain_steps, read_export, short_api
+from plainwalk_overview import tensor_core_class
 
 
 def clip(intervals, start, end):
@@ -44,9 +45,6 @@ def idle_within(busy, intervals) -> int:
 
 SYNC_API = re.compile(r"^cu(da)?(Device|Stream|Event|Ctx|Thread)Synchronize")
 GEMM = re.compile(r"gemm|gemv|xmma|cutlass|splitkreduce|convolve|conv([^e]|$)|winograd|fft2d|fprop|dgrad|wgrad", re.I)
-TENSOR_CORE = re.compile(r"hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|tensor[0-9]+x[0-9]+x[0-9]+"
-                         r"|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8", re.I)
-NOT_TENSOR_CORE = re.compile(r"ffma|simt|sgemm|dgemm", re.I)
 FP32 = re.compile(r"f32f32|sgemm|ffma|float|_s1688|fp32", re.I)
 NOT_FP32 = re.compile(r"bf16|bfloat16|f16|fp16|half|tf32|double|dgemm|int8|i8", re.I)
 DATA_LOADING = re.compile(r"dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|^batch$"
@@ -55,8 +53,8 @@ WARMUP = re.compile(r"warm[ _-]?up", re.I)
 
 
 def is_fp32_gemm(name: str) -> bool:
-    tensor_core = bool(TENSOR_CORE.search(name)) and not NOT_TENSOR_CORE.search(name)
-    return bool(GEMM.search(name)) and not tensor_core and bool(FP32.search(name)) and not NOT_FP32.search(name)
+    cuda_cores = tensor_core_class(name) == "no"  # TF32, nvjet and unknown-precision GEMMs are not fp32 GEMMs
+    return bool(GEMM.search(name)) and cuda_cores and bool(FP32.search(name)) and not NOT_FP32.search(name)
 
 
 class PlainFindings:

@@ -33,8 +33,6 @@ WARMUP = re.compile(r"warm[ _-]?up", re.IGNORECASE)  # warmup, warm-up, warm_up,
 DATA_NAMES = ("data", "dataloader", "data_loader", "data loading", "data_loading", "load_data", "load_batch",
               "get_batch", "next_batch", "fetch_batch", "batch", "input", "input_pipeline")
 DATA_RANGE = re.compile("(" + "|".join(re.escape(n) for n in DATA_NAMES) + r")([ _#-]?[0-9]+)?", re.IGNORECASE)
-TENSOR_CORE = re.compile(r"hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|tensor[0-9]+x[0-9]+x[0-9]+"
-                         r"|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8", re.IGNORECASE)
 SYNC_APIS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
              "cuStreamSynchronize", "cuEventSynchronize", "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemset",
              "cudaMemset2D", "cudaMemset3D"}
@@ -295,8 +293,42 @@ def occupancy(k, gpu):
     return min(limits) * warps / gpu["maxWarpsPerSm"]
 
 
+XMMA_TUPLE = re.compile(r"xmma_.*?gemm(?:_indexed)?_([a-z0-9]+)_([a-z0-9]+)_")  # sm90_xmma_gemm_<A,B>_<acc,C>_
+SIMT_WORDS = ("ffma", "simt", "sgemm", "dgemm", "cgemm", "zgemm", "hgemm", "scudnn", "gemv", "gemmsn")
+MMA_WORDS = ("hmma", "gmma", "imma", "dmma", "tensorop", "wmma", "warpgroup", "nvjet", "tf32", "flash", "fmha")
+MMA_SHAPES = ("884", "1688", "16816", "8816", "16832", "161616")
+HELPER_WORDS = ("splitkreduce", "reducesplitk", "init_device_workspace", "computeoffsets", "compute_gemm_pointers",
+                "im2col", "fft")
+GEMM_WORDS = ("gemm", "xmma", "cutlass", "convolve", "winograd", "fprop", "dgrad", "wgrad", "matmul", "triton_tem")
+
+
+def tensor_core_class(name: str) -> str:
+    """'yes', 'no' or 'unknown', written apart from queries/macros/tensor_core_class.sql: an xmma kernel by its
+    type tuple, others by words in the name."""
+    n = name.lower()
+    m = XMMA_TUPLE.search(n)
+    if m:
+        operands, rest = m.group(1), m.group(2)
+        if operands in ("f32f32", "cf32cf32") and rest == "f32f32":
+            return "no"  # fp32 in, fp32 math: CUDA cores
+        if any(t in operands + rest for t in ("tf32", "bf16", "f16", "e4m3", "e5m2", "i8i8", "int8")):
+            return "yes"
+    if any(w in n for w in SIMT_WORDS):
+        return "no"
+    if ("fmha" in n or "flash" in n) and "f32" in n and any(f"sm{v}" in n for v in (50, 70, 75)):
+        return "no"
+    if (any(w in n for w in MMA_WORDS) or re.search(r"tensor\d+x\d+x\d+", n)
+            or any(f"{p}{shape}" in n for p in "hsi" for shape in MMA_SHAPES)):
+        return "yes"
+    if any(w in n for w in HELPER_WORDS):
+        return "no"
+    if any(w in n for w in GEMM_WORDS) or re.search(r"conv([^e]|$)", n):
+        return "no" if any(t in n for t in ("float", "double", "f32", "fp32", "f64", "fp64")) else "unknown"
+    return "no"
+
+
 def is_tensor_core(name: str) -> bool:
-    return TENSOR_CORE.search(name) is not None and "f32f32" not in name.lower()
+    return tensor_core_class(name) == "yes"
 
 
 def plain_gpus(ops, gpus, windows):
@@ -320,16 +352,24 @@ def plain_gpus(ops, gpus, windows):
         gpu = gpus.get(dev)  # None: no TARGET_INFO_GPU row, so SM count and per-SM limits unknown
         kern = [(o, e - s) for o, s, e in items if o["kind"] == "kernel"]
         kernel_ns = sum(d for _, d in kern)
+        graph_ns = sum(e - s for o, s, e in items if o["kind"] == "graph")  # graph-level replays: no grids
         util = 100.0 * busy / window_ns
         sm = occ = None
-        if gpu is not None or not kern:
-            sm = 100.0 * sum(min(o["blocks"] / gpu["smCount"], 1) * d for o, d in kern) / window_ns
-            sm = min(sm, util)
+        known_ns = window_ns - graph_ns
+        if not kern and graph_ns:
+            sm = None
+        elif gpu is not None or not kern:
+            sm = 100.0 * sum(min(o["blocks"] / gpu["smCount"], 1) * d for o, d in kern) / known_ns
+            sm = min(sm, 100.0 * max(busy - graph_ns, 0) / known_ns)
         if gpu is not None and kernel_ns:
             occ = sum(occupancy(o, gpu) * d for o, d in kern) / kernel_ns * 100.0
         tc = 100.0 * sum(d for o, d in kern if is_tensor_core(o["name"])) / kernel_ns if kernel_ns else None
+        unknown = (100.0 * sum(d for o, d in kern if tensor_core_class(o["name"]) == "unknown") / kernel_ns
+                   if kernel_ns else None)
+        blind = 100.0 * graph_ns / (kernel_ns + graph_ns) if kernel_ns + graph_ns else None
         out[dev] = dict(window_ns=window_ns, busy_ns=busy, kernel_ns=kernel_ns, utilization_pct=util,
-                        sm_efficiency_pct=sm, achieved_occupancy_pct=occ, tensor_core_pct=tc)
+                        sm_efficiency_pct=sm, achieved_occupancy_pct=occ, tensor_core_pct=tc,
+                        tensor_core_unknown_pct=unknown, efficiency_unknown_pct=blind)
     return out  # GPUs the windows' processes left idle are not listed
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections import Counter, defaultdict
 
 import pytest
@@ -12,12 +11,10 @@ from nsysql.cli.app import app
 
 from conftest import plain_attribution
 from plainwalk import kernel_names, op_instances, sizes_of
+from plainwalk_overview import is_tensor_core
 from test_steps import open_case
 
 runner = CliRunner()
-TENSOR_CORE = re.compile(r"hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|tensor[0-9]+x[0-9]+x[0-9]+"
-                         r"|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8", re.IGNORECASE)
-NOT_TENSOR_CORE = re.compile(r"ffma|simt|sgemm|dgemm", re.IGNORECASE)
 
 
 # -- synthetic: every formula once (scripts/make_synthetic.py efficiency_ops) -------------------------
@@ -91,8 +88,7 @@ def test_matches_plain_reading(opened, export_files, ident):
         if f is not None:
             flops[op] += f
             flop_ns[op] += ns
-            tc_ns[op] += sum(d for _, d, name in kernels
-                             if TENSOR_CORE.search(name) and not NOT_TENSOR_CORE.search(name))
+            tc_ns[op] += sum(d for _, d, name in kernels if is_tensor_core(name))
     df = ex.efficiency()
     got = defaultdict(Counter)
     for r in df.iter_rows(named=True):

@@ -445,3 +445,78 @@ def test_hex_le_uint_and_int_read_little_endian_bytes():
                           "hex_le_int('0102', 1, 2, true)").fetchone()
     assert outside == (None,) * 7
     assert con.execute("SELECT hex_le_uint('2A000000', 0, 4), hex_le_int('FFFF', 0, 2, true)").fetchone() == (42, -1)
+
+
+# Real kernel names from the fixtures (nsys-stats_cuda_gpu_kern_sum.csv of fixtures/* and ../shared/samples/*), and
+# what runs them: written out by hand, not derived from the macro's patterns.
+TENSOR_CORE_NAMES = [
+    # TF32: the operands fp32 in memory, the products on tensor cores (bwdtruth-resnet18, cuDNN 9 on H100)
+    ("sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize64x128x32_warpgroupsize1x1x1_g1_"
+     "execute_segment_k_off_kernel__5x_cudnn", "yes"),
+    ("sm90_xmma_wgrad_indexed_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize64x64x32_warpgroupsize1x1x1_g1_"
+     "execute_split_k_kernel__5x_cudnn", "yes"),
+    ("sm80_xmma_dgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize64x32x64_stage5_warpsize2x2x1_g1_"
+     "tensor16x8x8_execute_kernel__5x_cudnn", "yes"),
+    ("void cutlass__5x_cudnn::Kernel<cutlass_tensorop_s1688fprop_optimized_tf32_256x64_16x4_nhwc_align4>(T1::Params)",
+     "yes"),
+    # bf16 / f16 (gpt-tiny-train-bf16, the DDP samples)
+    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "yes"),
+    ("nvjet_sm90_tst_32x64_64x16_2x4_h_bz_splitK_NNN", "yes"),
+    ("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgroupsize1x1x1_g1_"
+     "execute_segment_k_off_kernel__5x_cudnn", "yes"),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x64_64x3_nn_align2>(T1::Params)", "yes"),
+    ("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x1_nn_align2>(T1::Params)", "yes"),
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0", "yes"),
+    ("void cutlass__5x_cudnn::Kernel<cutlass__5x_cudnn::conv::kernel::ImplicitGemmConvolution<cutlass__5x_cudnn::conv::"
+     "threadblock::ImplicitGemmMultistage<cutlass__5x_cudnn::gemm::GemmShape<(int)64, (int)64, (int)32>, "
+     "cutlass__5x_cudnn::gemm::warp::MmaTensorOp<cutlass__5x_cudnn::gemm::GemmShape<(int)32, (int)32, (int)32>, "
+     "cutlass__5x_cudnn::tfloat32_t>>>(T1::Params)", "yes"),
+    # fp32 memory-efficient attention on sm80+: CUTLASS's 3xTF32 tensor-core path
+    ("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float, cutlass::arch::Sm80, "
+     "(bool)1, (int)64, (int)64, (int)64, (bool)1, (bool)1>::Params)", "yes"),
+    # fp32 on CUDA cores (gpt-tiny-train-fp32, cnn-*, whatif-cnn-base)
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel_"
+     "_5x_cublas", "no"),
+    ("sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize128x32x8_stage3_warpsize2x2x1_g1_ffma_"
+     "aligna4_alignc4_execute_kernel__5x_cudnn", "no"),
+    ("sm80_xmma_gemm_cf32cf32_f32f32_cf32_nt_n_tilesize32x32x8_stage3_warpsize2x2x1_ffma_aligna8_alignc8_execute_"
+     "kernel__5x_cublas", "no"),
+    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_nt_align1>(T1::Params)", "no"),
+    ("volta_sgemm_32x32_sliced1x4_tn", "no"),
+    ("volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1", "no"),
+    ("void cudnn::detail::implicit_convolve_sgemm<float, float, (int)128, (int)5, (int)5, (int)3, (int)3, (int)3, "
+     "(int)1, (bool)1, (bool)0, (bool)1>(int, int, int, const T1 *, int, T2 *, T1 *, kernel_conv_params, int)", "no"),
+    ("void precomputed_convolve_sgemm<__nv_bfloat16, (int)128, (int)6, (int)7, (int)3, (int)3, (int)5, (int)1, "
+     "(bool)0>(int, int, int, const T1 *, int, T1 *, const T1 *, kernel_conv_params)", "no"),
+    ("void cudnn::detail::dgrad_engine<float, (int)512, (int)6, (int)5, (int)3, (int)3, (int)3, (bool)0>(int, int)",
+     "no"),
+    ("void gemv2T_kernel_val<int, int, float, float, float, float, (int)128, (int)16, (int)2, (int)2, (bool)0, "
+     "(bool)0, cublasGemvParamsEx<int>>(T13, T6, T6)", "no"),
+    ("void gemmSN_NN_kernel<float, (int)128, (int)2, (int)4, (int)8, (int)3, (int)4, "
+     "cublasGemvTensorStridedBatched<const float>>(cublasGemmSmallNParams<T8, T9, T1>)", "no"),
+    # helpers and other kernels: no matrix multiplication
+    ("void cublasLt::splitKreduce_kernel<(int)32, (int)16, int, __nv_bfloat16, __nv_bfloat16, float, __nv_bfloat16, "
+     "(bool)0>(cublasLt::cublasSplitKParams<T6>, const T4 *)", "no"),
+    ("void cask_plugin__5x_cudnn::xmma__5x_cudnn::init_device_workspace_kernel<xmma__5x_cudnn::implicit_gemm::fprop::"
+     "Warp_specialized_params_non_template<xmma__5x_cudnn::Grid_constant_params>>(T1, bool)", "no"),
+    ("void fft2d_r2c_16x16<float>(float2 *, const T1 *, int, int, int, int, int, int, int, int)", "no"),
+    ("void at::native::<unnamed>::multi_tensor_apply_kernel<at::native::<unnamed>::FusedOptimizerTensorListMetadata"
+     "<(int)4>>(T1, T2, T3...)", "no"),
+    ("triton_poi_fused_addmm_relu_0", "no"),
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)", "no"),
+    # a GEMM whose name gives no precision
+    ("triton_tem_fused_mm_0", "unknown"),
+    ("void cutlass::Kernel2<my_gemm_128x128_32x3_nn_align8>(T1::Params)", "unknown"),
+]
+
+
+def test_tensor_core_class_on_real_kernel_names():
+    con = duckdb.connect()
+    macros.install(con)
+    got = con.execute("SELECT tensor_core_class(n) FROM (SELECT unnest(?) AS n, generate_subscripts(?, 1) AS i) "
+                      "ORDER BY i", [[n for n, _ in TENSOR_CORE_NAMES]] * 2).fetchall()
+    assert [(n, c) for (n, _), (c,) in zip(TENSOR_CORE_NAMES, got)] == TENSOR_CORE_NAMES
+    # is_fp32_gemm: only the CUDA-core fp32 GEMMs, never a TF32 one
+    fp32 = {n for n, c in TENSOR_CORE_NAMES if con.execute("SELECT is_fp32_gemm(?)", [n]).fetchone()[0]}
+    assert not any("tf32" in n for n in fp32)
+    assert TENSOR_CORE_NAMES[13][0] in fp32 and TENSOR_CORE_NAMES[0][0] not in fp32

@@ -507,10 +507,16 @@ def _gpu_lines(ov: Overview, width: int) -> list[str]:
         def pct(v):
             return "n/a" if v is None else f"{v:.1f}%"
         wait = (f", waiting for other ranks {pct(g['comm_wait_pct'])}" if (g.get("comm_wait_pct") or 0) >= 0.05 else "")
+        # graph-level replays have no grids: the estimates cover the other kernels, and say how much they miss
+        blind = g.get("efficiency_unknown_pct") or 0
+        covered = (f" (kernels with grid sizes only: {pct(blind)} of kernel time is graph replays without them)"
+                   if blind >= 0.05 else "")
+        unknown = g.get("tensor_core_unknown_pct") or 0
+        precision = f" ({pct(unknown)} of unknown precision)" if unknown >= 0.05 else ""
         lines += _wrap(f"GPU {g['device_id']} in the analysed steps: utilization {pct(g['utilization_pct'])}{wait}, "
                        f"est. SM efficiency {pct(g['sm_efficiency_pct'])}, est. achieved occupancy "
-                       f"{pct(g['achieved_occupancy_pct'])}, tensor cores {pct(g['tensor_core_pct'])} of kernel time",
-                       width)
+                       f"{pct(g['achieved_occupancy_pct'])}{covered}, tensor cores {pct(g['tensor_core_pct'])} of "
+                       f"kernel time{precision}", width)
     if ov.idle_gpus:
         lines += _wrap(f"{_plural(ov.idle_gpus, 'other GPU')} of the capture ran nothing in the analysed steps.", width)
     return lines

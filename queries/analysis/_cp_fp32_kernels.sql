@@ -1,4 +1,4 @@
--- nsysql: analysis._cp_fp32_kernels v1
+-- nsysql: analysis._cp_fp32_kernels v2
 -- purpose: The kernel names findings.fp32_gemm counts (macros.is_fp32_gemm): the kernels whose time its predicted gain scales down (nsysql/answers/what_if.py).
 -- requires: kernel, macros.is_fp32_gemm
 -- params: none

@@ -1,6 +1,6 @@
--- nsysql: analysis.efficiency v2
+-- nsysql: analysis.efficiency v3
 -- purpose: Achieved math and memory throughput per PyTorch op (with its input shapes) or per layer: FLOPs of matmuls and convolutions and bytes of elementwise ops from the shapes emit_nvtx(record_shapes=True) recorded, over the kernel time those ops took, and the share of matmul time spent in tensor-core kernels.
--- requires: kernel, gpu_op, nvtx_range, nvtx_ancestor, gpu_op_attribution, user_range
+-- requires: kernel, gpu_op, nvtx_range, nvtx_ancestor, gpu_op_attribution, user_range, macros.tensor_core_class
 -- params: by VARCHAR default 'op' (op: one row per direction, op and input shapes; layer: one row per direction and layer)
 -- notes: Only kernels launched inside a PyTorch op marker count (no markers, e.g. warm-up or --no-op-ranges: no rows).
 --   An op instance is the innermost op marker around a kernel's launch (gpu_op_attribution.op_range_id: aten::mm inside
@@ -23,10 +23,9 @@
 --   The element size is not recorded: it is taken from the op's kernel names (BFloat16/Half -> 2 bytes, double
 --   -> 8, else 4), so mixed-dtype ops (casts) are approximate. _foreach_* ops (optimizers) record their tensor
 --   lists flattened, without the lists' boundaries: no bytes.
---   Tensor cores: a kernel whose name matches (case-insensitive) hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)
---   |tensorop|tensor[0-9]+x[0-9]+x[0-9]+|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8 and not
---   ffma|simt|sgemm|dgemm. Limits: a name-based guess; kernels named by other conventions (custom, Triton) count as
---   not tensor-core; cuBLAS's fp32 `sm80_xmma_gemm_f32f32_..._ffma_...` kernels are correctly not tensor-core.
+--   Tensor cores: a kernel that macros.tensor_core_class calls 'yes' (TF32 included). Limits: a name-based guess;
+--   kernels of unknown precision (custom, Triton) count as not tensor-core; cuBLAS's fp32
+--   `sm80_xmma_gemm_f32f32_f32f32_..._ffma_...` kernels are correctly not tensor-core.
 --   Throughputs use only the kernel time of instances whose FLOPs (bytes) are known: tflops = flops / flop_ns / 1e3,
 --   gb_per_s = bytes / byte_ns; tensor_core_pct is the share of flop_ns (the matmuls' and convolutions' own
 --   kernels, so a wrapper's copy kernel is not matmul time) spent in tensor-core kernels.
@@ -48,8 +47,7 @@ WITH
 kernel_op AS (  -- every kernel launched inside an op marker, with the marker and its attribution
     SELECT k.kernel_id, k.end_ns - k.start_ns AS duration_ns, a.op_range_id, CAST(a.direction AS VARCHAR) AS direction,
            COALESCE(u.layer, '?') AS layer,
-           regexp_matches(k.kernel_name, 'hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|tensor[0-9]+x[0-9]+x[0-9]+|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8', 'i')
-             AND NOT regexp_matches(k.kernel_name, 'ffma|simt|sgemm|dgemm', 'i') AS is_tensor_core,
+           tensor_core_class(CAST(k.kernel_name AS VARCHAR)) = 'yes' AS is_tensor_core,  -- macros/tensor_core_class.sql
            CASE WHEN regexp_matches(k.kernel_name, 'BFloat16|bfloat16|Half|__half') THEN 2
                 WHEN contains(k.kernel_name, 'double') THEN 8 ELSE 4 END AS elem_bytes
     FROM kernel AS k

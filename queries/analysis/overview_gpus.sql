@@ -1,6 +1,6 @@
--- nsysql: analysis.overview_gpus v4
+-- nsysql: analysis.overview_gpus v5
 -- purpose: Per GPU, within the analysed steps: utilization, estimated SM efficiency, estimated achieved occupancy and the share of kernel time on tensor cores (TensorBoard's GPU summary).
--- requires: analysis.steady_steps, analysis._steady_windows, analysis.comm_waits, kernel|memcpy|memset, gpu_op, macros.union_ns, macros.clip_to_steps
+-- requires: analysis.steady_steps, analysis._steady_windows, analysis.comm_waits, kernel|memcpy|memset, gpu_op, macros.union_ns, macros.clip_to_steps, macros.tensor_core_class
 -- params: none
 -- notes: Windows are the analysed steps (steady_steps.analysed); a GPU op counts for a window when it belongs to
 --   the window's process, clipped to the window. window_ns = total wall time of the analysed windows of the
@@ -14,11 +14,16 @@
 --   comm_wait_pct = 100 * |the union of the communication kernels' wait parts minus those ops| / window_ns: time the
 --   GPU only waited for another rank.
 --   A graph traced at graph level has no kernel rows: it counts in busy_ns and utilization_pct, not in kernel_ns
---   nor the kernel estimates below (its kernels' grids are not in the export).
---   sm_efficiency_pct = 100 * sum over kernels of min(blocks / sm_count, 1) * clipped duration / window_ns
---   (TensorBoard's estimate; blocks = grid_x * grid_y * grid_z), capped at utilization_pct: overlapping kernels
---   on several streams cannot make the SMs busier than the GPU is. 0 on a GPU with copies but no kernel in the
---   windows; NULL when TARGET_INFO_GPU does not give the GPU's SM count.
+--   nor the kernel estimates below (its kernels' names, grids and blocks are not in the export). The estimates
+--   cover the kernels with rows only, and efficiency_unknown_pct = 100 * clipped graph-replay time / (kernel_ns +
+--   clipped graph-replay time) is the share of the GPU's kernel work they cannot see.
+--   sm_efficiency_pct = 100 * sum over kernels of min(blocks / sm_count, 1) * clipped duration / known_ns
+--   (TensorBoard's estimate; blocks = grid_x * grid_y * grid_z), capped at 100 * (busy_ns - graph_ns) / known_ns:
+--   overlapping kernels on several streams cannot make the SMs busier than the GPU is. known_ns = window_ns -
+--   graph_ns, graph_ns the clipped graph-replay time (window_ns itself without graph-level replays, so then the
+--   cap is utilization_pct): a replay's time is neither busy nor idle SMs here. 0 on a GPU with copies but no
+--   kernel in the windows; NULL when TARGET_INFO_GPU does not give the GPU's SM count, or when the GPU's only
+--   kernel work in the windows is graph-level replays.
 --   achieved_occupancy_pct = kernel-time-weighted mean of each kernel's theoretical occupancy (the CUDA occupancy
 --   calculator): warps per block W = ceil(threads per block / threads_per_warp); resident blocks per SM =
 --   min(max_blocks_per_sm, floor(max_warps_per_sm / W), registers: floor(max_registers_per_sm / (W * 32 *
@@ -27,9 +32,10 @@
 --   bytes))); occupancy = resident blocks * W / max_warps_per_sm. It ignores the grid size (a grid smaller than
 --   the GPU leaves SMs empty: that is what SM efficiency shows).
 --   tensor_core_pct = 100 * clipped time of tensor-core kernels / clipped kernel time, a kernel being on tensor
---   cores when its name matches (any case) hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|
---   tensor[0-9]+x[0-9]+x[0-9]+|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8 and not `f32f32` (the rule of
---   analysis.efficiency).
+--   cores when macros.tensor_core_class calls its name 'yes' (TF32 included: sm90_xmma_*_f32f32_tf32f32_*,
+--   cutlass_tensorop_s1688*_tf32_*; cuBLAS's nvjet_*; bf16/f16/fp8/int8 kernels); tensor_core_unknown_pct the same
+--   for the kernels it calls 'unknown' (a GEMM or convolution whose precision the name does not give), which
+--   tensor_core_pct leaves out.
 -- columns:
 --   device_id | BIGINT | id
 --   gpu_name | VARCHAR | text
@@ -43,6 +49,8 @@
 --   achieved_occupancy_pct | DOUBLE | pct (kernel-time weighted) | 1
 --   tensor_core_pct | DOUBLE | pct of kernel_ns | 1
 --   comm_wait_pct | DOUBLE | pct of window_ns | 1
+--   tensor_core_unknown_pct | DOUBLE | pct of kernel_ns (GEMMs and convolutions of unknown precision) | 1
+--   efficiency_unknown_pct | DOUBLE | pct of kernel_ns + graph-replay time (graph-level replays: no grids) | 1
 WITH
 win AS (SELECT step, pid, start_ns, end_ns FROM steady_steps WHERE analysed),
 waits AS (SELECT pid, device_id, kernel_id, start_ns, wait_end_ns, end_ns FROM comm_waits),
@@ -90,8 +98,7 @@ kern AS (
     SELECT o.device_id, o.e - o.s AS dur, k.grid_x * k.grid_y * k.grid_z AS blocks,
            k.block_x * k.block_y * k.block_z AS threads, k.registers_per_thread AS regs,
            COALESCE(k.static_smem_bytes, 0) + COALESCE(k.dynamic_smem_bytes, 0) AS smem,
-           regexp_matches(k.kernel_name, 'hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|tensor[0-9]+x[0-9]+x[0-9]+|nvjet|warpgroup|tf32|bf16|f16|fp16|e4m3|e5m2|fp8|int8', 'i')
-             AND NOT contains(lower(k.kernel_name), 'f32f32') AS tensor_core
+           tensor_core_class(CAST(k.kernel_name AS VARCHAR)) AS tc_class  -- queries/macros/tensor_core_class.sql
     FROM ops AS o JOIN kernel AS k ON o.op_kind = 'kernel' AND k.kernel_id = o.op_id
 ),
 occ AS (
@@ -115,23 +122,33 @@ per_gpu AS (
            SUM(dur * LEAST(CAST(resident_blocks * warps AS BIGINT), max_warps))
                FILTER (WHERE resident_blocks IS NOT NULL AND max_warps > 0) / MAX(max_warps) AS occ_weighted,
            SUM(dur) FILTER (WHERE resident_blocks IS NOT NULL AND max_warps > 0) AS occ_ns,
-           SUM(dur) FILTER (WHERE tensor_core) AS tensor_ns
+           SUM(dur) FILTER (WHERE tc_class = 'yes') AS tensor_ns,
+           SUM(dur) FILTER (WHERE tc_class = 'unknown') AS tc_unknown_ns
     FROM occ GROUP BY device_id
+),
+graphs AS (  -- CUDA graphs traced at graph level: no kernel rows, no grids
+    SELECT device_id, SUM(e - s) AS graph_ns FROM ops WHERE op_kind = 'graph' GROUP BY device_id
 ),
 listed AS (SELECT device_id, window_ns FROM windows)  -- the GPUs that ran ops in the windows
 SELECT w.device_id, g.gpu_name, g.sm_count, g.memory_bytes, CAST(w.window_ns AS BIGINT) AS window_ns,
        CAST(COALESCE(b.busy_ns, 0) AS BIGINT) AS busy_ns, CAST(COALESCE(p.kernel_ns, 0) AS BIGINT) AS kernel_ns,
        100.0 * COALESCE(b.busy_ns, 0) / NULLIF(w.window_ns, 0) AS utilization_pct,
-       CASE WHEN p.kernel_ns IS NULL THEN 0.0  -- no kernel (copies only): a sum over no kernels
+       CASE WHEN p.kernel_ns IS NULL AND COALESCE(gr.graph_ns, 0) > 0 THEN NULL  -- graph replays only: unknown
+            WHEN p.kernel_ns IS NULL THEN 0.0  -- no kernel (copies only): a sum over no kernels
             WHEN p.sm_weighted IS NULL THEN NULL  -- (LEAST skips NULLs: it would give utilization_pct)
-            ELSE LEAST(100.0 * p.sm_weighted / NULLIF(w.window_ns, 0),
-                       100.0 * COALESCE(b.busy_ns, 0) / NULLIF(w.window_ns, 0)) END AS sm_efficiency_pct,
+            ELSE LEAST(100.0 * p.sm_weighted / NULLIF(w.window_ns - COALESCE(gr.graph_ns, 0), 0),
+                       100.0 * GREATEST(COALESCE(b.busy_ns, 0) - COALESCE(gr.graph_ns, 0), 0)
+                           / NULLIF(w.window_ns - COALESCE(gr.graph_ns, 0), 0)) END AS sm_efficiency_pct,
        100.0 * p.occ_weighted / NULLIF(p.occ_ns, 0) AS achieved_occupancy_pct,
        100.0 * COALESCE(p.tensor_ns, 0) / NULLIF(p.kernel_ns, 0) AS tensor_core_pct,
-       100.0 * COALESCE(wo.wait_ns, 0) / NULLIF(w.window_ns, 0) AS comm_wait_pct
+       100.0 * COALESCE(wo.wait_ns, 0) / NULLIF(w.window_ns, 0) AS comm_wait_pct,
+       100.0 * COALESCE(p.tc_unknown_ns, 0) / NULLIF(p.kernel_ns, 0) AS tensor_core_unknown_pct,
+       100.0 * COALESCE(gr.graph_ns, 0) / NULLIF(COALESCE(p.kernel_ns, 0) + COALESCE(gr.graph_ns, 0), 0)
+           AS efficiency_unknown_pct
 FROM listed AS w
 LEFT JOIN gpu AS g USING (device_id)
 LEFT JOIN busy AS b USING (device_id)
 LEFT JOIN per_gpu AS p USING (device_id)
 LEFT JOIN wait_only AS wo USING (device_id)
+LEFT JOIN graphs AS gr USING (device_id)
 ORDER BY w.device_id;

@@ -1,4 +1,4 @@
--- nsysql: findings.fp32_gemm v2
+-- nsysql: findings.fp32_gemm v3
 -- purpose: Finding: fp32 matrix multiplications and convolutions running on CUDA cores (no tensor cores) inside the analysed steps, which TF32 or bf16 autocast would move to tensor cores.
 -- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns_each, macros.plural_s, macros.union_ns, macros.clip_to_steps, macros.is_fp32_gemm
 -- params: $min_busy_pct DOUBLE default 10 (fires when those kernels take at least this share of the GPU busy time of the analysed steps, %), $speedup BIGINT default 8 (assumed ceiling of the tensor-core speedup)
@@ -7,9 +7,10 @@
 --       convolve|conv([^e]|$)|winograd|fft2d|fprop|dgrad|wgrad (cuBLAS sm80_xmma_gemm_*, cutlass simt sgemm, cuBLASLt
 --       split-K reductions, cuDNN implicit_convolve_sgemm / winograd / fft kernels; `conv` not followed by `e`, so
 --       type-conversion kernels are not convolutions);
---   (b) is not a tensor-core kernel by the rule of analysis.efficiency: it does not match
---       hmma|wgmma|gmma|imma|[hsi](884|1688|16816|8816|16832)|tensorop|tensor[0-9]+x[0-9]+x[0-9]+|nvjet|warpgroup|tf32|
---       bf16|f16|fp16|e4m3|e5m2|fp8|int8, or it also matches ffma|simt|sgemm|dgemm;
+--   (b) is a CUDA-core kernel by macros.tensor_core_class ('no'): TF32 tensor-core kernels (cuDNN's
+--       sm90_xmma_*_f32f32_tf32f32_f32_*, cutlass_tensorop_s1688*_tf32_*), cuBLAS's nvjet_* and fp32 attention on
+--       sm80 and newer (fmha_cutlassF_f32_*_sm80, 3xTF32) already use tensor cores, and a GEMM of unknown precision
+--       is not counted;
 --   (c) computes in fp32: it matches f32f32|sgemm|ffma|float|_s1688|fp32 and none of bf16|bfloat16|f16|fp16|half|tf32|
 --       double|dgemm|int8|i8.
 --   Kernels of a process with analysed steps, clipped to its analysed steps. busy = |union of those kernels ∩ the
