@@ -125,7 +125,7 @@ def graph_decode_ahead(steps: int = 12) -> tuple[ms.SyntheticExport, dict]:
             for name in ("g_gemm", "g_attn", "g_argmax"):
                 b.kernel(name, t, t + 13_000, pid=P, correlation_id=corr)
                 t += 13_000 + 500
-            gpu = t
+            gpu = t - 500  # the last kernel's end
             corr += 1
             cpu += 8_000
             b.range("decode_step", start, cpu, tid=T, pid=P)

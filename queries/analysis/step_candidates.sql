@@ -22,7 +22,9 @@
 --   steady instances). Without any, analysis.steps falls back on the top-level pattern, then on the GPU op
 --   sequence (analysis._kernel_iterations).
 --   `close` marks a level the choice passed over that would have been taken under the repeating-level rule too
---   (at least 3 steady instances, tiling and coverage of at least 0.8): summarize says so.
+--   (at least 3 steady instances, tiling and coverage of at least 0.8, instances at least a fifth of the chosen
+--   level's median duration, so that a layer inside the step is not one, and not inside the chosen level when
+--   that was chosen by its name or the override: the program's own word for its step wins): summarize says so.
 -- columns:
 --   pid | BIGINT | id
 --   tid | BIGINT | id
@@ -99,7 +101,12 @@ SELECT r.pid, r.tid, r.level, r.depth, r.instances, r.steady, r.median_ns, r.til
        CASE WHEN p.level IS NULL THEN NULL
             ELSE CASE r.rule_rank WHEN 0 THEN 'override' WHEN 1 THEN 'step name' WHEN 2 THEN 'decode steps'
                                   ELSE 'repeating level' END END AS rule,
-       p.level IS NULL AND r.steady >= 3 AND COALESCE(r.tiling >= 0.8 AND r.coverage >= 0.8, false) AS close
+       p.level IS NULL AND r.steady >= 3 AND COALESCE(r.tiling >= 0.8 AND r.coverage >= 0.8, false)
+         AND r.median_ns >= 0.2 * COALESCE(m.median_ns, 0)
+         AND NOT (m.named AND starts_with(r.level, m.level || '/')) AS close
 FROM ranked AS r
 LEFT JOIN pick AS p ON p.pid = r.pid AND p.level = r.level
+LEFT JOIN (SELECT k.pid, MAX(r2.median_ns) AS median_ns, MIN(k.level) AS level, BOOL_OR(r2.rule_rank <= 1) AS named
+           FROM pick AS k JOIN ranked AS r2 ON r2.pid = k.pid AND r2.level = k.level
+           GROUP BY k.pid) AS m ON m.pid = r.pid
 ORDER BY r.pid, chosen DESC, r.score DESC NULLS LAST, r.steady DESC, r.depth, r.level, r.tid;

@@ -1,0 +1,132 @@
+"""What a step is, read from the program (docs/steps.md): nsysql's steps against the ranges the program pushed and the
+ops it launched, never against nsysql's own output.
+
+The new shapes (a decode loop with a warm-up request, the CPU running ahead of CUDA-graph decode steps, a decode
+loop without NVTX) are synthetic until real captures of them are in fixtures/ (scripts/make_program_shapes.py holds
+what each program did); every fixture's steps are checked against its raw NVTX rows, so the structure rules change
+nothing where the steps were right."""
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+from conftest import load_script
+from typer.testing import CliRunner
+
+import nsysql
+from nsysql.cli.app import app
+from nsysql.errors import NsysqlError
+
+shapes = load_script("scripts/make_program_shapes.py")
+runner = CliRunner()
+STEP_NAME = re.compile(r"^(profiled_step|((train|training|eval|inference)_)?(step|iteration|iter)([ _#-]?[0-9]+)?"
+                       r"|ProfilerStep#[0-9]+)$", re.IGNORECASE)
+
+
+def _open(tmp_path, case: str, **how):
+    export, truth = getattr(shapes, case)()
+    path = export.write(tmp_path / f"{case}.sqlite")
+    return nsysql.open(path, cache_dir=tmp_path / "cache", **how), truth, path
+
+
+def test_decode_loop_steps_are_the_decode_steps_and_the_warmup_request_is_left_out(tmp_path):
+    ex, truth, _ = _open(tmp_path, "decode_loop")
+    steady = ex.run("analysis.steady_steps")
+    analysed = steady.filter("analysed").sort("step")
+    # the ranges the program pushed: every real decode_step, by its own bounds (on the CPU's clock)
+    steps = ex.steps().sort("step")
+    real = steps.filter(steps["step"].is_in(analysed["step"].implode()))
+    assert [(r["start_ns"], r["end_ns"]) for r in real.iter_rows(named=True)] == \
+        [(s["start_ns"], s["end_ns"]) for s in truth["decode_steps"]]
+    left_out = steady.filter(~steady["analysed"])
+    assert left_out.height == len(truth["warmup_steps"])
+    assert set(left_out["excluded_because"]) == {"warmup_range"}
+    st = ex.structure().row(0, named=True)
+    assert (st["program_kind"], st["step_rule"], st["step_level"]) == ("inference", "decode steps",
+                                                                       "request/decode_step")
+    assert st["close_level"] == "request"  # the requests tile the work too: summarize says so
+    # no step runs past its own range: the last decode step does not swallow the next request's prefill
+    assert (steps["end_ns"] - steps["start_ns"]).max() == max(s["end_ns"] - s["start_ns"] for s in
+                                                               truth["decode_steps"] + truth["warmup_steps"])
+
+
+def test_step_range_override_and_a_level_that_is_not_there(tmp_path):
+    ex, truth, path = _open(tmp_path, "decode_loop", step_range="request")
+    steady = ex.run("analysis.steady_steps")
+    assert steady.filter("analysed").height == len(truth["requests"])
+    assert ex.structure()["step_rule"][0] == "override"
+    with pytest.raises(NsysqlError, match="no NVTX range level 'decode'"):
+        nsysql.open(path, cache_dir=tmp_path / "cache", step_range="decode")
+    res = runner.invoke(app, ["steps", str(path), "--step-range", "nope", "--cache-dir", str(tmp_path / "c2")])
+    assert res.exit_code == 1 and len(res.output.strip().splitlines()) == 1, res.output
+    res = runner.invoke(app, ["steps", str(path), "--candidates", "-f", "csv", "--cache-dir", str(tmp_path / "c2")])
+    assert res.exit_code == 0, res.output
+    assert "request/decode_step" in res.output and "request/prefill" in res.output
+
+
+def test_cpu_running_ahead_takes_each_step_on_the_gpus_clock(tmp_path):
+    ex, truth, _ = _open(tmp_path, "graph_decode_ahead")
+    steady = ex.run("analysis.steady_steps").sort("step")
+    assert set(steady["clock"]) == {"period"}
+    # a plain walk: each step from when the GPU had finished the work launched before it to its own GPU end
+    every = truth["warmup_steps"] + truth["decode_steps"]
+    expected = []
+    for i, s in enumerate(every):
+        done_before = max((p["gpu_end_ns"] for p in every[:i]), default=s["start_ns"])
+        expected.append(max(s["end_ns"], s["gpu_end_ns"]) - max(s["start_ns"], done_before))
+    assert steady["wall_ns"].to_list() == expected
+    assert steady["range_wall_ns"].to_list() == [s["end_ns"] - s["start_ns"] for s in every]
+    rules = set(ex.findings()["rule"].to_list())
+    assert "outlier_step" not in rules  # the steady state is no outlier on the GPU's clock
+    text = runner.invoke(app, ["summarize", str(ex.path), "--cache-dir", str(tmp_path / "c3")],
+                         env={"COLUMNS": "80"}).output
+    assert "The CPU runs ahead of the GPU" in text
+
+
+def test_without_nvtx_the_iterations_come_from_the_op_sequence_and_leave_the_load_phase_out(tmp_path):
+    ex, truth, _ = _open(tmp_path, "decode_no_nvtx")
+    steps = ex.steps().sort("step")
+    assert set(steps["source"]) == {"kernel-pattern"}
+    assert steps["start_ns"].min() > truth["load_end_ns"]  # no weight upload in any step
+    # every iteration repeats the one before it op by op: a whole number of periods between starts
+    period = steps["period_ops"][0]
+    assert period >= len(shapes.DECODE_KERNELS) and steps.height >= 3
+    assert (steps["gpu_ops"] == period).all()
+
+
+def _raw_step_ranges(path) -> list[tuple[int, int]]:
+    """A plain walk of NVTX_EVENTS: the push/pop ranges named like a step at the outermost depth at which any is,
+    on threads that are not PyTorch's autograd threads (what the structure rules call step-named)."""
+    con = sqlite3.connect(path)
+    names = {i: v for i, v in con.execute("SELECT id, value FROM StringIds")}
+    threads = {t: names.get(n, "") for n, t in con.execute("SELECT nameId, globalTid FROM ThreadNames")} \
+        if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'ThreadNames'").fetchone() else {}
+    rows = con.execute("SELECT start, end, text, textId, globalTid FROM NVTX_EVENTS WHERE eventType = 59 "
+                       "AND end IS NOT NULL AND (endGlobalTid IS NULL OR endGlobalTid = globalTid) "
+                       "ORDER BY globalTid, start, end DESC").fetchall()
+    con.close()
+    found: list[tuple[int, int, int]] = []  # (depth, start, end)
+    open_by_thread: dict[int, list[int]] = {}
+    for start, end, text, text_id, tid in rows:
+        stack = open_by_thread.setdefault(tid, [])
+        while stack and stack[-1] <= start:
+            stack.pop()
+        label = text if text is not None else names.get(text_id, "")
+        if not threads.get(tid, "").startswith("pt_autograd") and STEP_NAME.match(label or ""):
+            found.append((len(stack), start, end))
+        stack.append(end)
+    top = min((d for d, _, _ in found), default=None)
+    return sorted((s, e) for d, s, e in found if d == top)
+
+
+def test_every_fixtures_steps_are_its_step_named_ranges(export_files, opened):
+    checked = 0
+    for ident, path in export_files.items():
+        expected = _raw_step_ranges(path)
+        if not expected:
+            continue
+        got = opened[ident].steps()
+        assert sorted(zip(got["start_ns"], got["end_ns"])) == expected, ident
+        checked += 1
+    assert checked >= 10
