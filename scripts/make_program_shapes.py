@@ -56,7 +56,8 @@ def _decode_program(nvtx: bool, requests: int = 3, tokens: int = 6) -> tuple[ms.
     the same ops without any range."""
     b = ms.SyntheticExport().thread(P, T, "python3").gpu()
     c = Clock(b, 1_000_000)
-    truth: dict = {"decode_steps": [], "warmup_steps": [], "requests": [], "load_end_ns": None, "iterations": []}
+    truth: dict = {"decode_steps": [], "warmup_steps": [], "requests": [], "load_end_ns": None,
+                   "ops_per_request": len(PREFILL_KERNELS) + (tokens - 1) * len(DECODE_KERNELS), "request_starts": []}
 
     def rng(name: str, start: int, end: int) -> None:
         if nvtx:
@@ -75,6 +76,7 @@ def _decode_program(nvtx: bool, requests: int = 3, tokens: int = 6) -> tuple[ms.
         start = c.cpu
         c.cpu += 5_000
         pre = c.cpu
+        truth["request_starts"].append(pre)  # the first launch of the request
         for name in PREFILL_KERNELS:
             c.kernel(name, 40_000)
         rng("prefill", pre, c.cpu)
@@ -85,7 +87,6 @@ def _decode_program(nvtx: bool, requests: int = 3, tokens: int = 6) -> tuple[ms.
             rng("decode_step", step_start, c.cpu)
             c.cpu += 3_000  # the Python loop between steps: the longest pause of the iteration
             (truth["warmup_steps"] if warm else truth["decode_steps"]).append(step)
-            truth["iterations"].append(step)
         c.sync()
         rng("request", start, c.cpu)
         if not warm:
@@ -103,8 +104,9 @@ def decode_loop() -> tuple[ms.SyntheticExport, dict]:
 
 
 def decode_no_nvtx() -> tuple[ms.SyntheticExport, dict]:
-    """The same program without NVTX: the iterations are the 20 decode steps (4 ops each, the warm-up request's
-    too); the weight uploads and the prefills repeat nothing and are in no iteration."""
+    """The same program without NVTX: every request launches the same 25 ops (a prefill and 5 decode steps), so the
+    outermost repeating sequence, the iteration, is a request (4, the warm-up request's too); the weight uploads
+    repeat nothing and are in no iteration."""
     return _decode_program(nvtx=False)
 
 

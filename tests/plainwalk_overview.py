@@ -166,6 +166,7 @@ def plain_steady(steps, user_ranges, ops=(), calls_by_corr=None):
     warm = [r for r in user_ranges if WARMUP.search(r["text"])]
     in_warm = {(s["pid"], s["step"]): any(r["pid"] == s["pid"] and r["start"] <= s["start_ns"] < r["end"]
                                           for r in warm) for s in steps}
+    steps = plain_clock(steps, ops, calls_by_corr or {})
     all_warm = bool(steps) and all(in_warm.values())
     slow_leading = set()
     by_pid = defaultdict(list)
@@ -173,8 +174,8 @@ def plain_steady(steps, user_ranges, ops=(), calls_by_corr=None):
         by_pid[s["pid"]].append(s)
     for group in by_pid.values():
         for k, s in enumerate(group):
-            later = [x["end_ns"] - x["start_ns"] for x in group[k + 1:]]
-            if not later or not s["end_ns"] - s["start_ns"] > 1.5 * statistics.median(later):
+            later = [x["window"][1] - x["window"][0] for x in group[k + 1:]]
+            if not later or not s["window"][1] - s["window"][0] > 1.5 * statistics.median(later):
                 break
             slow_leading.add((s["pid"], s["step"]))
     rows = []
@@ -182,9 +183,11 @@ def plain_steady(steps, user_ranges, ops=(), calls_by_corr=None):
         key = (s["pid"], s["step"])
         reason = ("warmup_range" if in_warm[key] and not all_warm
                   else "slow_leading_step" if key in slow_leading else None)
+        start, end = s["window"]
         rows.append(dict(step=s["step"], name=s["name"], source=s["source"], pid=s["pid"], tid=s["tid"],
-                         start_ns=s["start_ns"], end_ns=s["end_ns"], wall_ns=s["end_ns"] - s["start_ns"],
-                         analysed=reason is None, excluded_because=reason))
+                         start_ns=start, end_ns=end, wall_ns=end - start, analysed=reason is None,
+                         excluded_because=reason, clock=s["clock"], range_wall_ns=s["end_ns"] - s["start_ns"],
+                         range_start_ns=s["start_ns"], range_end_ns=s["end_ns"]))
     if not steps and ops:
         launched = defaultdict(int)
         for o in ops:
@@ -195,8 +198,49 @@ def plain_steady(steps, user_ranges, ops=(), calls_by_corr=None):
             pid, tid = min(launched, key=lambda k: (-launched[k], k))
             start, end = min(o["start"] for o in ops), max(o["end"] for o in ops)
             rows.append(dict(step=0, name="GPU activity", source="gpu_span", pid=pid, tid=tid, start_ns=start,
-                             end_ns=end, wall_ns=end - start, analysed=True, excluded_because=None))
+                             end_ns=end, wall_ns=end - start, analysed=True, excluded_because=None, clock="range",
+                             range_wall_ns=end - start, range_start_ns=start, range_end_ns=end))
     return rows
+
+
+def plain_clock(steps, ops, calls_by_corr):
+    """Each step with its `window` and `clock` by steady_steps' rule, worked out from the raw ops: an op belongs to
+    the latest step of its process that began at or before its launching call, if the call ended inside it; a
+    process runs ahead when its median step's GPU work ends more than its median wall after the range, and
+    then each step's window runs from when the GPU had finished every op launched before the step began (or the
+    step's start, if later) to the end of its own ops or its range, whichever is later."""
+    launched = []  # (pid, call start, call end, op end)
+    for o in ops:
+        call = calls_by_corr.get((o["pid"], o["corr"]))
+        if call is not None:
+            launched.append((call["pid"], call["start"], call["end"], o["end"]))
+    by_pid = defaultdict(list)
+    for s in steps:
+        by_pid[s["pid"]].append(s)
+    out = []
+    for pid, group in by_pid.items():
+        group = sorted(group, key=lambda s: s["step"])
+        mine = [x for x in launched if x[0] == pid]
+        gpu_end = {}
+        for _, c_start, c_end, o_end in mine:
+            owner = None
+            for s in group:
+                if s["start_ns"] <= c_start:
+                    owner = s
+            if owner is not None and c_end <= owner["end_ns"]:
+                gpu_end[owner["step"]] = max(gpu_end.get(owner["step"], o_end), o_end)
+        leads = [gpu_end.get(s["step"], s["end_ns"]) - s["end_ns"] for s in group]
+        walls = [s["end_ns"] - s["start_ns"] for s in group]
+        ahead = statistics.median(leads) > statistics.median(walls)
+        for s in group:
+            if ahead:
+                done = max((o_end for _, c_start, _, o_end in mine if c_start < s["start_ns"]), default=s["start_ns"])
+                end = max(s["end_ns"], gpu_end.get(s["step"], s["end_ns"]))
+                window = (max(s["start_ns"], done), end)
+            else:
+                window = (s["start_ns"], s["end_ns"])
+            out.append({**s, "window": window, "clock": "period" if ahead else "range"})
+    return out
 
 
 def plain_step_stats(windows):

@@ -158,8 +158,7 @@ def test_two_ranks_of_one_export_compare_step_by_step(tmp_path):
 
 def test_comm_without_nvtx_finds_nccl_by_its_kernels(export_files, tmp_path):
     """The NCCL capture as nsys writes it without --trace=nvtx (no NVTX_EVENTS table; derived from the fixture here):
-    no steps, so one window over the GPU activity (step 0, the busiest launching thread's process), and the
-    communication found by kernel name alone: NCCL's one-rank reduction kernel. Checked against the raw rows."""
+    the steps are the iterations of its GPU op sequence, and the communication is found by kernel name alone: NCCL's one-rank reduction kernel. Checked against the raw rows."""
     import shutil
     import sqlite3
     path = tmp_path / "no-nvtx.sqlite"
@@ -183,21 +182,28 @@ def test_comm_without_nvtx_finds_nccl_by_its_kernels(export_files, tmp_path):
         if (op[4], op[5]) in calls:
             launches[calls[(op[4], op[5])][2]] += 1
     busiest = min(launches, key=lambda g: (-launches[g], pid_of(g), g))
-    start, end = min(o[1] for o in ops), max(o[2] for o in ops)
-    pieces: dict[str, list] = defaultdict(list)
-    comm_kernels, devices = 0, set()
-    for kind, s, e, dev, pid, corr, name in ops:
-        call = calls.get((pid, corr))
-        if pid != pid_of(busiest) or call is None or not (start <= call[0] and call[1] <= end):
-            continue
-        devices.add(dev)
-        cls = "memory" if kind == "memory" else "comm" if "::oneRankReduce<" in name else "compute"
-        pieces[cls].append((s, e))
-        comm_kernels += cls == "comm"
-    (device,) = devices  # one GPU: one row
-    assert len(got) == 1 and (got[0]["pid"], got[0]["device_id"], got[0]["step"]) == (pid_of(busiest), device, 0)
-    comm, compute = merge(pieces["comm"]), merge(pieces["compute"])
-    assert comm_kernels > 0 and got[0]["comm_kernels"] == comm_kernels
-    assert (got[0]["comm_ns"], got[0]["compute_ns"], got[0]["overlap_ns"], got[0]["memory_ns"]) == (
-        length(comm), length(compute), intersection(comm, compute), length(merge(pieces["memory"])))
+    # without NVTX the steps are the iterations of the GPU op sequence (docs/steps.md): one row per step,
+    # each over the ops its window launched; the windows themselves are checked in tests/test_program_shapes.py
+    windows = ex.run("analysis.steady_steps").sort("step").to_dicts()
+    assert windows and {w["source"] for w in windows} == {"kernel-pattern"}
+    assert [(r["pid"], r["step"]) for r in got] == [(pid_of(busiest), w["step"]) for w in windows]
+    total_comm = 0
+    for row, w in zip(got, windows):
+        pieces: dict[str, list] = defaultdict(list)
+        comm_kernels, devices = 0, set()
+        for kind, s, e, dev, pid, corr, name in ops:
+            call = calls.get((pid, corr))
+            if pid != pid_of(busiest) or call is None or not (w["start_ns"] <= call[0] and call[1] <= w["end_ns"]):
+                continue
+            devices.add(dev)
+            cls = "memory" if kind == "memory" else "comm" if "::oneRankReduce<" in name else "compute"
+            pieces[cls].append((s, e))
+            comm_kernels += cls == "comm"
+        assert devices == {row["device_id"]}  # one GPU: one row a step
+        comm, compute = merge(pieces["comm"]), merge(pieces["compute"])
+        assert row["comm_kernels"] == comm_kernels
+        total_comm += comm_kernels
+        assert (row["comm_ns"], row["compute_ns"], row["overlap_ns"], row["memory_ns"]) == (
+            length(comm), length(compute), intersection(comm, compute), length(merge(pieces["memory"])))
+    assert total_comm > 0
     ex.close()

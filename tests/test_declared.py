@@ -153,7 +153,8 @@ def test_option_groups_keep_their_place_and_arrive_as_one_object():
 
     wrapped = with_groups(command)
     assert list(inspect.signature(wrapped).parameters) == [
-        "exports", "fmt", "output", "wide", "top", "cache_dir", "no_cache", "nsys", "debug"]
+        "exports", "fmt", "output", "wide", "top", "cache_dir", "no_cache", "nsys", "step_range", "debug"]
     wrapped(exports=[], fmt=Format.csv, output=None, wide=True, top=5, cache_dir=None, no_cache=True, nsys=None,
-            debug=False)
-    assert seen == {"out": Output(Format.csv, None, True), "top": 5, "src": Source(None, True, None, False)}
+            step_range="decode_step", debug=False)
+    assert seen == {"out": Output(Format.csv, None, True), "top": 5,
+                    "src": Source(None, True, None, "decode_step", False)}

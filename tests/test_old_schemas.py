@@ -133,8 +133,9 @@ def test_commands_work_or_say_what_is_missing(synth_files, synth_cache, flavour)
     for command in (["summarize"], ["overview"], ["findings"], ["kernels"], ["layers"], ["steps"], ["gaps"],
                     ["memcpy"], ["overhead"], ["utilization"], ["efficiency"]):
         res = runner.invoke(app, command + [path, "--cache-dir", str(synth_cache)])
-        if res.exit_code == 1:  # one line naming what is missing: NVTX, or op markers (efficiency)
-            assert re.fullmatch(r"Error: old_[\d.]+\.sqlite has no (NVTX_EVENTS|kernels inside PyTorch op markers)"
+        if res.exit_code == 1:  # one line naming what is missing: NVTX, op markers (efficiency), or steps (no NVTX
+            # ranges and no repeating GPU op sequence)
+            assert re.fullmatch(r"Error: old_[\d.]+\.sqlite has no (NVTX_EVENTS|kernels inside PyTorch op markers|steps)"
                                 r"[^\n]*\n", res.output), (command, res.output)
             assert "NVTX_EVENTS" not in res.output or flavour == "2021"
         else:

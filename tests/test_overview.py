@@ -284,14 +284,17 @@ def _derive_inputs(con, query, given):
 
 
 STEPS_COLS = "step BIGINT, name VARCHAR, source VARCHAR, pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, " \
-             "wall_ns BIGINT"
+             "wall_ns BIGINT, gpu_end_ns BIGINT, period_ns BIGINT"
 
 
-def steady_tables(steps, ranges=(), ops=(), calls=()):
+def steady_tables(steps, ranges=(), ops=(), calls=(), gpu=None):
     """steps: (step, pid, start, wall); ranges: (range_id, pid, start, end, text); ops: (start, end, runtime_id);
-    calls: (runtime_id, pid, tid)."""
+    calls: (runtime_id, pid, tid); gpu: {step: (gpu_end, period)} of the steps whose GPU work is given (else none,
+    and the period is the wall)."""
+    gpu = gpu or {}
     return {
-        "steps": (STEPS_COLS, [(n, "step", "range", pid, 100 + pid, s, s + w, w) for n, pid, s, w in steps]),
+        "steps": (STEPS_COLS, [(n, "step", "range", pid, 100 + pid, s, s + w, w, *gpu.get(n, (None, w)))
+                               for n, pid, s, w in steps]),
         "user_range": ("range_id BIGINT, pid BIGINT, start_ns BIGINT, end_ns BIGINT",
                        [(i, pid, s, e) for i, pid, s, e, _ in ranges]),
         "nvtx_range": ("range_id BIGINT, text VARCHAR, is_op_marker BOOLEAN",
@@ -337,6 +340,22 @@ def test_steady_slow_leading_steps():
     # the bound is strict: 160 > 1.5 * 100 is warm-up, 150 is not (and ends the lead)
     _, rows = run_query("analysis.steady_steps", steady_tables(steps_at(1, [160, 150, 100, 100])))
     assert verdicts(rows) == [(1, False, "slow_leading_step"), (2, True, None), (3, True, None), (4, True, None)]
+
+
+def test_steady_period_clock_when_the_cpu_runs_ahead():
+    # the GPU work of each step ends 300 ns after its 100 ns range (more than a step): each step is its period
+    steps = steps_at(1, [100, 100, 100, 100], gap=0)
+    gpu = {n: (s + w + 300, p) for (n, _, s, w), p in zip(steps, [400, 120, 120, 120])}
+    _, rows = run_query("analysis.steady_steps", steady_tables(steps, gpu=gpu))
+    assert {r["clock"] for r in rows} == {"period"}
+    assert [(r["start_ns"], r["end_ns"], r["wall_ns"], r["range_wall_ns"]) for r in rows] == [
+        (400 - 400, 400, 400, 100), (500 - 120, 500, 120, 100), (600 - 120, 600, 120, 100), (700 - 120, 700, 120, 100)]
+    # the slow-leading rule reads the period: 400 > 1.5 x 120
+    assert verdicts(rows)[0] == (1, False, "slow_leading_step")
+    # 90 ns past the range is not running ahead (not over a step): the range's clock
+    gpu = {n: (s + w + 90, w + 90) for n, _, s, w in steps}
+    _, rows = run_query("analysis.steady_steps", steady_tables(steps, gpu=gpu))
+    assert {r["clock"] for r in rows} == {"range"} and [r["wall_ns"] for r in rows] == [100] * 4
 
 
 def test_steady_warmup_range():
@@ -387,7 +406,8 @@ def test_steady_without_steps_is_the_gpu_span():
     # thread 11 of pid 1 launched the most ops (3); the window runs from the first op to the last one
     # (any op, whoever launched it)
     assert rows == [dict(step=0, name="GPU activity", source="gpu_span", pid=1, tid=11, start_ns=100,
-                         end_ns=1200, wall_ns=1100, analysed=True, excluded_because=None)]
+                         end_ns=1200, wall_ns=1100, analysed=True, excluded_because=None, clock="range",
+                         range_wall_ns=1100, range_start_ns=100, range_end_ns=1200)]
     _, rows = run_query("analysis.steady_steps", steady_tables([]))
     assert rows == []
 

@@ -89,12 +89,25 @@ def structure_rows(export: Queries) -> list[dict]:
     return frame.sort(["steps", "pid"], descending=[True, False]).to_dicts()
 
 
+def _shown_bound(summary: Summary) -> dict | None:
+    """The bound line people read: when the CPU runs ahead of the GPU the GPU sets the pace whatever the ranges'
+    critical path says (it walks the launches, which wait for the GPU), so the line says that."""
+    rows = summary.structure
+    if rows and rows[0]["clock"] == "period":
+        return {"line": "Bound by: the GPU (the CPU runs ahead and waits for it; `nsysql critical-path` walks each "
+                        "step's range)."}
+    return summary.bound
+
+
 def structure_text(rows: list[dict]) -> str:
     """One sentence on what a step is and how nsysql found it, and one when the CPU runs ahead of the GPU (the
     process with the most steps speaks for the export)."""
     if not rows or rows[0]["step_source"] == "gpu_span":
         return ""
     r = rows[0]
+    if (r["step_source"], r["step_rule"], r["clock"], r["close_level"]) == ("range", "step name", "range", None) \
+            and "/" not in r["step_level"]:
+        return ""  # a top-level step-named range, as the Analysed line names it: nothing to add
     kind = {"training": "Training", "inference": "Inference"}.get(r["program_kind"], "A program")
     source = r["step_source"]
     if source == "range":
@@ -573,7 +586,7 @@ def render_text(summary: Summary, *, width: int, color: bool = False, top: int =
     notes = [line for note in ov.notes for line in _wrap(note, width)]
     shape = structure_text(summary.structure)
     blocks = [_header_lines(summary, width) + [""] + _scope_lines(ov, width) + (_wrap(shape, width) if shape else [])
-              + _step_time_line(ov, width, summary.bound) + notes]
+              + _step_time_line(ov, width, _shown_bound(summary)) + notes]
     leads = (summary.comm is not None  # a job of several ranks: who waits for whom
              and summary.comm.frame.select("rank", "pid").unique().height > 1)
     if leads:
@@ -597,7 +610,7 @@ def render_markdown(summary: Summary, top: int = 5) -> str:
     ov = summary.overview
     parts = [f"# nsysql summary: {summary.title or summary.export.path.name}", "",
              " ".join(_scope_lines(ov, 10_000) + ([structure_text(summary.structure)] if summary.structure else [])
-                      + _step_time_line(ov, 10_000, summary.bound)), ""]
+                      + _step_time_line(ov, 10_000, _shown_bound(summary))), ""]
     if ov.breakdown.height:
         frame, _ = _breakdown_frame(ov, top)
         unused = _unused_comm(ov)

@@ -90,7 +90,7 @@ class Queries:
             known = ", ".join(levels.head(8).to_list()) or "none (no NVTX ranges of the user's)"
             more = f" and {len(levels) - 8} more" if len(levels) > 8 else ""
             raise NsysqlError(f"{self.path.name} has no NVTX range level {level!r}; its levels, most instances first: "
-                              f"{known}{more} (`nsysql steps --candidates` lists them)")
+                              f"{known}{more} (steps(candidates=True) lists them)")
         self.inject("_step_override", pl.DataFrame({"level": [level]}, schema={"level": pl.String}))
 
     @property

@@ -39,24 +39,47 @@ seq AS (
     FROM launches AS l JOIN busiest AS b ON b.pid = l.pid AND b.tid = l.tid
 ),
 paused AS (  -- the CPU's pause before each launch: from the previous launching call's end
-    SELECT *, GREATEST(api_start_ns - LAG(api_end_ns) OVER (PARTITION BY pid ORDER BY pos), 0) AS pause_ns,
-           pos - LAG(pos) OVER (PARTITION BY pid, op_name ORDER BY pos) AS since_same
+    SELECT *, GREATEST(api_start_ns - LAG(api_end_ns) OVER (PARTITION BY pid ORDER BY pos), 0) AS pause_ns
     FROM seq
 ),
-lags AS (  -- the lags at which some name recurs at least twice
-    SELECT pid, since_same AS lag FROM paused WHERE since_same IS NOT NULL
-    GROUP BY pid, op_name, since_same HAVING COUNT(*) >= 2
+rare AS (  -- names launched 2 to 64 times: their recurrences say which lags to try
+    SELECT pid, op_name FROM seq GROUP BY pid, op_name HAVING COUNT(*) BETWEEN 2 AND 64
 ),
-lag_list AS (SELECT DISTINCT pid, lag FROM lags),
-matches AS (  -- per candidate lag, the positions whose name is the one `lag` positions before
-    SELECT c.pid, c.lag, COUNT(*) AS repeated
+pairs AS (
+    SELECT a.pid, b.pos - a.pos AS lag, COUNT(*) AS times
+    FROM seq AS a
+    JOIN rare AS r ON r.pid = a.pid AND r.op_name = a.op_name
+    JOIN seq AS b ON b.pid = a.pid AND b.op_name = a.op_name AND b.pos > a.pos
+    GROUP BY a.pid, b.pos - a.pos
+),
+lag_list AS (  -- the 12 most frequent lags and the 12 that would cover the most ops
+    SELECT DISTINCT pid, lag FROM (
+        SELECT pid, lag, ROW_NUMBER() OVER (PARTITION BY pid ORDER BY times DESC, lag) AS by_times,
+               ROW_NUMBER() OVER (PARTITION BY pid ORDER BY times * lag DESC, lag) AS by_cover
+        FROM pairs)
+    WHERE by_times <= 12 OR by_cover <= 12
+),
+matched AS (  -- per candidate lag, the pairs of positions `lag` apart with the same name
+    SELECT c.pid, c.lag, a.pos AS later, b.pos AS earlier
     FROM lag_list AS c
     JOIN seq AS a ON a.pid = c.pid
     JOIN seq AS b ON b.pid = a.pid AND b.pos = a.pos - c.lag AND b.op_name = a.op_name
-    GROUP BY c.pid, c.lag
 ),
-period AS (
-    SELECT pid, arg_min(lag, (-repeated, lag)) AS p FROM matches WHERE repeated >= 2 GROUP BY pid
+matches AS (  -- the ops each lag explains: in such a pair at either end
+    SELECT pid, lag, COUNT(DISTINCT pos) AS repeated
+    FROM (SELECT pid, lag, later AS pos FROM matched UNION ALL SELECT pid, lag, earlier FROM matched)
+    GROUP BY pid, lag
+),
+outer_lag AS (  -- the longest lag that explains at least 3/4 as many ops as the best one: the outermost sequence
+    SELECT m.pid, arg_max(m.lag, m.lag) AS lag, arg_max(m.repeated, m.lag) AS repeated
+    FROM matches AS m JOIN (SELECT pid, MAX(repeated) AS top FROM matches GROUP BY pid) AS b ON b.pid = m.pid
+    WHERE m.repeated >= 2 AND m.repeated >= 0.75 * b.top
+    GROUP BY m.pid
+),
+period AS (  -- its shortest divisor among the lags that explains nearly as much (two iterations are one, twice)
+    SELECT o.pid, MIN(m.lag) AS p
+    FROM outer_lag AS o JOIN matches AS m ON m.pid = o.pid AND o.lag % m.lag = 0 AND m.repeated >= 0.9 * o.repeated
+    GROUP BY o.pid
 ),
 marked AS (  -- in the repeating part: the name recurs P positions before it, or the op P positions later does
     SELECT s.*, p.p, before.pos IS NOT NULL OR later.pos IS NOT NULL AS repeats
@@ -65,34 +88,32 @@ marked AS (  -- in the repeating part: the name recurs P positions before it, or
     LEFT JOIN seq AS before ON before.pid = s.pid AND before.pos = s.pos - p.p AND before.op_name = s.op_name
     LEFT JOIN seq AS later ON later.pid = s.pid AND later.pos = s.pos + p.p AND later.op_name = s.op_name
 ),
-delimiter AS (  -- of the names recurring exactly P apart, the one after the longest median pause
-    SELECT pid, arg_min(op_name, (-pause, first_pos)) AS op_name FROM (
-        SELECT pid, op_name, MEDIAN(pause_ns) AS pause, MIN(pos) AS first_pos
-        FROM marked WHERE repeats AND since_same = p
-        GROUP BY pid, op_name)
-    GROUP BY pid
+runs AS (  -- runs of the repeating part (a new one after each op that repeats nothing), and each op's place in
+    -- its run's period
+    SELECT *, pos - MIN(pos) OVER (PARTITION BY pid, run) AS place
+    FROM (SELECT *, SUM(CASE WHEN repeats THEN 0 ELSE 1 END) OVER (PARTITION BY pid ORDER BY pos) AS run,
+                 SUM(CASE WHEN repeats THEN 1 ELSE 0 END) OVER (PARTITION BY pid ORDER BY pos) AS repeated_so_far
+          FROM marked)
+    WHERE repeats
 ),
-runs AS (  -- how many of the P ops from each position on are in the repeating part
-    SELECT *, SUM(CASE WHEN repeats THEN 1 ELSE 0 END) OVER (PARTITION BY pid ORDER BY pos) AS repeated_so_far
-    FROM marked
+phase AS (  -- where an iteration starts: the place in the period after the longest median pause
+    SELECT pid, arg_min(place, (-pause, place)) AS phase FROM (
+        SELECT pid, place % p AS place, MEDIAN(pause_ns) AS pause FROM runs GROUP BY pid, place % p)
+    GROUP BY pid
 ),
 starts AS (
     SELECT r.pid, r.tid, r.op_name AS name, r.op_kind, r.p, r.pos, r.api_start_ns, r.repeated_so_far
-    FROM runs AS r JOIN delimiter AS d ON d.pid = r.pid AND d.op_name = r.op_name
-    WHERE r.repeats
+    FROM runs AS r JOIN phase AS f ON f.pid = r.pid AND r.place % r.p = f.phase
 ),
-iterations AS (
+iterations AS (  -- an iteration: P ops from a start, every one in the repeating part
     SELECT s.pid, s.tid, s.name, s.op_kind, s.p, s.pos, s.api_start_ns, e.api_end_ns
     FROM starts AS s
-    JOIN runs AS e ON e.pid = s.pid AND e.pos = s.pos + s.p - 1
-    WHERE e.repeated_so_far - s.repeated_so_far = s.p - 1
-),
-kept AS (  -- iterations do not overlap: an occurrence inside the previous kept iteration starts none
-    SELECT *, pos - LAG(pos) OVER (PARTITION BY pid ORDER BY pos) AS after
-    FROM iterations
+    JOIN marked AS e ON e.pid = s.pid AND e.pos = s.pos + s.p - 1
+    JOIN (SELECT pid, pos, SUM(CASE WHEN repeats THEN 1 ELSE 0 END) OVER (PARTITION BY pid ORDER BY pos) AS upto
+          FROM marked) AS u ON u.pid = e.pid AND u.pos = e.pos
+    WHERE u.upto - s.repeated_so_far = s.p - 1
 )
 SELECT pid, tid, name, CASE WHEN op_kind = 'graph' THEN 'graph-launch' ELSE 'kernel-pattern' END AS source,
        p AS period_ops, api_start_ns AS start_ns, api_end_ns AS end_ns
-FROM kept
-WHERE after IS NULL OR after >= p
+FROM iterations
 ORDER BY pid, start_ns;

@@ -62,7 +62,7 @@ pattern_steps AS (
     WHERE occurrence > 0
     GROUP BY pid, occurrence
 )
-SELECT * FROM level_steps
+SELECT range_id, pid, tid, name, level, source, start_ns, end_ns FROM level_steps
 UNION ALL
-SELECT * FROM pattern_steps
+SELECT range_id, pid, tid, name, level, source, start_ns, end_ns FROM pattern_steps
 ORDER BY pid, start_ns, range_id;

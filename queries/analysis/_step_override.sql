@@ -5,4 +5,4 @@
 -- notes: analysis.step_candidates reads it: a row here makes the level it names the steps, whatever the other rules say.
 -- columns:
 --   level | VARCHAR | text (a level of analysis.step_candidates, or its last components: `decode_step`, `request/decode_step`)
-SELECT CAST(NULL AS VARCHAR) AS level WHERE false;
+SELECT CAST(NULL AS VARCHAR) AS level WHERE false ORDER BY level;

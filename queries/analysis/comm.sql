@@ -1,4 +1,4 @@
--- nsysql: analysis.comm v3
+-- nsysql: analysis.comm v4
 -- purpose: Communication against compute per rank (process and GPU) and step: compute, communication split into waiting for the last rank and transfer, the parts compute hides and those it does not, how late the rank arrived at the step's collectives, and the step's straggler (the rank the others wait for); each time a union of intervals, never a sum of durations.
 -- requires: analysis.steady_steps, analysis.comm_waits, gpu_op, runtime, session, kernel|nvtx_range, macros.union_ns
 -- params: none
@@ -48,7 +48,8 @@ op AS (
     JOIN runtime AS rt ON rt.runtime_id = o.runtime_id
 ),
 step AS (
-    SELECT step, pid, start_ns, end_ns, wall_ns, analysed FROM steady_steps WHERE pid IS NOT NULL
+    SELECT step, pid, range_start_ns AS start_ns, range_end_ns AS end_ns, wall_ns, analysed  -- the launches of its range
+    FROM steady_steps WHERE pid IS NOT NULL
 ),
 in_step AS (
     SELECT s.pid, o.device_id, s.step, o.class, o.start_ns, o.end_ns

@@ -1,4 +1,4 @@
--- nsysql: analysis.comm_instances v2
+-- nsysql: analysis.comm_instances v3
 -- purpose: Every communication kernel as one rank's instance of a collective: its operation, the NCCL stream it ran on, its place in that stream's order (the key that matches it with the other ranks' instances, analysis.comm_waits) and the step that launched it.
 -- requires: analysis.steady_steps, gpu_op, kernel, runtime, runtime_nvtx, nvtx_ancestor, kernel|nvtx_range, session, nccl_payload, macros.comm_kernels
 -- params: none
@@ -50,7 +50,8 @@ comm AS MATERIALIZED (
     LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = o.runtime_id
     LEFT JOIN nccl_payload AS p ON p.range_id = rn.range_id
 ),
-step AS (SELECT step, pid, start_ns, end_ns, analysed FROM steady_steps WHERE pid IS NOT NULL),
+step AS (SELECT step, pid, range_start_ns AS start_ns, range_end_ns AS end_ns, analysed  -- the launches of its range
+              FROM steady_steps WHERE pid IS NOT NULL),
 stepped AS (
     SELECT c.*, CASE WHEN c.call_end_ns <= s.end_ns THEN s.step END AS step,
            COALESCE(c.call_end_ns <= s.end_ns AND s.analysed, false) AS analysed

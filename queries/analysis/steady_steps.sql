@@ -1,4 +1,4 @@
--- nsysql: analysis.steady_steps v3
+-- nsysql: analysis.steady_steps v4
 -- purpose: The time windows the headline figures are computed over: every step of `nsysql steps`, marked analysed (steady state) or excluded as warm-up; without any step, one window from the first to the last GPU op.
 -- requires: analysis.steps, user_range, gpu_op
 -- params: none
@@ -11,12 +11,13 @@
 --   Without steps: one window (step 0, source `gpu_span`) from the first GPU op's start to the last GPU op's end,
 --   on the process and thread that launched the most GPU ops (read from the CUDA runtime calls; an export without
 --   them has no such window).
---   The clock: when the CPU runs ahead of the GPU in a process (the median step's GPU work ends more than half
---   its median wall time after its range), each of its steps is its period (analysis.steps' period_ns: from
+--   The clock: when the CPU runs ahead of the GPU in a process (the median step's GPU work ends more than its
+--   median wall time after its range: the launch queue holds over a step of work), each of its steps is its period (analysis.steps' period_ns: from
 --   when the GPU had finished the work launched before it, or its start if later, to the end of its GPU work),
 --   and start_ns/end_ns/wall_ns are that window, so every figure over the steps is on the GPU's clock; clock is
 --   then `period`, else `range` (the step's range, as measured on the CPU). range_wall_ns keeps the range's own
---   duration. The warm-up rule (b) reads the step's time on its clock.
+--   duration, range_start_ns/range_end_ns its bounds: the ops launched inside them are the step's (analysis.comm,
+--   the critical path). The warm-up rule (b) reads the step's time on its clock.
 --   tid is the step's own thread (the thread whose ranges make it): the CUDA runtime, data-loading and CPU
 --   categories of the step time breakdown are read on it.
 -- columns:
@@ -32,6 +33,8 @@
 --   excluded_because | VARCHAR | text (warmup_range, slow_leading_step; NULL when analysed)
 --   clock | VARCHAR | text (range: the step's range; period: its period on the GPU's clock, the CPU running ahead)
 --   range_wall_ns | BIGINT | ns (the step range's own duration, whatever the clock)
+--   range_start_ns | BIGINT | ns timestamp (the step range's start: the ops launched from it on are the step's)
+--   range_end_ns | BIGINT | ns timestamp (the step range's end)
 WITH
 warm_ranges AS (
     SELECT u.pid, u.start_ns, u.end_ns
@@ -39,9 +42,9 @@ warm_ranges AS (
     WHERE NOT r.is_op_marker  -- never a user range: lets the scan skip the op markers' texts before the regex
       AND regexp_matches(r.text, 'warm[ _-]?up', 'i')
 ),
-ahead AS (  -- the processes whose CPU runs ahead: the median step's GPU work ends over half a step after its range
+ahead AS (  -- the processes whose CPU runs ahead: the median step's GPU work ends over a step after its range
     SELECT pid FROM steps GROUP BY pid
-    HAVING MEDIAN(COALESCE(gpu_end_ns, end_ns) - end_ns) > 0.5 * MEDIAN(wall_ns)
+    HAVING MEDIAN(COALESCE(gpu_end_ns, end_ns) - end_ns) > MEDIAN(wall_ns)
 ),
 clocked AS (
     SELECT s.step, s.name, s.source, s.pid, s.tid, s.wall_ns AS range_wall_ns,
@@ -50,11 +53,12 @@ clocked AS (
                 ELSE GREATEST(s.end_ns, COALESCE(s.gpu_end_ns, s.end_ns)) - s.period_ns END AS start_ns,
            CASE WHEN a.pid IS NULL THEN s.end_ns ELSE GREATEST(s.end_ns, COALESCE(s.gpu_end_ns, s.end_ns)) END AS end_ns,
            CASE WHEN a.pid IS NULL THEN s.wall_ns ELSE s.period_ns END AS wall_ns,
-           s.start_ns AS range_start_ns
+           s.start_ns AS range_start_ns, s.end_ns AS range_end_ns
     FROM steps AS s LEFT JOIN ahead AS a ON a.pid = s.pid
 ),
 flagged AS (
     SELECT s.step, s.name, s.source, s.pid, s.tid, s.start_ns, s.end_ns, s.wall_ns, s.range_wall_ns, s.is_ahead,
+           s.range_start_ns, s.range_end_ns,
            EXISTS (SELECT 1 FROM warm_ranges AS w
                    WHERE w.pid = s.pid AND w.start_ns <= s.range_start_ns AND s.range_start_ns < w.end_ns) AS in_warm_range,
            s.wall_ns > 1.5 * MEDIAN(s.wall_ns) OVER (PARTITION BY s.pid ORDER BY s.step
@@ -67,7 +71,7 @@ lead AS (  -- a slow step counts only while every earlier step of its process wa
     FROM flagged
 ),
 stepped AS (
-    SELECT step, name, source, pid, tid, start_ns, end_ns, wall_ns, range_wall_ns, is_ahead,
+    SELECT step, name, source, pid, tid, start_ns, end_ns, wall_ns, range_wall_ns, is_ahead, range_start_ns, range_end_ns,
            CASE WHEN in_warm_range AND NOT all_warm THEN 'warmup_range'
                 WHEN slow_leading THEN 'slow_leading_step' END AS excluded_because
     FROM lead
@@ -88,9 +92,10 @@ gpu_span AS (
 )
 SELECT step, name, source, pid, tid, start_ns, end_ns, wall_ns,
        excluded_because IS NULL AS analysed, excluded_because,
-       CASE WHEN is_ahead THEN 'period' ELSE 'range' END AS clock, range_wall_ns
+       CASE WHEN is_ahead THEN 'period' ELSE 'range' END AS clock, range_wall_ns, range_start_ns, range_end_ns
 FROM stepped
 UNION ALL
-SELECT step, name, source, pid, tid, start_ns, end_ns, end_ns - start_ns, true, NULL, 'range', end_ns - start_ns
+SELECT step, name, source, pid, tid, start_ns, end_ns, end_ns - start_ns, true, NULL, 'range', end_ns - start_ns,
+       start_ns, end_ns
 FROM gpu_span
 ORDER BY step, pid;

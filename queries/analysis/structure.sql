@@ -7,10 +7,10 @@
 --   rule; `top-level pattern` for a pattern, `op sequence` for iterations of the GPU op sequence); close_level
 --   is the best other level the choice passed over that would make good steps too (NULL when none).
 --   program_kind: `training` when some GPU op is backward or optimizer work (gpu_op_attribution), `inference`
---   when the step level is a decode step or a level of the program is named prefill or decode, or when the
---   steps launch only forward work, `unknown` without GPU ops. cpu_ahead_ns is the median step's GPU work end
---   after its range's end (negative: the GPU finished inside the range); clock `period` when it exceeds half a
---   step (analysis.steady_steps).
+--   when the step level is a decode step or a level of the program is named prefill or decode, else `unknown`
+--   (forward work alone may be inference or evaluation). cpu_ahead_ns is the median step's GPU work end
+--   after its range's end (negative: the GPU finished inside the range); clock `period` when it exceeds the
+--   median step's wall time (analysis.steady_steps).
 -- columns:
 --   pid | BIGINT | id
 --   program_kind | VARCHAR | text (training, inference or unknown)
@@ -47,14 +47,13 @@ cands AS (
     FROM step_candidates GROUP BY pid
 ),
 work AS (
-    SELECT o.pid, BOOL_OR(CAST(a.direction AS VARCHAR) IN ('bprop', 'optim')) AS trains, COUNT(*) AS ops
+    SELECT o.pid, BOOL_OR(CAST(a.direction AS VARCHAR) IN ('bprop', 'optim')) AS trains
     FROM gpu_op AS o LEFT JOIN gpu_op_attribution AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id
     GROUP BY o.pid
 )
 SELECT s.pid,
        CASE WHEN COALESCE(w.trains, false) THEN 'training'
             WHEN COALESCE(c.decode_chosen OR c.inference_named, false) THEN 'inference'
-            WHEN COALESCE(w.ops, 0) > 0 THEN 'inference'
             ELSE 'unknown' END AS program_kind,
        s.source AS step_source,
        t.level AS step_level,
