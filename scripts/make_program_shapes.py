@@ -56,7 +56,7 @@ def _decode_program(nvtx: bool, requests: int = 3, tokens: int = 6) -> tuple[ms.
     the same ops without any range."""
     b = ms.SyntheticExport().thread(P, T, "python3").gpu()
     c = Clock(b, 1_000_000)
-    truth: dict = {"decode_steps": [], "warmup_steps": [], "requests": [], "load_end_ns": None,
+    truth: dict = {"decode_steps": [], "warmup_steps": [], "requests": [], "warmup_requests": [], "load_end_ns": None,
                    "ops_per_request": len(PREFILL_KERNELS) + (tokens - 1) * len(DECODE_KERNELS), "request_starts": []}
 
     def rng(name: str, start: int, end: int) -> None:
@@ -73,6 +73,7 @@ def _decode_program(nvtx: bool, requests: int = 3, tokens: int = 6) -> tuple[ms.
         warm = r == 0
         if warm:
             warm_start = c.cpu
+            c.cpu += 1_000  # the warm-up range opens first and closes last
         start = c.cpu
         c.cpu += 5_000
         pre = c.cpu
@@ -80,6 +81,7 @@ def _decode_program(nvtx: bool, requests: int = 3, tokens: int = 6) -> tuple[ms.
         for name in PREFILL_KERNELS:
             c.kernel(name, 40_000)
         rng("prefill", pre, c.cpu)
+        truth["_prefill"] = {"start_ns": pre, "end_ns": c.cpu, "gpu_end_ns": c.gpu}
         for _ in range(tokens - 1):
             step_start = c.cpu
             ops = [c.kernel(name, 5_000) for name in DECODE_KERNELS]
@@ -89,9 +91,10 @@ def _decode_program(nvtx: bool, requests: int = 3, tokens: int = 6) -> tuple[ms.
             (truth["warmup_steps"] if warm else truth["decode_steps"]).append(step)
         c.sync()
         rng("request", start, c.cpu)
-        if not warm:
-            truth["requests"].append({"start_ns": start, "end_ns": c.cpu})
+        (truth["warmup_requests"] if warm else truth["requests"]).append(
+            {"start_ns": start, "end_ns": c.cpu, "prefill": truth.pop("_prefill")})
         if warm:
+            c.cpu += 1_000
             rng("warmup", warm_start, c.cpu)
         c.cpu += 20_000
     return b, truth
@@ -118,6 +121,8 @@ def graph_decode_ahead(steps: int = 12) -> tuple[ms.SyntheticExport, dict]:
     truth: dict = {"decode_steps": [], "warmup_steps": []}
     cpu, gpu, corr = 1_000_000, 1_000_000, 1
     for warm in (True, False):
+        if warm:
+            warm_start, cpu = cpu, cpu + 1_000  # the warm-up range opens first and closes last
         req_start = cpu
         for _ in range(1 if warm else steps):
             start = cpu
@@ -137,7 +142,8 @@ def graph_decode_ahead(steps: int = 12) -> tuple[ms.SyntheticExport, dict]:
         cpu = max(cpu, gpu) + 2_000  # the request's sync
         b.range("request", req_start, cpu, tid=T, pid=P)
         if warm:
-            b.range("warmup", req_start, cpu, tid=T, pid=P)
+            cpu += 1_000
+            b.range("warmup", warm_start, cpu, tid=T, pid=P)
         cpu += 10_000
     return b, truth
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import statistics
 
 import pytest
 from typer.testing import CliRunner
@@ -131,3 +132,46 @@ def test_every_fixtures_steps_are_its_step_named_ranges(export_files, opened):
         assert sorted(zip(got["start_ns"], got["end_ns"])) == expected, ident
         checked += 1
     assert checked >= 10
+
+
+def _plain_windows(path, truth) -> dict[int, tuple[int, int]]:
+    """{step range start: the step's window on its clock}, by tests/plainwalk_overview.py's walk of the raw rows
+    over the decode steps the program pushed (the steady_steps rules, computed apart from nsysql)."""
+    from plainwalk_overview import PlainExport, plain_clock
+    px = PlainExport(path)
+    pushed = sorted(truth["warmup_steps"] + truth["decode_steps"], key=lambda s: s["start_ns"])
+    steps = [dict(step=i, pid=shapes.P, start_ns=s["start_ns"], end_ns=s["end_ns"]) for i, s in enumerate(pushed, 1)]
+    return {s["start_ns"]: s["window"] for s in plain_clock(steps, px.ops, px.call_of)}
+
+
+def test_requests_against_the_program_and_the_raw_rows(tmp_path):
+    ex, truth, path = _open(tmp_path, "decode_loop")
+    got = ex.requests().sort("request").to_dicts()
+    every = sorted(truth["warmup_requests"] + truth["requests"], key=lambda r: r["start_ns"])
+    assert [(r["start_ns"], r["wall_ns"], r["warmup"]) for r in got] == \
+        [(r["start_ns"], r["end_ns"] - r["start_ns"], r in truth["warmup_requests"]) for r in every]
+    windows = _plain_windows(path, truth)
+    steps = truth["warmup_steps"] + truth["decode_steps"]
+    for row, req in zip(got, every):
+        assert row["prefill_ns"] == req["prefill"]["end_ns"] - req["prefill"]["start_ns"]
+        assert row["ttft_ns"] == req["prefill"]["gpu_end_ns"] - req["start_ns"]  # the first token's GPU end
+        times = sorted(windows[s["start_ns"]][1] - windows[s["start_ns"]][0] for s in steps
+                       if req["start_ns"] <= s["start_ns"] and s["end_ns"] <= req["end_ns"])
+        assert row["decode_steps"] == len(times) and row["decode_ns"] == sum(times)
+        assert row["tpot_p50_ns"] == round(statistics.median(times))
+        assert row["tokens_per_s"] == pytest.approx(len(times) * 1e9 / sum(times))
+    text = runner.invoke(app, ["summarize", str(path), "--cache-dir", str(tmp_path / "c4")], env={"COLUMNS": "80"})
+    lines = text.output.splitlines()
+    assert text.exit_code == 0 and any(line.startswith("Requests (time to first token") for line in lines)
+    res = runner.invoke(app, ["requests", str(shapes_path(tmp_path, "graph_decode_ahead")), "-f", "csv",
+                              "--cache-dir", str(tmp_path / "c4")])
+    assert res.exit_code == 0 and res.output.splitlines()[0].startswith("request,pid,warmup,start_ns")
+
+
+def shapes_path(tmp_path, case: str):
+    return getattr(shapes, case)()[0].write(tmp_path / f"{case}-cli.sqlite")
+
+
+def test_no_requests_is_one_line(export_files, tmp_path):
+    res = runner.invoke(app, ["requests", str(export_files["gpt-tiny-forward"]), "--cache-dir", str(tmp_path)])
+    assert res.exit_code == 1 and len(res.output.strip().splitlines()) == 1 and "has no requests" in res.output

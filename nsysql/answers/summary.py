@@ -58,6 +58,7 @@ class Summary:
     title: str | None = None  # what the summary is of, when not one export (the exports of one job)
     bound: dict | None = None  # what bounds the analysed steps on their critical path (bound_section)
     structure: list[dict] = field(default_factory=list)  # analysis.structure's rows: what a step is, and how found
+    requests: Section | None = None  # an inference capture's requests (analysis.requests): it leads the summary
 
 
 def build_summary(export: Queries, *, top: int = 5, full: bool = False) -> Summary:
@@ -76,7 +77,36 @@ def _build_summary(export: Queries, *, top: int, full: bool) -> Summary:
     details = detail_sections(export, top=top) if full else []
     origin = export.time_origin() if full else None
     return Summary(export, capture, build_overview(export), findings, details, origin, communication_section(export),
-                   bound=bound_section(export), structure=structure_rows(export))
+                   bound=bound_section(export), structure=structure_rows(export), requests=requests_section(export))
+
+
+REQUEST_COLUMNS = ("request", "warmup", "ttft_ns", "decode_steps", "tpot_mean_ns", "tpot_p50_ns", "tpot_p99_ns",
+                   "tokens_per_s", "decode_gpu_idle_pct")
+
+
+def requests_section(export: Queries) -> Section | None:
+    """Per request (analysis.requests) when the steps are decode steps in requests; the note gives the figures
+    over the requests that are not warm-up, and what to try when the decode steps leave the GPU idle."""
+    from nsysql.errors import MissingDataError
+    try:
+        rows = export.run("analysis.requests")
+    except MissingDataError:
+        return None
+    if rows.is_empty():
+        return None
+    real = rows.filter(~pl.col("warmup")) if not rows["warmup"].all() else rows
+    steps, total = int(real["decode_steps"].sum()), int(real["decode_ns"].sum())
+    note = (f"{real.height} request{'s' if real.height != 1 else ''} (warm-up left out): {steps:,} decode steps, "
+            f"{steps * 1e9 / total:,.1f} steps/s" if total else f"{real.height} requests")
+    ttft = real["ttft_ns"].drop_nulls()
+    if ttft.len():
+        note += f", median TTFT {units.duration(int(ttft.median()))}"  # type: ignore[arg-type]
+    idle = real["decode_gpu_idle_pct"].drop_nulls()
+    if idle.len() and float(idle.mean()) >= 20:  # type: ignore[arg-type]
+        note += (f"; the GPU is idle {float(idle.mean()):.0f}% of a decode step: the launches bound it, so capture "
+                 "each step in a CUDA graph (torch.compile(mode=\"reduce-overhead\") or torch.cuda.graphs)")
+    return Section("Requests (time to first token, time per output token)", rows.select(REQUEST_COLUMNS),
+                   note + "; `nsysql requests` has every column", key="requests", query="analysis.requests")
 
 
 def structure_rows(export: Queries) -> list[dict]:
@@ -591,6 +621,8 @@ def render_text(summary: Summary, *, width: int, color: bool = False, top: int =
              and summary.comm.frame.select("rank", "pid").unique().height > 1)
     if leads:
         blocks.append(_section_lines(summary.comm, summary, width, color, wide, max(top, 3)))  # type: ignore[arg-type]
+    if summary.requests is not None:  # an inference capture: per request first
+        blocks.append(_section_lines(summary.requests, summary, width, color, wide, max(top, 3)))
     blocks += [_breakdown_lines(ov, width, max(top, 3), color), _gpu_lines(ov, width),
                _top_tables(ov, width, top, color, wide)]
     for s in ([summary.comm] if summary.comm and not leads else []) + summary.details:
@@ -623,7 +655,7 @@ def render_markdown(summary: Summary, top: int = 5) -> str:
                                 ("Top CUDA API calls", ov.top_api.head(top), "analysis.top_api")):
         if frame.height:
             parts += [f"## {title}", "", to_markdown(frame, columns=query)]
-    for s in ([summary.comm] if summary.comm else []) + summary.details:
+    for s in ([summary.comm] if summary.comm else []) + ([summary.requests] if summary.requests else []) + summary.details:
         parts += [f"## {s.title}", "", to_markdown(s.frame, s.decimals, columns=s.query, origin=summary.origin)]
         if s.note:
             parts += [f"_{s.note}_", ""]
@@ -642,7 +674,7 @@ def to_json(summary: Summary, top: int = 5) -> dict:
     """`summarize --format json`: stable snake_case keys; numbers are JSON numbers, durations exact ns."""
     doc: dict = {"export": summary.title or str(summary.export.path), "capture": summary.capture,
                  "overview": summary.overview.to_json(top)}
-    for s in ([summary.comm] if summary.comm else []) + summary.details:
+    for s in ([summary.comm] if summary.comm else []) + ([summary.requests] if summary.requests else []) + summary.details:
         doc[s.key] = {"rows": _json_rows(s), **({"note": s.note} if s.note else {})}
     if summary.structure:
         doc["structure"] = {**summary.structure[0], "processes": summary.structure}

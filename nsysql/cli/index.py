@@ -16,6 +16,7 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
     ]),
     ("Where GPU time went", [
         ("steps", "Steps (iterations): wall time, GPU busy time, split"),
+        ("requests", "Inference requests: TTFT, time per output token"),
         ("kernels", "Every kernel with its direction, layer and op"),
         ("layers", "Kernel time per layer: forward, backward, optimizer"),
         ("efficiency", "Achieved TFLOP/s and GB/s, tensor-core share"),

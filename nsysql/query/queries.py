@@ -366,6 +366,11 @@ class Queries:
         levels considered as the step, with their scores and the one chosen (docs/steps.md)."""
         return self.analysis("steps", candidates=candidates)
 
+    def requests(self) -> pl.DataFrame:
+        """Per inference request: prefill, TTFT, decode steps, time per output token (mean, p50, p99), tokens/s and
+        the decode steps' GPU idle share (analysis.requests); empty when the steps are no decode steps in requests."""
+        return self.analysis("requests")
+
     def structure(self) -> pl.DataFrame:
         """The program's structure as read, one row per process: step source, level and rule, warm-up left out,
         the clock (range, or period when the CPU runs ahead), program kind (analysis.structure)."""
