@@ -102,8 +102,9 @@ def requests_section(export: Queries) -> Section | None:
     if ttft.len():
         note += f", median TTFT {units.duration(int(ttft.median()))}"  # type: ignore[arg-type]
     idle = real["decode_gpu_idle_pct"].drop_nulls()
-    if idle.len() and float(idle.mean()) >= 20:  # type: ignore[arg-type]
-        note += (f"; the GPU is idle {float(idle.mean()):.0f}% of a decode step: the launches bound it, so capture "
+    mean_idle = float(idle.sum()) / idle.len() if idle.len() else 0.0
+    if mean_idle >= 20:
+        note += (f"; the GPU is idle {mean_idle:.0f}% of a decode step: the launches bound it, so capture "
                  "each step in a CUDA graph (torch.compile(mode=\"reduce-overhead\") or torch.cuda.graphs)")
     return Section("Requests (time to first token, time per output token)", rows.select(REQUEST_COLUMNS),
                    note + "; `nsysql requests` has every column", key="requests", query="analysis.requests")

@@ -101,16 +101,10 @@ def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool, *, answ
     import nsysql
     # summarize reads every normalized table: its first open builds them all at once, on every core
     ex = nsysql.open(export, cache_dir=cache_dir, use_cache=not no_cache, build_all=not answer_summary,
-                     answer_ahead=True)
+                     answer_ahead=True, step_range=step_range)
     ex.on_notice = lambda line: typer.echo(inputs.printable(f"warning: {line}"), err=True)
     for line in ex.sanity():
         typer.echo(inputs.printable(f"warning: {inputs.text(export.name)}: {line}"), err=True)
-    if step_range is not None:
-        try:
-            ex.choose_step_level(step_range)
-        except BaseException:
-            ex.close()
-            raise
     return ex
 
 
