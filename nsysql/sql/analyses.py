@@ -253,6 +253,7 @@ DECLARED: list[Analysis] = [
         },
         unit_groups=(("wall_ns", "period_ns", "gpu_busy_ns", "fprop_ns", "bprop_ns", "optim_ns", "comm_ns", "other_ns",
                       "overrun_ns"),),
+        text_min={"level": 36},  # a candidate level is read whole before its scores
     ),
     Analysis(
         name="requests", after="steps",
