@@ -9,6 +9,8 @@ from typer.testing import CliRunner
 
 from nsysql.cli.app import app
 
+from conftest import load_script
+
 runner = CliRunner()
 
 
@@ -86,6 +88,8 @@ EXPORT = "ddp-2gpu-torchrun"  # two ranks with steps and NCCL's kernels: every c
 ARGS = {"report": ["cuda_gpu_kern_sum", "{p}"], "analyze": ["cuda_api_sync", "{p}"], "diff": ["{p}", "{p}"],
         "sql": ["{p}", "SELECT 1 AS x"], "what-if": ["{p}", "--scale", "kernel:*=0.5"]}
 EXPORT_OF = {"efficiency": "gpt-tiny-train-fp32"}  # recorded shapes
+# no fixture has inference requests yet: the synthetic decode loop of scripts/make_program_shapes.py
+SYNTHETIC_OF = {"requests": "decode_loop"}
 FORMATTED = [(p, cmd) for p, cmd in COMMANDS if any("--format" in getattr(o, "opts", ()) for o in cmd.params)]
 
 
@@ -99,9 +103,13 @@ def _listed_formats(path) -> list[str]:
 @pytest.mark.parametrize("path, cmd", FORMATTED, ids=[" ".join(p) for p, _ in FORMATTED])
 def test_every_format_the_help_lists_is_accepted(path, cmd, export_files, cache_dir, tmp_path):
     export = EXPORT_OF.get(path[0], EXPORT)
-    if export not in export_files:
+    if path[0] in SYNTHETIC_OF:
+        case = getattr(load_script("scripts/make_program_shapes.py"), SYNTHETIC_OF[path[0]])
+        p = str(case()[0].write(tmp_path / f"{SYNTHETIC_OF[path[0]]}.sqlite"))
+    elif export not in export_files:
         pytest.skip(f"fixtures/{export} absent")
-    p = str(export_files[export])
+    else:
+        p = str(export_files[export])
     argv = [*path, *[a.format(p=p) for a in ARGS.get(path[0], ["{p}"])], "--cache-dir", str(cache_dir)]
     for fmt in _listed_formats(path):
         out = tmp_path / f"out.{fmt}"
