@@ -148,7 +148,45 @@ def graph_decode_ahead(steps: int = 12) -> tuple[ms.SyntheticExport, dict]:
     return b, truth
 
 
-CASES = {"decode_loop": decode_loop, "decode_no_nvtx": decode_no_nvtx, "graph_decode_ahead": graph_decode_ahead}
+def train_accum(steps: int = 3, micro: int = 4) -> tuple[ms.SyntheticExport, dict]:
+    """Training with gradient accumulation: a `warmup` step, then `steps` x `profiled_step` > `micro` x
+    `micro_batch_K` > forward_pass, backward_pass (one kernel each), then one `optimizer_step`. The step is the
+    profiled_step; the micro-batches repeat inside it and must not be taken for steps."""
+    b = ms.SyntheticExport().thread(P, T, "python3").gpu()
+    c = Clock(b, 1_000_000)
+    truth: dict = {"steps": [], "micro_batches": []}
+
+    def one_step(ranged: bool) -> None:
+        start = c.cpu
+        for k in range(1, micro + 1):
+            m_start = c.cpu
+            for phase, kernel in (("forward_pass", "gemm_fwd"), ("backward_pass", "gemm_bwd")):
+                p_start = c.cpu
+                c.kernel(kernel, 20_000)
+                c.sync()
+                if ranged:
+                    b.range(phase, p_start, c.cpu, tid=T, pid=P)
+            if ranged:
+                b.range(f"micro_batch_{k}", m_start, c.cpu, tid=T, pid=P)
+                truth["micro_batches"].append({"start_ns": m_start, "end_ns": c.cpu})
+        o_start = c.cpu
+        c.kernel("adam", 10_000)
+        c.sync()
+        if ranged:
+            b.range("optimizer_step", o_start, c.cpu, tid=T, pid=P)
+            b.range("profiled_step", start, c.cpu, tid=T, pid=P)
+            truth["steps"].append({"start_ns": start, "end_ns": c.cpu})
+        c.cpu += 5_000
+
+    w_start = c.cpu
+    one_step(ranged=False)
+    b.range("warmup", w_start, c.cpu, tid=T, pid=P)
+    for _ in range(steps):
+        one_step(ranged=True)
+    return b, truth
+
+
+CASES = {"train_accum": train_accum, "decode_loop": decode_loop, "decode_no_nvtx": decode_no_nvtx, "graph_decode_ahead": graph_decode_ahead}
 
 
 def main(argv: list[str] | None = None) -> int:

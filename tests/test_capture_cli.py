@@ -114,6 +114,15 @@ def test_relative_checkpoint_path_is_made_absolute(calls: list, tmp_path: Path,
 
 
 @pytest.mark.parametrize("argv, message", [
+    (["bert", "--mode", "decode"], "Error: --mode decode is LLM inference with a KV cache: gpt only, not bert"),
+    (["gpt", "--mode", "decode", "--accum", "2"], "Error: --accum does not apply to --mode decode"),
+    (["gpt", "--mode", "decode", "--checkpoint"], "Error: --checkpoint does not apply to --mode decode"),
+    (["gpt", "--mode", "decode", "--log-every", "1"], "Error: --log-every does not apply to --mode decode"),
+    (["gpt", "--graphs"], "Error: --graphs replays decode steps: --mode decode"),
+    (["ncf", "--checkpoint"], "Error: --checkpoint does not apply to ncf"),
+    (["bert", "--prompt", "8"], "Error: --prompt does not apply to bert (only to gpt)"),
+    (["gpt", "--mode", "forward", "--accum", "2"], "Error: --accum accumulates gradients"),
+    (["gpt", "--no-nvtx", "--op-ranges"], "Error: --no-nvtx runs without any NVTX range"),
     (["gpt", "--image-size", "32"], "Error: --image-size does not apply to gpt (only to cnn)"),
     (["bert", "--channels-last"], "Error: --channels-last does not apply to bert (only to cnn)"),
     (["ncf", "--no-channels-last"],

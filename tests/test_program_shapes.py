@@ -175,3 +175,39 @@ def shapes_path(tmp_path, case: str):
 def test_no_requests_is_one_line(export_files, tmp_path):
     res = runner.invoke(app, ["requests", str(export_files["gpt-tiny-forward"]), "--cache-dir", str(tmp_path)])
     assert res.exit_code == 1 and len(res.output.strip().splitlines()) == 1 and "has no requests" in res.output
+
+
+def _tiling_coverage(level: list[dict], every: list[list[dict]]) -> tuple[float, float]:
+    """step_candidates' two scores, worked out from the ranges the program pushed: the level's total time over its
+    span, and its span over the span of every repeating level (the lists in `every`)."""
+    span = max(r["end_ns"] for r in level) - min(r["start_ns"] for r in level)
+    first = min(r["start_ns"] for lv in every for r in lv)
+    last = max(r["end_ns"] for lv in every for r in lv)
+    return sum(r["end_ns"] - r["start_ns"] for r in level) / span, span / (last - first)
+
+
+def test_micro_batches_are_not_steps_and_the_scores_are_the_programs(tmp_path):
+    ex, truth, _ = _open(tmp_path, "train_accum")
+    steps = ex.steps()
+    assert sorted(zip(steps["start_ns"], steps["end_ns"])) == [(s["start_ns"], s["end_ns"]) for s in truth["steps"]]
+    cands = {r["level"]: r for r in ex.steps(candidates=True).to_dicts()}
+    assert cands["profiled_step"]["rule"] == "step name"
+    micro = cands["profiled_step/micro_batch_N"]
+    assert (micro["steady"], micro["chosen"], micro["close"]) == (len(truth["micro_batches"]), False, False)
+    # the repeating levels here: profiled_step and micro_batch_N span the same work (the phases inside them too)
+    tiling, coverage = _tiling_coverage(truth["micro_batches"], [truth["steps"], truth["micro_batches"]])
+    assert (micro["tiling"], micro["coverage"]) == (pytest.approx(tiling), pytest.approx(coverage))
+    st = ex.structure().row(0, named=True)
+    assert (st["step_level"], st["close_level"]) == ("profiled_step", None)
+
+
+def test_decode_levels_are_scored_on_the_programs_ranges(tmp_path):
+    ex, truth, _ = _open(tmp_path, "decode_loop")
+    cands = {r["level"]: r for r in ex.steps(candidates=True).to_dicts()}
+    requests, decode = truth["requests"], truth["decode_steps"]
+    prefills = [r["prefill"] for r in truth["warmup_requests"] + requests]
+    every = [requests, decode, [r["prefill"] for r in requests]]
+    for level, rows in (("request", requests), ("request/decode_step", decode)):
+        tiling, coverage = _tiling_coverage(rows, every)
+        assert (cands[level]["tiling"], cands[level]["coverage"]) == (pytest.approx(tiling), pytest.approx(coverage))
+    assert cands["request/prefill"]["instances"] == len(prefills)

@@ -137,13 +137,19 @@ class CausalSelfAttention(nn.Module):
         self.output_proj = nn.Linear(d_model, d_model, bias=False)
         self.rope = RotaryEmbedding(d_model // num_heads, context_length)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        batch, seq, d_model = x.shape
+    def _projections(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k and v of `x` per head, (batch, heads, seq, head_dim): the same kernels with and without a cache."""
+        batch, seq, _ = x.shape
         heads = self.num_heads
         with nvtx.range("attention projections"):
             q = self.q_proj(x).view(batch, seq, heads, -1).transpose(1, 2)
             k = self.k_proj(x).view(batch, seq, heads, -1).transpose(1, 2)
             v = self.v_proj(x).view(batch, seq, heads, -1).transpose(1, 2)
+        return q, k, v
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, seq, d_model = x.shape
+        q, k, v = self._projections(x)
         with nvtx.range("rope encoding"):
             positions = torch.arange(seq, device=x.device)
             q = self.rope(q, positions)
@@ -161,11 +167,7 @@ class CausalSelfAttention(nn.Module):
         """Attention of the tokens at `positions` (a device tensor) over the whole cache: their K/V
         written in at those positions first, the positions after each query masked out."""
         batch, seq, d_model = x.shape
-        heads = self.num_heads
-        with nvtx.range("attention projections"):
-            q = self.q_proj(x).view(batch, seq, heads, -1).transpose(1, 2)
-            k = self.k_proj(x).view(batch, seq, heads, -1).transpose(1, 2)
-            v = self.v_proj(x).view(batch, seq, heads, -1).transpose(1, 2)
+        q, k, v = self._projections(x)
         with nvtx.range("rope encoding"):
             q = self.rope(q, positions)
             k = self.rope(k, positions)

@@ -83,15 +83,17 @@ class Queries:
     def choose_step_level(self, level: str) -> None:
         """Make the instances of the NVTX range level `level` the steps, whatever the rules would choose: a level of
         analysis.step_candidates (`request/decode_step`, digits as N or as written) or its last components
-        (`decode_step`). One line naming the levels there are when none matches."""
-        wanted = re.sub(r"[0-9]+", "N", level.strip().strip("/"))
+        (`decode_step`). One line naming the levels there are when none matches (the rules' choice then stands)."""
         levels = self.run("analysis.step_candidates").sort("steady", descending=True)["level"].unique(maintain_order=True)
-        if not wanted or not any(name == wanted or name.endswith("/" + wanted) for name in levels):
-            known = ", ".join(levels.head(8).to_list()) or "none (no NVTX ranges of the user's)"
-            more = f" and {len(levels) - 8} more" if len(levels) > 8 else ""
-            raise NsysqlError(f"{self.path.name} has no NVTX range level {level!r}; its levels, most instances first: "
-                              f"{known}{more} (steps(candidates=True) lists them)")
         self.inject("_step_override", pl.DataFrame({"level": [level]}, schema={"level": pl.String}))
+        # which levels the name matches is step_candidates' own rule: it says whether the override took
+        if level.strip() and (self.run("analysis.step_candidates")["rule"] == "override").any():
+            return
+        self.inject("_step_override", pl.DataFrame({"level": []}, schema={"level": pl.String}))
+        known = ", ".join(levels.head(8).to_list()) or "none (no NVTX ranges of the user's)"
+        more = f" and {len(levels) - 8} more" if len(levels) > 8 else ""
+        raise NsysqlError(f"{self.path.name} has no NVTX range level {level!r}; its levels, most instances first: "
+                          f"{known}{more} (steps(candidates=True) lists them)")
 
     @property
     def _answers_kept(self) -> bool:
