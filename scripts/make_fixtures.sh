@@ -11,6 +11,7 @@
 #                            since a device call returns at most 8); in fixtures/<folder>/
 #                            they become export.sqlite.xz, nsys-stats_<report>.csv and
 #                            nsys-analyze_<rule>.csv
+# KEEP_REPORTS=DIR keeps each fixture's .nsys-rep and .sqlite in DIR (for scripts/make_recipe_goldens.sh).
 # ONLY="name ..." captures only those fixtures of the list; EXTRA_FIXTURES="entry;entry"
 # adds entries of the list's form (e.g. variants to choose from); SKIP_CHECKS=1 skips the
 # last steps (CLI check, GPU test).
@@ -166,6 +167,9 @@ print("ROWS " + ", ".join(f"{t}={count(t)}" for t in (
     "CUPTI_ACTIVITY_KIND_MEMSET", "NVTX_EVENTS", "OSRT_API") if t in tables))
 EOF
   if [ "${ANALYZE:-1}" = 1 ]; then analyze_fixture "$name" "$sqlite"; fi
+  if [ -n "${KEEP_REPORTS:-}" ]; then
+    mkdir -p "$KEEP_REPORTS" && cp "$WORK/$name/$name.nsys-rep" "$sqlite" "$KEEP_REPORTS/"
+  fi
 }
 
 capture_big() {
