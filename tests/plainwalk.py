@@ -238,9 +238,29 @@ class PlainAttribution:
                                  for x in self.stack(r["gtid"], r["start"], r["end"])) \
                 if has_backward[r["gtid"]] else False
         self.seq_by_id = {r["id"]: seq_of(r["text"]) for r in self.ranges}  # each text read once, not per lookup
-        # threads with a user range of their own (not annotated backward): they borrow no other thread's ranges
+        # activation checkpointing's re-runs: user ranges (not annotated, not named backward) on an autograd thread or
+        # inside a backward, named like a user range of the forward (elsewhere) on another thread of the process
+        in_bwd = {}
+        for gtid, rs in self.by_thread.items():
+            open_ = []
+            for r in sorted(rs, key=lambda r: (r["start"], -r["end"], r["id"])):
+                while open_ and open_[-1]["end"] < r["end"]:
+                    open_.pop()
+                open_.append(r)
+                in_bwd[r["id"]] = any(x["text"].startswith(EVAL) or (x["user"] and "backward" in x["text"].lower())
+                                      for x in open_)
+        autograd = {g for g in self.by_thread if (self.thread_name.get(g) or "").startswith("pt_autograd")}
+        forward_threads = defaultdict(set)  # (pid, text) -> threads with such a forward range
+        for r in self.ranges:
+            if r["user"] and not r["annotated"] and not in_bwd[r["id"]] and r["gtid"] not in autograd:
+                forward_threads[(r["pid"], r["text"])].add(r["gtid"])
+        self.rerun_ids = {r["id"] for r in self.ranges
+                          if r["user"] and not r["annotated"] and "backward" not in r["text"].lower()
+                          and (r["gtid"] in autograd or in_bwd[r["id"]])
+                          and forward_threads.get((r["pid"], r["text"]), set()) - {r["gtid"]}}
+        # threads with a user range of their own (not annotated backward, no re-run): they borrow no other's ranges
         self.has_own_user = {gtid for gtid, rs in self.by_thread.items()
-                             if any(r["user"] and not r["annotated"] for r in rs)}
+                             if any(r["user"] and not r["annotated"] and r["id"] not in self.rerun_ids for r in rs)}
 
     def stack(self, gtid, start, end):
         """Ranges of thread `gtid` enclosing [start, end], outermost first."""
@@ -289,7 +309,8 @@ class PlainAttribution:
         for other in self.by_thread:
             if other == gtid or pid_of(other) != pid:
                 continue
-            st = [r for r in self.stack(other, start, end) if r["user"] and not r["annotated"]]
+            st = [r for r in self.stack(other, start, end)
+                  if r["user"] and not r["annotated"] and r["id"] not in self.rerun_ids]
             if st:
                 found.append(st)
         return found[0] if len(found) == 1 else None
@@ -346,6 +367,8 @@ class PlainAttribution:
                 direction = "comm"
             elif optim:
                 direction = "optim"
+            elif users and users[-1]["id"] in self.rerun_ids:
+                direction = "recompute"
             elif backward or (self.thread_name.get(gtid) or "").startswith("pt_autograd_"):
                 direction = "bprop"
             elif users or markers:  # a library's ranges alone (NCCL, cuBLAS, ...) are no user structure

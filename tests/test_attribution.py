@@ -246,6 +246,6 @@ def test_layers_step_cli(export_files, tmp_path):
                                    *cache])
     assert res.exit_code == 0, res.output
     header = out.read_text().splitlines()[0]
-    assert header == "layer,fprop_ns,bprop_ns,optim_ns,comm_ns,total_ns,kernels,pct,bprop_ratio"  # the contract
+    assert header == "layer,fprop_ns,bprop_ns,recompute_ns,optim_ns,comm_ns,total_ns,kernels,pct,bprop_ratio"  # contract
     res = CliRunner().invoke(app, ["layers", path, "--pid", str(pid), *cache])
     assert res.exit_code == 1 and "--step" in res.output

@@ -26,7 +26,7 @@ ELSEWHERE = {"nccl_gpu_overlap_trace": "*/recipes/*", "nvtx_startend_sum": "*/ns
 
 def golden_csv(csv_dir: Path, name: str) -> Path | None:
     for path in (csv_dir / f"nsys-stats_{name}.csv", csv_dir / f"nsys-stats_{name}.csv.xz"):
-        if path.exists():
+        if path.exists() and path.stat().st_size:  # an empty file: NVIDIA skipped the report (below)
             return path
     return None
 
@@ -53,8 +53,11 @@ def assert_same_as_nvidia(export, csv_dir: Path, name: str) -> None:
 
 
 def nvidia_found_no_rows(csv_dir: Path, name: str) -> bool:
-    """NVIDIA logs `PROCESSED (EMPTY RESULTS)` and writes no CSV when a report has no rows."""
+    """NVIDIA logs `PROCESSED (EMPTY RESULTS)` and writes no CSV when a report has no rows, and an empty CSV when
+    the export lacks the report's data (`SKIPPED: ... does not contain NV Tools Extension (NVTX) data`)."""
     log = csv_dir / "nsys-stats-more.log"
+    if (csv_dir / f"nsys-stats_{name}.csv").exists():  # an empty CSV: `SKIPPED: ... does not contain ... data`
+        return not (csv_dir / f"nsys-stats_{name}.csv").stat().st_size
     return log.exists() and f"nsys-stats_{name}.csv]... PROCESSED (EMPTY RESULTS)" in log.read_text()
 
 

@@ -101,6 +101,8 @@ def _raw_step_ranges(path) -> list[tuple[int, int]]:
     """A plain walk of NVTX_EVENTS: the push/pop ranges named like a step at the outermost depth at which any is,
     on threads that are not PyTorch's autograd threads (what the structure rules call step-named)."""
     con = sqlite3.connect(path)
+    if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'NVTX_EVENTS'").fetchone():
+        return []  # a capture without NVTX
     names = {i: v for i, v in con.execute("SELECT id, value FROM StringIds")}
     threads = {t: names.get(n, "") for n, t in con.execute("SELECT nameId, globalTid FROM ThreadNames")} \
         if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'ThreadNames'").fetchone() else {}
@@ -211,3 +213,99 @@ def test_decode_levels_are_scored_on_the_programs_ranges(tmp_path):
         tiling, coverage = _tiling_coverage(rows, every)
         assert (cands[level]["tiling"], cands[level]["coverage"]) == (pytest.approx(tiling), pytest.approx(coverage))
     assert cands["request/prefill"]["instances"] == len(prefills)
+
+
+# --- the real captures of these shapes (fixtures/gpt-decode-*, fixtures/README.md) ------------------------------
+def _real(export_files, ident: str):
+    if ident not in export_files:
+        pytest.skip(f"fixtures/{ident} is not in this checkout")
+    return export_files[ident]
+
+
+def _raw_ranges(con) -> list[tuple[int, int, str]]:
+    names = dict(con.execute("SELECT id, value FROM StringIds"))
+    return sorted((s, e, t if t is not None else names.get(i, "")) for s, e, t, i in con.execute(
+        "SELECT start, end, text, textId FROM NVTX_EVENTS WHERE eventType = 59 AND end IS NOT NULL"))
+
+
+def _raw_ops(con) -> list[tuple[int, int, int, int]]:
+    """(call start, call end, GPU start, GPU end) of every GPU op, by its launching call (correlationId, process)."""
+    calls = {(c, (g >> 24) & 0xFFFFFF): (s, e) for s, e, c, g in con.execute(
+        "SELECT start, end, correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    ops = []
+    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+                  "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"):
+        if table in tables:
+            for s, e, c, g in con.execute(f"SELECT start, end, correlationId, globalPid FROM {table}"):
+                call = calls.get((c, (g >> 24) & 0xFFFFFF))
+                if call:
+                    ops.append((call[0], call[1], s, e))
+    return sorted(ops)
+
+
+@pytest.mark.parametrize("ident", ["gpt-decode-eager", "gpt-decode-graphs"])
+def test_real_decode_steps_are_the_real_requests_decode_steps(export_files, opened, ident):
+    path = _real(export_files, ident)
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    ranges = _raw_ranges(con)
+    con.close()
+    warm = [(s, e) for s, e, t in ranges if t == "warmup"]
+    decode = [(s, e) for s, e, t in ranges if t == "decode_step"]
+    real = [d for d in decode if not any(ws <= d[0] <= we for ws, we in warm)]
+    ex = opened[ident]
+    steady = ex.run("analysis.steady_steps")
+    steps = ex.steps()
+    analysed = steps.filter(steps["step"].is_in(steady.filter("analysed")["step"].implode()))
+    assert sorted(zip(analysed["start_ns"], analysed["end_ns"])) == real
+    assert steady.filter(~steady["analysed"]).height == len(decode) - len(real) > 0  # the warm-up request's
+    st = ex.structure().row(0, named=True)
+    assert (st["program_kind"], st["step_level"]) == ("inference", "request/decode_step")
+    requests = ex.requests()
+    assert requests.filter(~requests["warmup"]).height == sum(1 for *_, t in ranges if t == "request") - len(warm)
+
+
+def test_real_graph_decode_is_timed_on_the_gpus_clock(export_files, opened):
+    """Each step's period from the raw rows: from when the GPU had finished every op launched before the step (or
+    the step's start, if later) to the end of its own ops' GPU work (or its range, if later)."""
+    path = _real(export_files, "gpt-decode-graphs")
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    ranges, ops = _raw_ranges(con), _raw_ops(con)
+    con.close()
+    decode = [(s, e) for s, e, t in ranges if t == "decode_step"]
+    ex = opened["gpt-decode-graphs"]
+    got = {(r["start_ns"], r["end_ns"]): r["period_ns"] for r in ex.steps().iter_rows(named=True)}
+    ahead = 0
+    for i, (s, e) in enumerate(decode):
+        nxt = decode[i + 1][0] if i + 1 < len(decode) else None
+        mine = [o for o in ops if s <= o[0] and o[1] <= e and (nxt is None or o[0] < nxt)]
+        done = max((o[3] for o in ops if o[0] < s), default=s)
+        period = max(e, max((o[3] for o in mine), default=e)) - max(s, done)
+        assert got[(s, e)] == period
+        ahead += max((o[3] for o in mine), default=e) > e
+    assert ahead > len(decode) / 2  # the CPU runs ahead: most steps' GPU work ends after their range
+    assert ex.structure()["clock"][0] == "period"
+    assert not ex.findings()["rule"].str.contains("slow").any()  # the steady state is no outlier
+
+
+def test_real_decode_without_nvtx_cuts_one_iteration_per_request_as_the_eager_capture_has(export_files, opened):
+    """The same program as gpt-decode-eager, captured without NVTX: each iteration found in its op sequence holds
+    exactly the ops one request of the eager capture launched, and the load phase (weights uploaded, start-up) is
+    in none of them."""
+    eager = _real(export_files, "gpt-decode-eager")
+    con = sqlite3.connect(f"file:{eager}?mode=ro", uri=True)
+    ranges, ops = _raw_ranges(con), _raw_ops(con)
+    con.close()
+    per_request = [sum(1 for o in ops if s <= o[0] and o[1] <= e) for s, e, t in ranges if t == "request"]
+    path = _real(export_files, "gpt-decode-nonvtx")
+    ex = opened["gpt-decode-nonvtx"]
+    steps = ex.steps()
+    assert set(steps["source"]) == {"kernel-pattern"}
+    assert steps["gpu_ops"].to_list() == per_request
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    nonvtx_ops = _raw_ops(con)
+    con.close()
+    load = [o for o in nonvtx_ops if o[0] < steps["start_ns"].min()]
+    assert len(load) == len(nonvtx_ops) - sum(per_request) > 0  # everything before the first request: the load
+    steady = ex.run("analysis.steady_steps")
+    assert steady.filter(~steady["analysed"])["step"].to_list() == [1]  # the warm-up request (slow leading step)

@@ -21,7 +21,9 @@ def coverage_line(cov: dict) -> str:
                  if cov.get("by_annotated_ns") else "")  # said only where there are some
     inferred = (f"{ms('by_inferred_ns')} of backward inferred from the repeated layers, "
                 if cov.get("by_inferred_ns") else "")
+    rerun = (f"{ms('by_rerun_ns')} of recomputation (activation checkpointing) matched to the forward it "
+             f"repeats, " if cov.get("by_rerun_ns") else "")
     return (f"coverage: {fixed(cov['known_layer_pct'], 2)}% of kernel time ({ms('known_layer_ns')} of "
             f"{ms('kernel_ns')}) has a known layer: {ms('by_seq_ns')} through the autograd seq link "
-            f"to the forward op, {annotated}{inferred}{ms('by_own_range_ns')} from the launching thread's "
+            f"to the forward op, {annotated}{inferred}{rerun}{ms('by_own_range_ns')} from the launching thread's "
             f"ranges, {ms('by_borrowed_range_ns')} from the range of the thread waiting in backward()")

@@ -136,8 +136,9 @@ def structure_text(rows: list[dict]) -> str:
     if not rows or rows[0]["step_source"] == "gpu_span":
         return ""
     r = rows[0]
+    micro, recompute = r.get("micro_batches") or 0, r.get("recompute_ns") or 0
     if (r["step_source"], r["step_rule"], r["clock"], r["close_level"]) == ("range", "step name", "range", None) \
-            and "/" not in r["step_level"]:
+            and "/" not in r["step_level"] and not micro and not recompute:
         return ""  # a top-level step-named range, as the Analysed line names it: nothing to add
     kind = {"training": "Training", "inference": "Inference"}.get(r["program_kind"], "A program")
     source = r["step_source"]
@@ -152,6 +153,11 @@ def structure_text(rows: list[dict]) -> str:
     else:
         text = (f"{kind} without NVTX steps; a step is one iteration of the repeating GPU op sequence "
                 f"({r['period_ops']:,} ops, from `{middle(printable(r['step_level']), 40)}`)")
+    if micro > 1:
+        text += f", {micro} micro-batches each (gradient accumulation)"
+    if recompute:
+        text += (f"; activation checkpointing re-runs {units.duration(recompute)} of forward GPU work in each "
+                 "step's backward (`recompute` in `nsysql layers`)")
     if r.get("close_level"):
         text += f"; `{r['close_level']}` would make steps too (--step-range)"
     text += "."

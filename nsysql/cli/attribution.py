@@ -73,12 +73,16 @@ def layers(
                               "them (0 = every kernel).")] = 0,
     pid: Annotated[int | None, typer.Option(
         "--pid", help="With --step: the process whose step, when several processes have steps.")] = None,
+    every: Annotated[bool, typer.Option(
+        "--all", help="Every kernel of the capture (start-up and warm-up too), not only the analysed steps'.")] = False,
     out: Output = OUTPUT,
     src: Source = SOURCE,
 ) -> None:
-    """Kernel time per layer: forward, backward, optimizer and communication (NCCL's kernels), share of all
-    kernel time, backward/forward ratio; kernels outside every layer are the row `?`, so the rows add up to the
-    kernel time. Ends with the coverage line (share of kernel time with a known layer, whole export).
+    """Kernel time per layer in the analysed steps (`--all`: the whole capture): forward, backward,
+    recomputation (activation checkpointing), optimizer and communication (NCCL's kernels), share of the
+    kernel time, backward/forward ratio; micro-batches fold into one path (`micro_batch_*`); kernels outside
+    every layer are the row `?`, so the rows add up to the kernel time. Ends with the coverage line (share of
+    kernel time with a known layer, whole export).
 
     Table and markdown show times in ms or µs; csv, json and parquet keep nanoseconds."""
     import textwrap
@@ -89,13 +93,14 @@ def layers(
         covs = []
 
         def per_export(ex):
-            df = ex.layers(depth=depth, merge_repeats=merge_repeats, step=step, pid=pid)
+            df = ex.layers(depth=depth, merge_repeats=merge_repeats, step=step, pid=pid, analysed=not every)
             covs.append(ex.attribution_coverage())
             return df
 
         df = src.gather(exports, per_export)
-        if out.for_people and "comm_ns" in df.columns and not (df["comm_ns"] > 0).any():
-            df = df.drop("comm_ns")  # no NCCL kernel: a column of zeros only for people; csv, json, parquet keep it
+        for quiet in ("comm_ns", "recompute_ns"):  # no NCCL kernel, no checkpointing: a column of zeros only
+            if out.for_people and quiet in df.columns and not (df[quiet] > 0).any():  # for people; csv... keep it
+                df = df.drop(quiet)
         longest = max((len(p) for p in df["layer"].drop_nulls()), default=0) if "layer" in df.columns else 0
         out.emit(df, query=catalog.get("analysis.layers"), title="GPU kernel time per layer",
                  text_min={"layer": min(longest, LAYER_WHOLE)})

@@ -267,15 +267,19 @@ class Queries:
         """Every GPU op charged to direction (fprop/bprop/optim/comm/other), layer, op, input shapes, seq."""
         return self.run("analysis.kernel_table")
 
-    def layers(self, depth: int = 0, merge_repeats: bool = False, step: int = 0, pid: int | None = None) -> pl.DataFrame:
-        """Kernel time per layer path split fprop/bprop/optim/comm; `depth` keeps N path components; `step` (of
-        process `pid`, as pyprof_table chooses it): only that step's kernels (0 = every kernel)."""
+    def layers(self, depth: int = 0, merge_repeats: bool = False, step: int = 0, pid: int | None = None,
+               analysed: bool = False, fold: bool = True) -> pl.DataFrame:
+        """Kernel time per layer path split fprop/bprop/recompute/optim/comm; `depth` keeps N path components;
+        `step` (of process `pid`, as pyprof_table chooses it): only that step's kernels (0 = every kernel);
+        `analysed`: only the kernels of the analysed steps (the steady state); `fold`: micro-batches and other
+        numbered repeats of the step's work as one path (`micro_batch_*`)."""
         if depth < 0:
             raise NsysqlError(f"depth must be 0 (whole path) or more, not {depth}")
         if pid is not None and not step:
             raise NsysqlError("`pid=` picks the process of `step=`; give both")
         process = self._step_process(step, pid)
-        return self.run("analysis.layers", depth=depth, merge_repeats=merge_repeats, step=step, process=process)
+        return self.run("analysis.layers", depth=depth, merge_repeats=merge_repeats, step=step, process=process,
+                        analysed=analysed, fold=fold)
 
     def attribution_coverage(self) -> dict:
         """Kernel time with a known layer, per direction and per way the layer was found."""

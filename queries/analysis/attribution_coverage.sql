@@ -1,5 +1,5 @@
--- nsysql: analysis.attribution_coverage v5
--- purpose: How much GPU kernel time kernel attribution could charge: with a known layer, per direction, and per way the layer was found (seq link to the forward op, nsysql.annotate's backward range of the module, inferred from the capture's structure, own thread's range, range borrowed from the thread waiting in backward, none).
+-- nsysql: analysis.attribution_coverage v6
+-- purpose: How much GPU kernel time kernel attribution could charge: with a known layer, per direction, and per way the layer was found (seq link to the forward op, nsysql.annotate's backward range of the module, inferred from the capture's structure, a forward re-run matched to the forward it repeats, own thread's range, range borrowed from the thread waiting in backward, none).
 -- requires: kernel, gpu_op, gpu_op_attribution, user_range
 -- params: none
 -- rows: one
@@ -19,6 +19,8 @@
 --   by_inferred_ns | BIGINT | ns (backward kernels charged to their forward layer by the capture's structure)
 --   by_own_range_ns | BIGINT | ns
 --   by_borrowed_range_ns | BIGINT | ns
+--   recompute_ns | BIGINT | ns (forward re-runs in the backward: activation checkpointing)
+--   by_rerun_ns | BIGINT | ns (re-runs charged to the layer whose forward they repeat)
 WITH grouped AS (  -- per layer range, direction and link first: integers only
     SELECT a.layer_range_id, a.direction, a.link, SUM(o.end_ns - o.start_ns) AS d, COUNT(*) AS n
     FROM gpu_op AS o JOIN gpu_op_attribution AS a USING (op_kind, op_id)
@@ -42,5 +44,7 @@ SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS kernels,
        CAST(COALESCE(SUM(d) FILTER (WHERE link = 'annotated'), 0) AS BIGINT) AS by_annotated_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE link = 'inferred'), 0) AS BIGINT) AS by_inferred_ns,
        CAST(COALESCE(SUM(d) FILTER (WHERE link = 'own'), 0) AS BIGINT) AS by_own_range_ns,
-       CAST(COALESCE(SUM(d) FILTER (WHERE link = 'borrowed'), 0) AS BIGINT) AS by_borrowed_range_ns
+       CAST(COALESCE(SUM(d) FILTER (WHERE link = 'borrowed'), 0) AS BIGINT) AS by_borrowed_range_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE direction = 'recompute'), 0) AS BIGINT) AS recompute_ns,
+       CAST(COALESCE(SUM(d) FILTER (WHERE link = 'rerun'), 0) AS BIGINT) AS by_rerun_ns
 FROM ops;

@@ -1,4 +1,4 @@
--- nsysql: analysis.steps v6
+-- nsysql: analysis.steps v7
 -- purpose: Training/inference iterations (steps): wall time, GPU busy time of the work launched in each, its period on the GPU's clock, and how many GPU ops, from the step level of the program's NVTX ranges or else from the repeating GPU op sequence.
 -- requires: gpu_op_attribution, analysis._nvtx_steps, analysis._kernel_iterations, macros.union_ns
 -- params: none
@@ -15,7 +15,7 @@
 --   intervals on all devices; ops may run past the step's end when nothing synchronizes (queued kernels, NCCL
 --   kernels spinning until a late rank arrives): overrun_ns is the part of that union after the step's end, so
 --   gpu_busy_pct above 100 % always comes with overrun_ns > 0. An export without CUDA
---   activity (--trace=nvtx only) still has steps, with GPU columns 0. fprop/bprop/optim/comm/other
+--   activity (--trace=nvtx only) still has steps, with GPU columns 0. fprop/bprop/optim/comm/other/recompute
 --   are the busy times of the step's ops of each direction (gpu_op_attribution: bprop includes the autograd
 --   thread's work, optim the optimizer's, comm NCCL's kernels); each is a union, so they add up to more than gpu_busy_ns only where
 --   ops of two directions overlap in time (several streams).
@@ -47,6 +47,7 @@
 --   level | VARCHAR | text (the step level of analysis.step_candidates, the pattern's first range, or the delimiting op)
 --   gpu_end_ns | BIGINT | ns timestamp (the latest end of the step's ops; NULL without any)
 --   period_ops | BIGINT | count (GPU ops per iteration, for steps found in the op sequence; NULL for NVTX steps)
+--   recompute_ns | BIGINT | ns (busy, forward re-runs in the backward: activation checkpointing; not in bprop_ns)
 WITH
 found AS (
     SELECT range_id, pid, tid, name, level, source, start_ns, end_ns, CAST(NULL AS BIGINT) AS period_ops
@@ -75,7 +76,7 @@ scoped AS (  -- every op once for the step as a whole (scope 0) and once for its
     SELECT (pid << 36) | (step << 3) AS grp, start_ns AS s, end_ns AS e FROM in_step
     UNION ALL
     SELECT (pid << 36) | (step << 3) | CASE direction WHEN 'fprop' THEN 1 WHEN 'bprop' THEN 2 WHEN 'optim' THEN 3
-                                                 WHEN 'comm' THEN 4 ELSE 5 END,
+                                                 WHEN 'comm' THEN 4 WHEN 'recompute' THEN 7 ELSE 5 END,
            start_ns, end_ns
     FROM in_step
     UNION ALL  -- scope 6: the part after the step's end
@@ -89,7 +90,8 @@ busy AS (  -- the union of each group's intervals (queries/macros/union_ns.sql);
            CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 3) AS BIGINT) AS optim_ns,
            CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 4) AS BIGINT) AS comm_ns,
            CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 5) AS BIGINT) AS other_ns,
-           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 6) AS BIGINT) AS overrun_ns
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 6) AS BIGINT) AS overrun_ns,
+           CAST(SUM(busy_ns) FILTER (WHERE grp & 7 = 7) AS BIGINT) AS recompute_ns
     FROM union_ns(scoped)
     GROUP BY ALL
 ),
@@ -117,7 +119,7 @@ SELECT s.step, s.name, s.source, s.pid, s.tid, s.range_id, s.start_ns, s.end_ns,
        COALESCE(b.fprop_ns, 0) AS fprop_ns, COALESCE(b.bprop_ns, 0) AS bprop_ns,
        COALESCE(b.optim_ns, 0) AS optim_ns, COALESCE(b.comm_ns, 0) AS comm_ns, COALESCE(b.other_ns, 0) AS other_ns,
        COALESCE(b.overrun_ns, 0) AS overrun_ns,
-       s.level, c.gpu_end_ns, s.period_ops
+       s.level, c.gpu_end_ns, s.period_ops, COALESCE(b.recompute_ns, 0) AS recompute_ns
 FROM steps AS s
 LEFT JOIN queued_before AS q ON q.pid = s.pid AND q.step = s.step
 LEFT JOIN counts AS c ON c.pid = s.pid AND c.step = s.step

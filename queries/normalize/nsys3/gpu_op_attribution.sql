@@ -1,4 +1,4 @@
--- nsysql: normalize.nsys3.gpu_op_attribution v7
+-- nsysql: normalize.nsys3.gpu_op_attribution v8
 -- purpose: Every GPU op (kernel, memcpy, memset, graph-level CUDA graph) charged to a direction (fprop, bprop, optim, comm, other), a layer (user NVTX path), the PyTorch op or autograd node that launched it, its recorded input shapes and autograd sequence number.
 -- requires: _gpu_op_rules, gpu_op_int, kernel_int, user_range
 -- params: none
@@ -81,13 +81,13 @@
 -- columns:
 --   op_kind | VARCHAR | kernel, memcpy, memset or graph
 --   op_id | BIGINT | id
---   direction | ENUM | fprop, bprop, optim, comm or other
+--   direction | ENUM | fprop, bprop, optim, comm, other or recompute
 --   layer_range_id | BIGINT | id (user range giving the layer; NULL = unknown, '?')
 --   op_range_id | BIGINT | id (innermost op marker around the launch)
 --   eval_range_id | BIGINT | id (autograd::engine::evaluate_function marker around the launch: a backward node)
 --   shapes_range_id | BIGINT | id (op marker whose recorded sizes are the input shapes: the forward op for bprop)
 --   seq | BIGINT | id (autograd sequence number)
---   link | ENUM | how the layer was found: seq, annotated, own, borrowed, none or inferred (rule 7)
+--   link | ENUM | how the layer was found: seq, annotated, own, borrowed, none, inferred (rule 7) or rerun (rule 0)
 --   confidence | DOUBLE | ratio (inferred rows: share of the backward pass's ops that rule 7 charged; else NULL)
 --   borrowed_range_id | BIGINT | id (inferred rows: the range rule 5 lent, where the op ran; else NULL)
 CREATE TABLE gpu_op_attribution AS
@@ -99,15 +99,15 @@ attributed AS NOT MATERIALIZED (SELECT * FROM _gpu_op_rules),  -- rules 1-6: rea
 pass_op AS (  -- per process with such ops: forward ops on their own range, backward ops on none of their own
     SELECT kind_no, op_id, (global_tid >> 24) & 16777215 AS pid, global_tid, call_start_ns, what, is_b,
            CASE WHEN NOT is_b
-                  OR link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred'))
+                  OR link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred', 'rerun'))
                 THEN layer_range_id END AS range_id  -- a backward op's: the lender, if it borrowed one
-    FROM (SELECT *, direction = CAST('bprop' AS ENUM('fprop', 'bprop', 'optim', 'comm', 'other')) AS is_b,
-                 link = CAST('own' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred')) AS is_own
+    FROM (SELECT *, direction = CAST('bprop' AS ENUM('fprop', 'bprop', 'optim', 'comm', 'other', 'recompute')) AS is_b,
+                 link = CAST('own' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred', 'rerun')) AS is_own
           FROM attributed)
     WHERE (global_tid >> 24) & 16777215 IN (
               SELECT DISTINCT (global_tid >> 24) & 16777215 FROM attributed
-              WHERE link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred')))
-      AND (is_b <> is_own) AND (is_b OR direction = CAST('fprop' AS ENUM('fprop', 'bprop', 'optim', 'comm', 'other')))
+              WHERE link = CAST('borrowed' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred', 'rerun')))
+      AND (is_b <> is_own) AND (is_b OR direction = CAST('fprop' AS ENUM('fprop', 'bprop', 'optim', 'comm', 'other', 'recompute')))
 ),
 numbered AS MATERIALIZED (  -- ops so far (seen) and backward ops so far (b_seen): a backward run shares one f_seen.
     -- Counted as the sorted rows stream by (a running count over a partitioned window cost 25 % more); the counts
@@ -499,7 +499,7 @@ SELECT CAST(a.op_kind AS VARCHAR) AS op_kind, a.op_id, a.direction,
        COALESCE(i.range_id, a.layer_range_id) AS layer_range_id,
        a.op_range_id, a.eval_range_id, a.shapes_range_id, a.seq,
        CASE WHEN i.range_id IS NOT NULL
-            THEN CAST('inferred' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred'))
+            THEN CAST('inferred' AS ENUM('seq', 'annotated', 'own', 'borrowed', 'none', 'inferred', 'rerun'))
             ELSE a.link END AS link,
        i.confidence, i.lender_id AS borrowed_range_id
 FROM attributed AS a
