@@ -44,7 +44,8 @@ def idle_within(busy, intervals) -> int:
 
 
 SYNC_API = re.compile(r"^cu(da)?(Device|Stream|Event|Ctx|Thread)Synchronize")
-GEMM = re.compile(r"gemm|gemv|xmma|cutlass|splitkreduce|convolve|conv([^e]|$)|winograd|fft2d|fprop|dgrad|wgrad", re.I)
+GEMM = re.compile(r"gemm|xmma|cutlass|convolve|conv([^e]|$)|winograd|fft2d|fprop|dgrad|wgrad", re.I)
+NOT_GEMM = re.compile(r"gemv|splitkreduce", re.I)  # matrix-vector products, cuBLASLt's split-K reduction
 FP32 = re.compile(r"f32f32|sgemm|ffma|float|_s1688|fp32", re.I)
 NOT_FP32 = re.compile(r"bf16|bfloat16|f16|fp16|half|tf32|double|dgemm|int8|i8", re.I)
 DATA_LOADING = re.compile(r"dataloader|data[ _-]?load|load[ _-]?(batch|data)|(next|get|fetch)[ _-]?batch|^data$|^batch$"
@@ -54,7 +55,8 @@ WARMUP = re.compile(r"warm[ _-]?up", re.I)
 
 def is_fp32_gemm(name: str) -> bool:
     cuda_cores = tensor_core_class(name) == "no"  # TF32, nvjet and unknown-precision GEMMs are not fp32 GEMMs
-    return bool(GEMM.search(name)) and cuda_cores and bool(FP32.search(name)) and not NOT_FP32.search(name)
+    return (bool(GEMM.search(name)) and not NOT_GEMM.search(name) and cuda_cores and bool(FP32.search(name))
+            and not NOT_FP32.search(name))
 
 
 class PlainFindings:

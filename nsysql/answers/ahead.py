@@ -34,7 +34,7 @@ from nsysql.store import stored as answers
 DEFAULT_OUTPUTS: list[tuple[str, Callable[[Queries], object]]] = [
     ("the time origin of tables (ms since the capture's first event)", lambda ex: ex.time_origin()),
     ("steps", lambda ex: ex.steps()),
-    ("layers", lambda ex: (ex.layers(depth=0, merge_repeats=False), ex.attribution_coverage())),
+    ("layers", lambda ex: (ex.layers(depth=0, merge_repeats=False, analysed=True), ex.attribution_coverage())),
     ("memcpy", lambda ex: ex.memcpy(by="kind")),
     ("report nvtx_gpu_proj_sum", lambda ex: ex.report("nvtx_gpu_proj_sum")),
 ]

@@ -1,6 +1,6 @@
 -- nsysql: analysis.structure v2
 -- purpose: The program's structure as nsysql read it, one row per process: what a step is and how it was found, what was left out as warm-up, whether the CPU runs ahead of the GPU, micro-batches and recomputation in a step, and the program's kind.
--- requires: analysis.steps, analysis.steady_steps, analysis.step_candidates, gpu_op_attribution, user_range, nvtx_range
+-- requires: analysis.steps, analysis.steady_steps, analysis.step_candidates, gpu_op_attribution, user_range
 -- params: none
 -- notes: step_source is analysis.steps' source (range, pattern, kernel-pattern, graph-launch) or gpu_span (no
 --   steps: the span of GPU activity stands for one); step_rule says why that level (analysis.step_candidates'
@@ -54,12 +54,11 @@ cands AS (
 micro AS (  -- per analysed step, the micro-batch ranges that start in it
     SELECT w.pid, CAST(MEDIAN(w.n) AS BIGINT) AS micro_batches
     FROM (SELECT st.pid, st.step,
-                 COUNT(u.range_id) FILTER (WHERE regexp_matches(r.text,
-                     '^(micro[_ -]?batch|mb|accum[a-z_]*)[_ #-]?[0-9]+$', 'i')) AS n
+                 COUNT(u.range_id) FILTER (WHERE regexp_matches(u.layer,  -- the range's own name: its path's last part
+                     '(^|/)(micro[_ -]?batch|mb|accum[a-z_]*)[_ #-]?[0-9]+$', 'i')) AS n
           FROM steady_steps AS st
           LEFT JOIN user_range AS u ON u.pid = st.pid AND u.start_ns >= st.range_start_ns
                                    AND u.start_ns < st.range_end_ns
-          LEFT JOIN nvtx_range AS r ON r.range_id = u.range_id
           WHERE st.analysed AND st.step > 0
           GROUP BY st.pid, st.step) AS w
     GROUP BY w.pid

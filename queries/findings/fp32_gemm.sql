@@ -1,12 +1,14 @@
--- nsysql: findings.fp32_gemm v3
+-- nsysql: findings.fp32_gemm v4
 -- purpose: Finding: fp32 matrix multiplications and convolutions running on CUDA cores (no tensor cores) inside the analysed steps, which TF32 or bf16 autocast would move to tensor cores.
 -- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns_each, macros.plural_s, macros.union_ns, macros.clip_to_steps, macros.is_fp32_gemm
 -- params: $min_busy_pct DOUBLE default 10 (fires when those kernels take at least this share of the GPU busy time of the analysed steps, %), $speedup BIGINT default 8 (assumed ceiling of the tensor-core speedup)
 -- notes: A kernel counts when its demangled name
---   (a) is a GEMM/GEMV/convolution kernel: matches, ignoring case, gemm|gemv|xmma|cutlass|splitkreduce|
---       convolve|conv([^e]|$)|winograd|fft2d|fprop|dgrad|wgrad (cuBLAS sm80_xmma_gemm_*, cutlass simt sgemm, cuBLASLt
---       split-K reductions, cuDNN implicit_convolve_sgemm / winograd / fft kernels; `conv` not followed by `e`, so
---       type-conversion kernels are not convolutions);
+--   (a) is a GEMM/convolution kernel: matches, ignoring case, gemm|xmma|cutlass|convolve|conv([^e]|$)|winograd|
+--       fft2d|fprop|dgrad|wgrad (cuBLAS sm80_xmma_gemm_*, cutlass simt sgemm, cuDNN implicit_convolve_sgemm /
+--       winograd / fft kernels; `conv` not followed by `e`, so type-conversion kernels are not convolutions), and is
+--       neither a matrix-vector product (gemv: bound by memory, no tensor-core path, so TF32 changes nothing: a
+--       decode step's batch-4 products) nor cuBLASLt's split-K reduction (splitKreduce: it adds partial results
+--       of whichever GEMM ran, on tensor cores or not, and multiplies nothing);
 --   (b) is a CUDA-core kernel by macros.tensor_core_class ('no'): TF32 tensor-core kernels (cuDNN's
 --       sm90_xmma_*_f32f32_tf32f32_f32_*, cutlass_tensorop_s1688*_tf32_*), cuBLAS's nvjet_* and fp32 attention on
 --       sm80 and newer (fmha_cutlassF_f32_*_sm80, 3xTF32) already use tensor cores, and a GEMM of unknown precision

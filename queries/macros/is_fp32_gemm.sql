@@ -1,4 +1,4 @@
--- nsysql: macros.is_fp32_gemm v2
+-- nsysql: macros.is_fp32_gemm v3
 -- purpose: Whether a kernel's demangled name is an fp32 matrix multiplication or convolution off the tensor cores: `is_fp32_gemm(kernel_name)`, the kernel rule of findings.fp32_gemm (its notes give the three tests).
 -- requires: macros.tensor_core_class
 -- params: none
@@ -9,7 +9,8 @@
 -- columns:
 --   is_fp32_gemm | BOOLEAN | flag
 CREATE OR REPLACE TEMP MACRO is_fp32_gemm(kernel_name) AS
-    regexp_matches(kernel_name, 'gemm|gemv|xmma|cutlass|splitkreduce|convolve|conv([^e]|$)|winograd|fft2d|fprop|dgrad|wgrad', 'i')
+    regexp_matches(kernel_name, 'gemm|xmma|cutlass|convolve|conv([^e]|$)|winograd|fft2d|fprop|dgrad|wgrad', 'i')
+      AND NOT regexp_matches(kernel_name, 'gemv|splitkreduce', 'i')  -- memory-bound products, a reduction helper
       AND tensor_core_class(kernel_name) = 'no'
       AND regexp_matches(kernel_name, 'f32f32|sgemm|ffma|float|_s1688|fp32', 'i')
       AND NOT regexp_matches(kernel_name, 'bf16|bfloat16|f16|fp16|half|tf32|double|dgemm|int8|i8', 'i');
