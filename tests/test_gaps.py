@@ -24,7 +24,7 @@ def cases(plain_timelines):
 
 # -- synthetic -----------------------------------------------------------------------------------------
 def test_gaps_synthetic(ocg_export):
-    df = ocg_export.gaps(min_gap_us=0)
+    df = ocg_export.gaps(every=True, min_gap_us=0)
     assert [(r["gap_start_ns"], r["gap_end_ns"]) for r in df.to_dicts()] == [
         (5400, 8200), (2200, 3100), (8300, 9200), (4500, 5300), (3600, 4200), (1700, 2150), (500, 700),
         (9800, 9900), (9700, 9750)]  # longest first; device 1's single busy interval has no gap
@@ -48,15 +48,15 @@ def test_gaps_synthetic(ocg_export):
     # the memset was issued at 9160, before the GPU went idle at 9700
     assert (rows[9700]["after_op"], rows[9700]["launch_offset_ns"], rows[9700]["cuda_call"]) == \
            ("[CUDA memset]", 9160 - 9700, None)
-    assert ocg_export.gaps(min_gap_us=0.9)["gap_ns"].to_list() == [2800, 900, 900]
+    assert ocg_export.gaps(every=True, min_gap_us=0.9)["gap_ns"].to_list() == [2800, 900, 900]
     call_columns = ["cuda_call", "cuda_call_ns", "cuda_calls_started", "os_call", "os_call_ns"]
-    lean = ocg_export.gaps(min_gap_us=0, calls=False)
+    lean = ocg_export.gaps(every=True, min_gap_us=0, calls=False)
     assert lean.drop(call_columns).equals(df.drop(call_columns))
     assert all(lean[c].null_count() == lean.height == 9 for c in call_columns)
 
 
 def test_gaps_threads_synthetic(ocg_export):
-    df = ocg_export.gaps(min_gap_us=0, threads=True)
+    df = ocg_export.gaps(every=True, min_gap_us=0, threads=True)
     longest = {r["tid"]: r for r in df.to_dicts() if r["gap_start_ns"] == 5400}
     assert set(longest) == {100, 102}  # the autograd thread did nothing then
     assert longest[100]["launched_next"] and not longest[102]["launched_next"]
@@ -92,7 +92,7 @@ def test_gaps_long_calls_far_before_the_gaps(tmp_path):
     b.osrt("read", 120000, 140000, tid=100, pid=100)
     with nsysql.open(b.write(tmp_path / "long.sqlite"), cache_dir=tmp_path / "cache") as ex:
         for threads in (False, True):
-            rows = {r["gap_start_ns"]: r for r in ex.gaps(min_gap_us=0, threads=threads).to_dicts()}
+            rows = {r["gap_start_ns"]: r for r in ex.gaps(every=True, min_gap_us=0, threads=threads).to_dicts()}
             got = {g: (r["gap_ns"], r["os_call"], r["os_call_ns"], r["cuda_call_ns"], r["cuda_calls_started"])
                    for g, r in rows.items()}
             assert got == {101200: (900, "poll", 900, 10, 1), 102200: (200, "poll", 200, 10, 1),
@@ -102,17 +102,17 @@ def test_gaps_long_calls_far_before_the_gaps(tmp_path):
 def test_gap_list_matches_brute_force(cases):
     for ident, ex, plain in cases:
         want = sorted(plain.gaps(0))
-        df = ex.gaps(min_gap_us=0)
+        df = ex.gaps(every=True, min_gap_us=0)
         assert sorted(zip(df["device_id"], df["gap_start_ns"], df["gap_end_ns"])) == want, ident
         assert df["gap_ns"].to_list() == sorted(df["gap_ns"].to_list(), reverse=True)
-        assert sorted(zip(*[ex.gaps(min_gap_us=250)[c] for c in ("device_id", "gap_start_ns", "gap_end_ns")])) == \
+        assert sorted(zip(*[ex.gaps(every=True, min_gap_us=250)[c] for c in ("device_id", "gap_start_ns", "gap_end_ns")])) == \
                [g for g in want if g[2] - g[1] >= 250_000], ident
 
 
 def test_gap_context_matches_brute_force(cases):
     checked = 0
     for ident, ex, plain in cases:
-        for row in ex.gaps(min_gap_us=1000).to_dicts():
+        for row in ex.gaps(every=True, min_gap_us=1000).to_dicts():
             nexts = plain.ops_starting_at(row["device_id"], row["gap_end_ns"])
             if len(nexts) != 1 or nexts[0]["call"] is None:
                 continue  # ambiguous or unlaunched: nothing to compare
@@ -132,7 +132,7 @@ def test_gap_context_matches_brute_force(cases):
 
 def test_gaps_threads_match_brute_force(cases):
     for ident, ex, plain in cases:
-        df = ex.gaps(min_gap_us=5000, threads=True)
+        df = ex.gaps(every=True, min_gap_us=5000, threads=True)
         for row in df.to_dicts():
             known = set(plain.thread_name) | set(plain.cuda_calls) | set(plain.os_calls)  # unnamed threads too
             gtid = next(g for g in known if g & 0xFFFFFF == row["tid"] and (g >> 24) & 0xFFFFFF == row["pid"])
@@ -141,7 +141,7 @@ def test_gaps_threads_match_brute_force(cases):
             assert row["range_path"] == want["range_path"], where
             assert (row["cuda_call_ns"], row["os_call_ns"]) == (want["cuda_call_ns"], want["os_call_ns"]), where
         # every gap appears, with the thread that launched the op ending it among its rows
-        assert set(df["gap_start_ns"]) == set(ex.gaps(min_gap_us=5000)["gap_start_ns"]), ident
+        assert set(df["gap_start_ns"]) == set(ex.gaps(every=True, min_gap_us=5000)["gap_start_ns"]), ident
 
 
 def test_utilization_matches_brute_force(cases):
@@ -160,7 +160,7 @@ def test_utilization_matches_brute_force(cases):
 # -- API and CLI -------------------------------------------------------------------------------------------
 def test_bad_values(ocg_export, cases):
     with pytest.raises(NsysqlError, match=r"the minimum gap \(µs\) must be 0 or more, not -1"):
-        ocg_export.gaps(min_gap_us=-1)
+        ocg_export.gaps(every=True, min_gap_us=-1)
     with pytest.raises(NsysqlError, match="longer than 0 ms"):
         ocg_export.utilization(window_ms=1e-9)  # rounds to 0 ns
     with pytest.raises(NsysqlError, match="more than a million"):
@@ -195,3 +195,37 @@ def test_cli(ocg_export, tmp_path):
     assert pl.read_parquet(out)["busy_ns"].sum() == 2700 + 2000
     res = runner.invoke(app, ["utilization", str(ocg_export.path), "--window-ms", "0", *common])
     assert res.exit_code == 1 and res.output.startswith("Error: ") and "Traceback" not in res.output
+
+
+def test_gaps_keep_to_the_analysed_steps_and_say_what_the_step_thread_did(export_files, opened):
+    """cnn-dataloader-train: 8 profiled steps, all analysed (range clock), whose CPU work is mostly `dataloader` on
+    the step's own thread. A plain walk of the raw rows: the gaps that start inside a profiled_step range, and the
+    step thread's innermost range at each gap's middle."""
+    import sqlite3
+
+    from plainwalk import PlainTimeline
+    ident = "cnn-dataloader-train"
+    if ident not in export_files:
+        pytest.skip(f"fixtures/{ident} is not in this checkout")
+    path, ex = export_files[ident], opened[ident]
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    names = dict(con.execute("SELECT id, value FROM StringIds"))
+    ranges = [(s, e, t if t is not None else names.get(i, ""), g) for s, e, t, i, g in con.execute(
+        "SELECT start, end, text, textId, globalTid FROM NVTX_EVENTS WHERE eventType = 59 AND end IS NOT NULL")]
+    con.close()
+    steps = sorted((s, e, g) for s, e, t, g in ranges if t == "profiled_step")
+    assert ex.run("analysis.steady_steps")["analysed"].all()
+    every = PlainTimeline(path).gaps(100_000)  # (device, start, end) of every gap of 100 µs or more
+    inside = sorted(g for g in every if any(s <= g[1] < e for s, e, _ in steps))
+    got = ex.gaps()
+    assert sorted(zip(got["device_id"], got["gap_start_ns"], got["gap_end_ns"])) == inside
+    assert len(inside) < len(every)  # start-up, warm-up and the result read-back are left out
+    assert sorted(zip(*[ex.gaps(every=True)[c] for c in ("device_id", "gap_start_ns", "gap_end_ns")])) == sorted(every)
+    for row in got.iter_rows(named=True):
+        number, (s, e, gtid) = next((k + 1, st) for k, st in enumerate(steps) if st[0] <= row["gap_start_ns"] < st[1])
+        mid = (row["gap_start_ns"] + row["gap_end_ns"]) // 2
+        around = [r for r in ranges if r[3] == gtid and r[0] <= mid < r[1]]
+        innermost = max(around, key=lambda r: (r[0], -r[1]))[2] if around else None  # a gap may outlast the step
+        assert row["step"] == number, row
+        assert (row["step_thread_range"] or "").split("/")[-1] == (innermost or ""), row
+    assert got["step_thread_range"].head(5).to_list().count("dataloader") >= 4  # what the CPU did meanwhile

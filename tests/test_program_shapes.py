@@ -309,3 +309,13 @@ def test_real_decode_without_nvtx_cuts_one_iteration_per_request_as_the_eager_ca
     assert len(load) == len(nonvtx_ops) - sum(per_request) > 0  # everything before the first request: the load
     steady = ex.run("analysis.steady_steps")
     assert steady.filter(~steady["analysed"])["step"].to_list() == [1]  # the warm-up request (slow leading step)
+
+
+def test_inference_advice_names_decode_steps_and_no_optimizer(export_files, opened):
+    _real(export_files, "gpt-decode-eager")
+    found = opened["gpt-decode-eager"].findings()
+    assert {"launch_bound", "short_kernels"} <= set(found["rule"])
+    assert not found["action"].str.contains("optimizer").any()
+    assert found.filter(found["rule"] == "launch_bound")["action"].str.contains("decode step").all()
+    trains = opened["cnn-pinned-launch-bound"].findings()  # a training program keeps the optimizer advice
+    assert trains.filter(trains["rule"] == "launch_bound")["action"].str.contains("foreach optimizers").all()

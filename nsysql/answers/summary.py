@@ -350,7 +350,7 @@ def _launch_overhead(export: Queries) -> Section:
 
 def _gaps(export: Queries, top: int) -> Section:
     """The longest GPU idle gaps and what the launching thread was doing, with the total they add up to."""
-    gaps = export.gaps(min_gap_us=SUMMARY_MIN_GAP_US, calls=False)  # the calls in each gap cost a pass over every call
+    gaps = export.gaps(min_gap_us=SUMMARY_MIN_GAP_US, calls=False, every=True)  # calls: a pass over every call
     totals = export.run("analysis.export_totals").row(0, named=True)
     busy = {"busy": totals["gpu_busy_ns"], "span": totals["gpu_span_ns"]}
     idle = int(gaps["gap_ns"].sum() or 0) if gaps.height else 0

@@ -349,11 +349,13 @@ class Queries:
         thread (`"thread"`): launches, CPU and GPU busy time, API/queue time mean/median/p95, launch_bound."""
         return self.analysis("overhead", by)
 
-    def gaps(self, min_gap_us: float | None = None, threads: bool = False, calls: bool = True) -> pl.DataFrame:
+    def gaps(self, min_gap_us: float | None = None, threads: bool = False, calls: bool = True,
+             every: bool = False) -> pl.DataFrame:
         """GPU idle gaps of at least `min_gap_us` (None: 100 µs, the header's default), longest first, with the
-        launching thread's CPU context; `threads=True` gives one row per gap and thread instead; `calls=False`
-        skips the CUDA/OS call columns (reading every call is the costly part on a big export)."""
-        return self.analysis("gaps", min_gap_us=min_gap_us, threads=threads, calls=calls)
+        launching thread's CPU context and what the step's thread was inside; `threads=True` gives one row per gap
+        and thread instead; `calls=False` skips the CUDA/OS call columns (reading every call is the costly part on
+        a big export); `every=False`: only the gaps in the analysed steps (`nsysql gaps` without `--all`)."""
+        return self.analysis("gaps", min_gap_us=min_gap_us, threads=threads, calls=calls, every=every)
 
     def utilization(self, window_ms: float | None = None) -> pl.DataFrame:
         """GPU busy share per device in fixed windows of `window_ms` (None: 10 ms) from the first GPU op to the last."""

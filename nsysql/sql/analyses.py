@@ -333,9 +333,11 @@ DECLARED: list[Analysis] = [
     ),
     Analysis(
         name="gaps", after="memcpy",
-        help="""GPU idle gaps (no kernel, copy or set running on the device), longest first, with what the CPU was
-    doing: the thread that launched the op ending the gap, how late that launch came (launch_offset_ns),
-    the thread's innermost user NVTX range, and its longest CUDA API and OS runtime calls in the gap.
+        help="""GPU idle gaps (no kernel, copy or set running on the device) in the analysed steps (--all: the whole
+    capture), longest first, with what the CPU was doing: the step and what its thread was inside at the gap's
+    middle (step_thread_range), the thread that launched the op ending the gap, how late that launch came
+    (launch_offset_ns), that thread's innermost user NVTX range when the gap began, and its longest CUDA API and
+    OS runtime calls in the gap.
 
     Table output shows the first 40 rows (--top N shows N gaps); table and markdown show gap_start as ms since the
     capture's first event (as `nsysql plot`) and lengths in ms or µs. csv, json and parquet keep the exact nanoseconds
@@ -348,13 +350,15 @@ DECLARED: list[Analysis] = [
                       "the work ending the gap.", selects="analysis.gaps_threads"),
                 Param("top", Optional[int], None, "Only the N longest gaps.", min=1, show_default=False),
                 Param("calls", bool, True, "Find each thread's longest CUDA API and OS runtime call in the gap "
-                      "(reads every call).", flag="--calls/--no-calls", sql="with_calls")),
+                      "(reads every call).", flag="--calls/--no-calls", sql="with_calls"),
+                Param("every", bool, False, "Every gap of the capture (start-up and warm-up too), not only those "
+                      "in the analysed steps.", flag="--all")),
         top_by=("device_id", "gap_start_ns"),
         conflicts=(({"threads": True, "calls": False}, "--threads shows each thread's calls; drop --no-calls"),),
         title="GPU idle gaps of {min_gap_us:g} µs or more", timestamps=True, rows_capped=True, more_hint=_ALL_ROWS,
         optional={
             "": ("gap_end_ns", "pid", "cuda_calls_started", "cuda_call_ns", "os_call_ns", "before_op", "launch_api",
-                 "thread_name", "device_id", "after_op", "os_call", "tid", "cuda_call"),
+                 "thread_name", "device_id", "after_op", "os_call", "tid", "cuda_call", "range_path"),
             "threads": ("gap_end_ns", "pid", "cuda_calls_started", "cuda_call_ns", "os_call_ns", "device_id",
                         "launched_next", "os_call", "thread_name"),
         },

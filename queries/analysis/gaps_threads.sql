@@ -1,7 +1,7 @@
--- nsysql: analysis.gaps_threads v2
+-- nsysql: analysis.gaps_threads v3
 -- purpose: For each GPU idle gap (as analysis.gaps), what every CPU thread of the processes using that GPU was inside: its innermost user NVTX range, longest overlapping CUDA API call and longest overlapping OS runtime call.
--- requires: kernel|memcpy|memset, macros.idle_gaps, macros.gap_context
--- params: $min_gap_ns BIGINT default 100000 (shortest gap reported, ns; the CLI takes --min-gap-us)
+-- requires: kernel|memcpy|memset, macros.idle_gaps, macros.gap_context, analysis.steady_steps
+-- params: $min_gap_ns BIGINT default 100000 (shortest gap reported, ns; the CLI takes --min-gap-us), $every BOOLEAN default false (true: every gap of the capture; false: only the gaps that start inside an analysed step, as analysis.gaps)
 -- notes: Gaps as in analysis.gaps (between consecutive gpu_busy intervals of a device, at least $min_gap_ns).
 --   Threads: those with CUDA API, OS runtime or NVTX activity in a process that ran ops on the gap's device;
 --   a thread appears for a gap only when it had a range open at the gap's start or a call overlapping the gap.
@@ -29,7 +29,12 @@
 --   os_call | VARCHAR | text (OS runtime call overlapping the gap longest)
 --   os_call_ns | BIGINT | ns (its overlap with the gap)
 WITH
-gap AS MATERIALIZED (SELECT * FROM idle_gaps(gpu_busy, $min_gap_ns)),  -- queries/macros/idle_gaps.sql
+step_window AS MATERIALIZED (SELECT start_ns, end_ns FROM steady_steps WHERE analysed AND step > 0),
+gap AS MATERIALIZED (  -- queries/macros/idle_gaps.sql; in the analysed steps unless $every, as analysis.gaps
+    SELECT * FROM idle_gaps(gpu_busy, $min_gap_ns) AS g
+    WHERE $every OR NOT EXISTS (SELECT 1 FROM step_window)
+       OR EXISTS (SELECT 1 FROM step_window AS w WHERE g.gap_start_ns >= w.start_ns AND g.gap_start_ns < w.end_ns)
+),
 next_launcher AS (  -- the thread whose call launched the op ending the gap (it starts exactly at the gap's end)
     SELECT n.device_id, n.gap_start_ns, rt.global_tid
     FROM (SELECT g.device_id, g.gap_start_ns, first(a.runtime_id ORDER BY a.runtime_id IS NULL, a.op_kind, a.op_id) AS runtime_id

@@ -1,8 +1,9 @@
--- nsysql: findings.launch_bound v4
+-- nsysql: findings.launch_bound v5
 -- purpose: Finding: threads that cannot launch GPU work as fast as the GPU runs it inside the analysed steps (kernels shorter than their launch calls, the GPU idle between them), which CUDA graphs or torch.compile would fix.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, gpu_op_attribution, user_range, thread, macros.human_ns_each, macros.plural_s, macros.thread_names
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, gpu_op, runtime, gpu_op_attribution, user_range, thread, macros.human_ns_each, macros.plural_s, macros.thread_names, analysis.structure
 -- params: $min_launches_per_step BIGINT default 20 (fewest launches per analysed step, on average), $min_short_pct DOUBLE default 50 (share of the thread's kernels that ran shorter than their launch call, %), $max_gap_ns BIGINT default 1000000 (longest idle gap counted as waiting for a launch, ns), $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
--- notes: Launch: a GPU op (kernel, copy, set) and the CUDA call that launched it (correlationId AND process); it
+-- notes: The advice of an inference program (analysis.structure's program_kind) names decode steps and no
+--   optimizer. Launch: a GPU op (kernel, copy, set) and the CUDA call that launched it (correlationId AND process); it
 --   belongs to the analysed step of its process in which the call starts, and to the call's thread.
 --   Busy = the busy intervals of the process's devices (analysis._process_busy); a gap is the idle time between two
 --   consecutive ones. The op of the process that ends a gap starts exactly at its end (of several: one with a
@@ -134,9 +135,13 @@ SELECT 'launch_bound' AS rule,
               100.0 * short_kernels / kernels, kernels, d[2], d[3])
          || printf('The GPU ran dry and waited for its next launch in %,d gaps of at most %s: %s per step '
                    || '(%.1f%% of the step wall time).', gaps, d[4], d[1], 100.0 * wait_ns / wall_ns) AS evidence,
-       'Cut the launches: capture the step (or its forward/backward) in a CUDA graph - torch.compile(mode='
-         || '"reduce-overhead") or torch.cuda.graphs - and fuse small ops with torch.compile; use fused/foreach '
-         || 'optimizers; give each kernel more work (larger batches).' AS action,
+       CASE WHEN (SELECT MIN(program_kind) FROM structure AS k WHERE k.pid = shown.pid) = 'inference'
+            THEN 'Cut the launches: capture each decode step (or the forward) in a CUDA graph - torch.compile(mode='
+                 || '"reduce-overhead") or torch.cuda.graphs, with static shapes (a static KV cache) - and fuse '
+                 || 'small ops with torch.compile; give each kernel more work (batch more requests together).'
+            ELSE 'Cut the launches: capture the step (or its forward/backward) in a CUDA graph - torch.compile(mode='
+                 || '"reduce-overhead") or torch.cuda.graphs - and fuse small ops with torch.compile; use '
+                 || 'fused/foreach optimizers; give each kernel more work (larger batches).' END AS action,
        CAST(wait_ns AS BIGINT) AS recoverable_ns,
        100.0 * wait_ns / wall_ns AS recoverable_pct
 FROM shown

@@ -1,8 +1,9 @@
--- nsysql: findings.short_kernels v3
+-- nsysql: findings.short_kernels v4
 -- purpose: Finding: streams running long runs of back-to-back kernels that are each shorter than the CUDA call that launched them, with the GPU idle between them: work to fuse.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, kernel, runtime, macros.busy_inside, macros.human_ns_each, macros.plural_s
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._process_busy, kernel, runtime, macros.busy_inside, macros.human_ns_each, macros.plural_s, analysis.structure
 -- params: $min_run BIGINT default 8 (fewest consecutive short kernels that make a run), $max_gap_ns BIGINT default 1000000 (longest time between two kernels of a run that counts, ns), $min_pct DOUBLE default 1 (fires when the bound is at least this share of the analysed steps' wall time, %)
--- notes: Kernels with a launching call (correlationId AND process), in the analysed step of their process in which
+-- notes: The advice of an inference program (analysis.structure's program_kind) names decode steps and no
+--   optimizer. Kernels with a launching call (correlationId AND process), in the analysed step of their process in which
 --   the call starts. A kernel is short when it ran for less time than its launching call took (end - start of the
 --   kernel < end - start of the call); kernels replayed from a CUDA graph (graph node id set) are never short.
 --   Per device, stream and step, kernels in start order (then id); a run is a maximal sequence of consecutive short
@@ -117,9 +118,12 @@ SELECT 'short_kernels' AS rule,
               $min_run, kernels, steps, plural_s(steps), d[2], d[3])
          || printf('Between them the GPU sat idle %s per step (%.1f%% of the step wall time).', d[1],
                    100.0 * idle_ns / wall_ns) AS evidence,
-       'Fuse these small kernels: torch.compile the model (or the optimizer step), use fused/foreach optimizers '
-         || 'and fused layers (e.g. scaled_dot_product_attention, fused LayerNorm), or replay them as a CUDA graph.'
-         AS action,
+       CASE WHEN (SELECT MIN(program_kind) FROM structure AS k WHERE k.pid = shown.pid) = 'inference'
+            THEN 'Fuse these small kernels: torch.compile the model, use fused layers (e.g. '
+                 || 'scaled_dot_product_attention, fused LayerNorm), or replay each decode step as a CUDA graph.'
+            ELSE 'Fuse these small kernels: torch.compile the model (or the optimizer step), use fused/foreach '
+                 || 'optimizers and fused layers (e.g. scaled_dot_product_attention, fused LayerNorm), or replay '
+                 || 'them as a CUDA graph.' END AS action,
        CAST(idle_ns AS BIGINT) AS recoverable_ns,
        100.0 * idle_ns / wall_ns AS recoverable_pct
 FROM shown
