@@ -1,6 +1,6 @@
 -- nsysql: analysis.layers v5
 -- purpose: GPU kernel time per layer (user NVTX path, see analysis.kernel_table) split into forward, backward, recomputation (activation checkpointing), optimizer and communication (NCCL kernels), in model order, with the backward/forward ratio.
--- requires: kernel, gpu_op, gpu_op_int, gpu_op_attribution, user_range, analysis.steady_steps
+-- requires: kernel, gpu_op, gpu_op_int, gpu_op_attribution, user_range, analysis.steady_steps, macros.fold_repeats
 -- params: depth BIGINT default 0 (keep the first N path components; 0 = whole path), merge_repeats BOOLEAN default false (numbered components such as layer_3, MLP_0, Embedding_12 become layer_*, MLP_*, Embedding_*),
 --   step BIGINT default 0 (the kernels of one step range, numbered within its process as analysis.steps and
 --   analysis.kernel_table_pyprof number them: 1 = the process's first; 0 = every kernel), process BIGINT default
@@ -58,9 +58,7 @@ rolled AS (
     SELECT CASE WHEN u.layer IS NULL THEN '?'
                 ELSE array_to_string(list_slice(string_split(
                          CASE WHEN $merge_repeats THEN regexp_replace(u.layer, '([_.#-])[0-9]+(/|$)', '\1*\2', 'g')
-                              WHEN $fold THEN regexp_replace(u.layer,
-                                  '(^|/)((micro[_ -]?batch|mb|chunk|accum[a-z_]*|step|iter|iteration)[_ #-]?)[0-9]+(/|$)',
-                                  '\1\2*\4', 'gi')
+                              WHEN $fold THEN fold_repeats(u.layer)  -- queries/macros/fold_repeats.sql
                               ELSE u.layer END, '/'), 1, CASE WHEN $depth > 0 THEN $depth ELSE 1000000 END), '/')
            END AS layer,
            o.direction, o.first_ns, o.d, o.n

@@ -1,6 +1,6 @@
--- nsysql: analysis.top_ops v1
+-- nsysql: analysis.top_ops v2
 -- purpose: Operators of the analysed steps by GPU time (TensorBoard's operator view): PyTorch ops from emit_nvtx op markers with calls, device self/total and host self/total time; without op markers, the innermost user ranges.
--- requires: analysis.steady_steps, analysis._steady_windows, nvtx_range, nvtx_ancestor, user_range, gpu_op, gpu_op_attribution
+-- requires: analysis.steady_steps, analysis._steady_windows, nvtx_range, nvtx_ancestor, user_range, gpu_op, gpu_op_attribution, macros.fold_repeats
 -- params: none
 -- notes: An op marker (nvtx_range.is_op_marker, the `autograd::engine::evaluate_function: X` wrappers left out
 --   since the node marker X inside them is the op) counts when it starts inside an analysed step of its process.
@@ -12,7 +12,7 @@
 --   marker is the op (gpu_op_attribution.op_range_id); device_total_ns = the same for the op and every op
 --   marker nested in it (so nested ops are counted in each enclosing op's total; self times add up).
 --   Without op markers in the analysed steps (kind = range): the innermost user ranges (user ranges with no
---   user range inside them) that start in an analysed step, grouped by layer path (user_range.layer); device
+--   user range inside them) that start in an analysed step, grouped by layer path (user_range.layer, micro-batches folded: macros.fold_repeats); device
 --   time = GPU ops whose layer is that range (gpu_op_attribution.layer_range_id, so the backward kernels
 --   PyTorch's autograd thread launches count where attribution puts them; one whose layer was inferred, on
 --   the range it borrowed, e.g. backward_pass: its layer is a block, no operator); self = total.
@@ -90,11 +90,11 @@ leaf_dev AS (  -- an inferred backward op counts where it ran: on the range it b
     GROUP BY ALL
 ),
 ranges AS (
-    SELECT 'range' AS kind, l.layer AS name, CAST(NULL AS VARCHAR) AS shapes, 0 AS shape_variants,
+    SELECT 'range' AS kind, fold_repeats(l.layer) AS name, CAST(NULL AS VARCHAR) AS shapes, 0 AS shape_variants,
            COUNT(*) AS calls, SUM(COALESCE(d.ns, 0)) AS device_self_ns, SUM(COALESCE(d.ns, 0)) AS device_total_ns,
            SUM(l.dur) AS host_self_ns, SUM(l.dur) AS host_total_ns
     FROM leaves AS l LEFT JOIN leaf_dev AS d USING (range_id)
-    GROUP BY l.layer
+    GROUP BY fold_repeats(l.layer)
 )
 SELECT kind, name, shapes, CAST(shape_variants AS BIGINT) AS shape_variants, CAST(calls AS BIGINT) AS calls,
        CAST(device_self_ns AS BIGINT) AS device_self_ns, CAST(device_total_ns AS BIGINT) AS device_total_ns,
