@@ -82,6 +82,7 @@ class Feeder:
         seconds of sleep after the fetch, inside the range (a planted straggler)."""
         with nvtx.range(DATALOADER_RANGE) if annotate and self.ranged else contextlib.nullcontext():
             host = self.host_batch if self.batches is None else next(self.batches)
+            assert host is not None  # set in __init__ whenever there is no loader
             if delay_s > 0:
                 time.sleep(delay_s)
         return {key: value.to(self.device, non_blocking=self.non_blocking)

@@ -67,7 +67,7 @@ import os
 import sys
 import tempfile
 from types import ModuleType
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from capture import nvtx
 from capture.models import MODEL_NAMES, load
@@ -212,7 +212,13 @@ def _add_loop_arguments(sub: argparse.ArgumentParser, checkpoint: bool = True) -
                           "profiled step)")
 
 
-def _check_loop_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+class ErrorSink(Protocol):
+    """What the checks report to: argparse's parser (error() exits), or nsysql capture's stand-in (it raises)."""
+
+    def error(self, message: str) -> Any: ...
+
+
+def _check_loop_arguments(parser: ErrorSink, args: argparse.Namespace) -> None:
     refused = _decode_refusal(args) if args.mode == "decode" else None
     if refused:
         parser.error(refused)
@@ -303,7 +309,7 @@ def _set_tf32(allowed: bool | None) -> None:
         torch.backends.cudnn.allow_tf32 = allowed
 
 
-def _save_checkpoint(path: str, model: object, optimizer: object) -> None:
+def _save_checkpoint(path: str, model: Any, optimizer: Any) -> None:
     """What a training loop saves: the weights and the optimizer state (GPU -> host copies)."""
     import torch
 
@@ -452,8 +458,8 @@ def _run(args: argparse.Namespace, echo: Callable[[str], None]) -> dict[str, obj
             parallel.shutdown()
 
 
-def _loop(args: argparse.Namespace, module: ModuleType, device: object, model: object,
-          optimizer: object, comm: ModuleType | None,
+def _loop(args: argparse.Namespace, module: ModuleType, device: Any, model: Any,
+          optimizer: Any, comm: ModuleType | None,
           echo: Callable[[str], None], rank: int = 0, saved: object = None) -> dict[str, object]:
     """Warm-up and profiled steps, then the result read-back. `model` is what the steps call (DDP
     around the model with --distributed ddp); `saved`, what a checkpoint saves (default: `model`)."""
@@ -510,6 +516,7 @@ def _loop(args: argparse.Namespace, module: ModuleType, device: object, model: o
                     optimizer.zero_grad(set_to_none=True)
         if args.log_every and index % args.log_every == 0:
             with _phase("log_loss", annotate, device, sync=False):
+                assert loss is not None  # --log-every is refused in forward mode
                 value = loss.item()  # a device-to-host copy: waits for the GPU
             echo(f"step {index}: loss {value:.4f}")
         if args.checkpoint_every and index % args.checkpoint_every == 0 and saves:
