@@ -81,6 +81,10 @@ class PlainExport:
 
     def __init__(self, path):
         db, tables, strings = read_export(path)
+        self.thread_name = {}  # (pid, tid) -> name
+        if "ThreadNames" in tables:
+            for gtid, name_id in db.execute("SELECT globalTid, nameId FROM ThreadNames ORDER BY rowid"):
+                self.thread_name.setdefault(split_tid(gtid), strings.get(name_id))
         self.kernels = []
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
             for row in db.execute(
@@ -559,6 +563,16 @@ def plain_top_ops(px: PlainExport, windows):
     return dict(out), sum(self_dev[m["id"]] for m in counted)
 
 
+# a numbered repeat of the step's work (micro-batches): one path, `micro_batch_*`
+MICRO_BATCH = re.compile(r"(^|/)((micro[_ -]?batch|mb|chunk|accum[a-z_]*|step|iter|iteration)[_ #-]?)[0-9]+(/|$)",
+                         re.IGNORECASE)
+
+
+def fold_repeats(path: str) -> str:
+    """Each numbered micro-batch-like component as `name*` (twice over: a match takes the `/` after it)."""
+    return MICRO_BATCH.sub(r"\1\2*\4", MICRO_BATCH.sub(r"\1\2*\4", path))
+
+
 def plain_top_ranges(px: PlainExport, windows):
     """top_ops without op markers: {layer path: dict(calls, device_ns, host_ns)} over the innermost user ranges
     (no user range inside them; not a step range) starting in an analysed step of their process. A GPU op's
@@ -592,7 +606,9 @@ def plain_top_ranges(px: PlainExport, windows):
         return max(found, key=lambda r: r["start"]) if found else annotated
 
     annotated_scope = {r["id"] for r in users if any(x["text"].endswith(BACKWARD) for x in chain(r))}
-    threads_with_users = {(r["pid"], r["tid"]) for r in users if r["id"] not in annotated_scope}
+    rerun_of = reruns(px, users, chain, in_backward, annotated_scope, path)
+    threads_with_users = {(r["pid"], r["tid"]) for r in users
+                          if r["id"] not in annotated_scope and r["id"] not in rerun_of}
     stacks = enclosing_at_calls(by_thread, px.calls)
     layer_ns = defaultdict(int)  # user range id -> GPU time
     for o in px.ops:
@@ -603,6 +619,8 @@ def plain_top_ranges(px: PlainExport, windows):
         backward_ranges = [r for r in own or [] if r["text"].endswith(BACKWARD)]
         if backward_ranges:
             layer_ns[forward_of(backward_ranges[-1])["id"]] += o["end"] - o["start"]
+        elif own and rerun_of.get(own[-1]["id"]) is not None:  # a re-run: where its forward ran
+            layer_ns[rerun_of[own[-1]["id"]]] += o["end"] - o["start"]
         elif own:
             layer_ns[own[-1]["id"]] += o["end"] - o["start"]
         elif (c["pid"], c["tid"]) not in threads_with_users:
@@ -621,8 +639,51 @@ def plain_top_ranges(px: PlainExport, windows):
         top = r["id"] not in user_parent
         if r["id"] in has_child or (top and STEP_NAME.fullmatch(r["text"])) or not starts_in(r, wins):
             continue
-        row = out[path(r)]
+        row = out[fold_repeats(path(r))]
         row["calls"] += 1
         row["device_ns"] += layer_ns[r["id"]]
         row["host_ns"] += r["end"] - r["start"]
     return dict(out)
+
+
+def reruns(px, users, chain, in_backward, annotated_scope, path):
+    """Activation checkpointing's forward re-runs: {re-run range id: id of the forward range it repeats, or None}. A
+    re-run is a user range on an autograd thread or inside a backward (not annotated, not named backward) named like a
+    forward range of the process on another thread; autograd re-runs blocks last first, so walking a process's ranges
+    in time, a re-run block (one inside no other re-run) repeats the latest forward range of its name not yet
+    re-run, when the backward pass re-runs every one of them (else None); a range inside it, the first range of the
+    same sub-path inside that forward range."""
+    def autograd(r):
+        return (px.thread_name.get((r["pid"], r["tid"])) or "").startswith("pt_autograd")
+    forward = [r for r in users if r["id"] not in annotated_scope and not autograd(r) and not in_backward(r)]
+    texts = defaultdict(set)
+    for r in forward:
+        texts[(r["pid"], r["text"])].add(r["tid"])
+    rerun = {r["id"]: r for r in users if r["id"] not in annotated_scope and "backward" not in r["text"].lower()
+             and (autograd(r) or in_backward(r)) and texts.get((r["pid"], r["text"]), set()) - {r["tid"]}}
+    roots = [r for r in rerun.values() if not any(x["id"] in rerun and x is not r for x in chain(r))]
+    matched = {}
+    for pid, text in {(r["pid"], r["text"]) for r in roots}:
+        fwd = sorted((r for r in forward if r["pid"] == pid and r["text"] == text), key=lambda r: (r["start"], r["id"]))
+        mine = sorted((r for r in roots if r["pid"] == pid and r["text"] == text), key=lambda r: (r["start"], r["id"]))
+        groups = defaultdict(list)  # by the number of forward ranges of the name before the re-run
+        for r in mine:
+            groups[sum(1 for f in fwd if f["start"] < r["start"])].append(r)
+        prev = 0
+        for before in sorted(groups):
+            group = groups[before]
+            if len(group) == before - prev:
+                for k, r in enumerate(group):
+                    matched[r["id"]] = fwd[before - 1 - k]
+            prev = before
+    out = {}
+    for r in rerun.values():
+        root = next((x for x in chain(r) if x["id"] in matched), None)
+        if root is None:
+            out[r["id"]] = None
+            continue
+        f = matched[root["id"]]
+        want = path(f) + path(r)[len(path(root)):]
+        inside = [u for u in forward if u["pid"] == r["pid"] and f["start"] <= u["start"] <= f["end"] and path(u) == want]
+        out[r["id"]] = min(u["id"] for u in inside) if inside else f["id"]
+    return out

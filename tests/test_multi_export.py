@@ -58,7 +58,8 @@ def test_layers_and_kernels_many(export_files, tmp_path):
     assert {r["export"] for r in rows} == {"train_rank0", "train_rank2"}
     res = invoke("layers", d / "train_rank*.sqlite", "--depth", "1", "-f", "csv", "--cache-dir", tmp_path / "c")
     assert res.exit_code == 0, res.output
-    assert res.stdout.splitlines()[0] == "export,rank,layer,fprop_ns,bprop_ns,optim_ns,comm_ns,total_ns,kernels,pct,bprop_ratio"
+    assert res.stdout.splitlines()[0] == \
+        "export,rank,layer,fprop_ns,bprop_ns,recompute_ns,optim_ns,comm_ns,total_ns,kernels,pct,bprop_ratio"
 
 
 def test_summarize_many_flags_the_deviating_rank(export_files, tmp_path, opened):

@@ -248,11 +248,11 @@ DECLARED: list[Analysis] = [
         title="Steps", timestamps=True,
         optional={
             "": ("range_id", "source", "level", "period_ops", "gpu_end_ns", "pid", "tid", "end_ns", "gpu_ops",
-                 "off_thread_ops", "other_ns", "kernels", "comm_ns", "start_ns", "period_ns"),
+                 "off_thread_ops", "other_ns", "kernels", "comm_ns", "recompute_ns", "start_ns", "period_ns"),
             "candidates": ("pid", "tid", "cv", "median_ns", "instances", "close", "depth"),
         },
         unit_groups=(("wall_ns", "period_ns", "gpu_busy_ns", "fprop_ns", "bprop_ns", "optim_ns", "comm_ns", "other_ns",
-                      "overrun_ns"),),
+                      "overrun_ns", "recompute_ns"),),
         text_min={"level": 36},  # a candidate level is read whole before its scores
     ),
     Analysis(

@@ -6,6 +6,9 @@
 --   it. Layers such as `layer_3` are not folded: they are different weights, not a repeat.
 -- columns:
 --   fold_repeats | VARCHAR | text
-CREATE OR REPLACE TEMP MACRO fold_repeats(path) AS
-    regexp_replace(path, '(^|/)((micro[_ -]?batch|mb|chunk|accum[a-z_]*|step|iter|iteration)[_ #-]?)[0-9]+(/|$)',
+CREATE OR REPLACE TEMP MACRO fold_repeats(path) AS  -- twice over: a match takes the '/' after it
+    regexp_replace(regexp_replace(path,
+                       '(^|/)((micro[_ -]?batch|mb|chunk|accum[a-z_]*|step|iter|iteration)[_ #-]?)[0-9]+(/|$)',
+                       '\1\2*\4', 'gi'),
+                   '(^|/)((micro[_ -]?batch|mb|chunk|accum[a-z_]*|step|iter|iteration)[_ #-]?)[0-9]+(/|$)',
                    '\1\2*\4', 'gi');
