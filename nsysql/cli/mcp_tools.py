@@ -209,7 +209,7 @@ def call(tool: Tool, arguments: dict | None, server_options: list[str]) -> Answe
         return Answer(False, f"Error: `{shown}` printed no JSON")
     cut, lengths = bound(answer, limit)
     envelope = {"command": shown, "exit_code": code, "truncated": bool(lengths), "lengths": lengths,
-                "warnings": [line for line in lines if not line.startswith("Error:")], "answer": cut}
+                "notes": [line for line in lines if not line.startswith("Error:")], "answer": cut}
     return Answer(True, "", envelope)
 
 
