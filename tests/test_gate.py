@@ -300,3 +300,21 @@ def test_exit_status_of_the_command(files, cache):
     res = subprocess.run(argv, capture_output=True, text=True, cwd=REPO)
     assert res.returncode == 3, res.stderr
     assert res.stdout.splitlines()[0].endswith("): regression")
+
+
+def test_an_export_without_nvtx_gates_on_its_kernel_steps(tmp_path, cache):
+    """Without NVTX the steps are the iterations of the repeating kernel sequence, and the table the gate prints
+    under its verdict is by kernel (by range, the default without --fail-above, needs NVTX ranges)."""
+    name = "cuda-graphs-nonvtx"
+    if not (FIXTURES / name / "export.sqlite.xz").exists():
+        pytest.skip(f"fixtures/{name} absent")
+    path = str(FIXTURES / name / "export.sqlite.xz")
+    res = runner.invoke(app, ["diff", path, path, "--fail-above", "5%", "--top", "1", "--cache-dir", str(cache)],
+                        env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    m = LINE.match(lines[0])
+    assert m and m["change"] == "+0.0" and m["verdict"] in ("pass", "inconclusive")
+    assert any(line.endswith("(B) by kernel") for line in lines)
+    res = runner.invoke(app, ["diff", path, path, "--top", "1", "--cache-dir", str(cache)])
+    assert res.exit_code == 1 and "has no NVTX_EVENTS" in res.stderr

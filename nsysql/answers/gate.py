@@ -117,7 +117,7 @@ class Side:
 def _steps(export: Queries) -> list[tuple[int, int, int]]:
     """(pid, step, wall_ns) of the analysed steps; an export without steps is an error (nothing to compare)."""
     windows = export.run("analysis.steady_steps")
-    if windows.height and windows["source"][0] == "gpu_span" or not windows.height:
+    if not windows.height or windows["source"][0] == "gpu_span":
         raise NsysqlError(f"{export.path.name} has no steps, which the gate compares (docs/steps.md: NVTX step "
                           "ranges, or a repeating kernel sequence)")
     rows = windows.filter(windows["analysed"])
@@ -218,7 +218,8 @@ def judge(m: Metric, b: Side, n: Side, threshold: float, *, base: str = "", new:
 
 
 def _pct(value: float) -> str:
-    return f"{value:+.1f}"
+    """`+7.2`, `-0.4`; a change that rounds to 0 is `+0.0`, never `-0.0`."""
+    return f"{round(value, 1) + 0.0:+.1f}"
 
 
 def verdict_line(r: dict) -> str:

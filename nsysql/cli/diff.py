@@ -32,8 +32,10 @@ ExportB = Annotated[Path, typer.Argument(help="Export to compare with it (B).", 
 def diff(
     export_a: ExportA,
     export_b: ExportB,
-    by: Annotated[By, typer.Option("--by", help="range: NVTX range paths (wall time); kernel: kernel names "
-                                                "(GPU time); layer: attributed layers (GPU time).")] = By.range,
+    by: Annotated[Optional[By], typer.Option(
+        "--by", help="range: NVTX range paths (wall time); kernel: kernel names (GPU time); layer: attributed layers "
+                     "(GPU time) [default: range; with --fail-above, kernel where an export has no NVTX ranges].",
+        show_default=False)] = None,
     match: Annotated[Match, typer.Option("--match", help="Kernels: exact full names, or base names (GEMMs of any "
                                                          "dtype/tile as gemm*, dtype and tile tokens dropped).")]
     = Match.exact,
@@ -74,6 +76,8 @@ def diff(
         with src.open(export_a) as a, src.open(export_b) as b:
             if fail_above is not None:
                 verdict = a.gate(b, metric=metric or "step", fail_above=fail_above)
+            if by is None:  # the gate's table must not fail where its verdict does not: no NVTX, by kernel
+                by = By.kernel if verdict is not None and not (a.has("nvtx_range") and b.has("nvtx_range")) else By.range
             df = a.diff(b, by=by.value, match=match.value)
         if top is not None:
             df = df.head(top)
