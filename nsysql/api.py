@@ -41,6 +41,13 @@ class Export(queries.Queries):
         from nsysql.answers.diff import diff
         return diff(self, other, by=by, match=match)
 
+    def gate(self, other: queries.Queries, metric: str = "step", fail_above: str | float = 5.0) -> dict:
+        """`other` (NEW) against this export (BASE) as a regression gate (docs/ci.md): the change of `metric`
+        (`step`, `kernel:GLOB`, `layer:GLOB`, `finding:RULE`), its 95 % interval from the steps' spread, and the
+        verdict (regression, pass or inconclusive) at the threshold `fail_above` (a percentage: 5 or '5%')."""
+        from nsysql.answers.gate import gate
+        return gate(self, other, metric=metric, fail_above=fail_above)
+
     def overview(self):
         """The steady-state overview: step time and its breakdown, GPU utilization, SM efficiency, occupancy,
         tensor-core share, top operators, kernels and CUDA calls (an `nsysql.answers.overview.Overview`)."""

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
+from nsysql.answers.gate import REGRESSION_EXIT
 from nsysql.cli.common import (
     OUTPUT,
     SOURCE,
@@ -390,7 +391,7 @@ def main() -> None:
         app()
         ended_well = True
     except SystemExit as end:
-        ended_well = end.code in (0, None)
+        ended_well = end.code in (0, None, REGRESSION_EXIT)  # a gate's verdict is an answer, not a failure
         raise
     finally:
         if not ended_well:  # the answers ahead start when the process exits (nsysql/answers/ahead.py), not after a failure

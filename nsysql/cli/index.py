@@ -30,7 +30,8 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
         ("collectives", "Collectives per operation over every rank"),
     ]),
     ("Compare, draw and share", [
-        ("diff", "Compare two exports by range, kernel or layer"),
+        ("diff", "Compare two exports; with --fail-above, a gate for CI"),
+        ("mcp", "Serve the answers to a coding agent (MCP, stdio)"),
         ("plot", "A timeline, layer bars or top kernels as an image"),
         ("html", "Summarize's answer as one self-contained HTML page"),
         ("perfetto", "The analysed steps as a trace for the Perfetto UI"),
