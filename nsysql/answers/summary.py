@@ -328,13 +328,14 @@ SUMMARY_MIN_GAP_US = 100
 def _layers(export: Queries, top: int) -> Section:
     """Kernel time per layer (two path levels, numbered layers merged), largest first, with attribution coverage."""
     from nsysql.answers.attribution import coverage_line
-    layers = export.layers(depth=2, merge_repeats=True).sort("total_ns", descending=True).head(top)
-    if not (layers["comm_ns"] > 0).any():  # no NCCL kernel among them: the column only where there is communication
-        layers = layers.drop("comm_ns")
+    layers = export.layers(depth=2, merge_repeats=True, analysed=True).sort("total_ns", descending=True).head(top)
+    for quiet in ("comm_ns", "recompute_ns"):  # no NCCL kernel, no re-run among them: the column only where there is
+        if not (layers[quiet] > 0).any():
+            layers = layers.drop(quiet)
     note = (coverage_line(export.attribution_coverage()) +
             ". `nsysql layers --depth N`, `nsysql kernels` for every kernel")
-    return Section(f"Top {top} layers by kernel time (forward, backward, optimizer)", layers, note, key="layers", query="analysis.layers",
-                   optional=("kernels", "bprop_ratio", "optim_ns", "comm_ns"))
+    return Section(f"Top {top} layers by kernel time in the analysed steps (forward, backward, optimizer)", layers, note,
+                   key="layers", query="analysis.layers", optional=("kernels", "bprop_ratio", "optim_ns", "comm_ns"))
 
 
 def _launch_overhead(export: Queries) -> Section:

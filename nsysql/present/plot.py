@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 
 FORMATS = (".png", ".svg", ".pdf")
 # comm (NCCL's kernels): purple, apart from the blue, orange and green of the compute directions and the grey
-DIRECTION_COLORS = {"fprop": "#4C72B0", "bprop": "#DD8452", "optim": "#55A868", "comm": "#8172B3",
-                    "other": "#9A9A9A"}
-DIRECTION_LABELS = {"fprop": "forward", "bprop": "backward", "optim": "optimizer", "comm": "communication (NCCL)",
-                    "other": "other / unknown"}
+DIRECTION_COLORS = {"fprop": "#4C72B0", "bprop": "#DD8452", "recompute": "#CCB974", "optim": "#55A868",
+                    "comm": "#8172B3", "other": "#9A9A9A"}
+DIRECTION_LABELS = {"fprop": "forward", "bprop": "backward", "recompute": "recompute (checkpointing)",
+                    "optim": "optimizer", "comm": "communication (NCCL)", "other": "other / unknown"}
 # Light qualitative colors (ColorBrewer Set3 + Pastel2) for NVTX range names, handed out in order of first
 # appearance in the window, so the first 20 names all differ and one name keeps one color.
 RANGE_PALETTE = ("#8DD3C7", "#FFFFB3", "#BEBADA", "#FB8072", "#80B1D3", "#FDB462", "#B3DE69", "#FCCDE5",
@@ -79,10 +79,10 @@ def timeline(ex: "Queries", output: str | Path, *, start_ms: float | None = None
 
 
 def layers(ex: "Queries", output: str | Path, *, top: int = 25, depth: int = 0, merge_repeats: bool = False) -> Path:
-    """Horizontal stacked bars of forward / backward / optimizer / communication kernel time per layer, largest
-    first."""
+    """Horizontal stacked bars of forward / backward / recompute / optimizer / communication kernel time per layer
+    in the analysed steps (as `nsysql layers`), largest first."""
     output = check_output(output)
-    df = ex.layers(depth=depth, merge_repeats=merge_repeats)
+    df = ex.layers(depth=depth, merge_repeats=merge_repeats, analysed=True)
     if df.is_empty():
         raise NsysqlError(f"{ex.path.name} has no kernels attributed to layers")
     shown = df.sort(["total_ns", "layer"], descending=[True, False]).head(top)
@@ -250,15 +250,17 @@ def _draw_layers(df, title: str):
     ax = fig.subplots()
     y = list(range(df.height))
     left = [0.0] * df.height
-    for direction in ("fprop", "bprop", "optim", "comm"):
-        if direction == "comm" and not any(df["comm_ns"]):  # a legend entry only where there is communication
-            continue
-        values = [v / scale for v in df[f"{direction}_ns"].to_list()]
+    for direction in ("fprop", "bprop", "recompute", "optim", "comm"):
+        column = f"{direction}_ns"
+        if direction in ("comm", "recompute") and not any(df[column] if column in df.columns else []):
+            continue  # a legend entry only where there is communication, or recomputation
+        values = [v / scale for v in df[column].to_list()]
         ax.barh(y, values, left=left, height=0.7, color=DIRECTION_COLORS[direction],
                 label=DIRECTION_LABELS[direction])
         left = [a + b for a, b in zip(left, values)]
-    other = [(t - f - b - o - c) / scale for t, f, b, o, c in
-             zip(df["total_ns"], df["fprop_ns"], df["bprop_ns"], df["optim_ns"], df["comm_ns"])]
+    known = [df[c] if c in df.columns else [0] * df.height
+             for c in ("fprop_ns", "bprop_ns", "recompute_ns", "optim_ns", "comm_ns")]
+    other = [(t - sum(parts)) / scale for t, *parts in zip(df["total_ns"], *known)]
     if any(v > 0 for v in other):
         ax.barh(y, other, left=left, height=0.7, color=DIRECTION_COLORS["other"], label=DIRECTION_LABELS["other"])
         left = [a + b for a, b in zip(left, other)]

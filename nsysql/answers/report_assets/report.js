@@ -21,7 +21,8 @@ const CATEGORIES = [
 ];
 // nsysql plot's direction colours (nsysql/plot.py)
 const DIRECTIONS = {
-  fprop: ["forward", "#4C72B0"], bprop: ["backward", "#DD8452"], optim: ["optimizer", "#55A868"],
+  fprop: ["forward", "#4C72B0"], bprop: ["backward", "#DD8452"], recompute: ["recompute (checkpointing)", "#CCB974"],
+  optim: ["optimizer", "#55A868"],
   comm: ["communication", "#8172B3"], copy: ["copy / set", "#C44E52"], other: ["other / unknown", "#9A9A9A"],
 };
 // the critical path's kinds (nsysql/answers/critical_path.py), in nsysql plot's colours (nsysql/present/plot_path.py)
@@ -304,7 +305,7 @@ function drawLayers() {
     return null;
   }
   const shown = rows.slice().reverse();  // largest at the top
-  const traces = ["fprop", "bprop", "optim", "comm"].filter(d => rows.some(r => r[d + "_ns"])).map(d => ({
+  const traces = ["fprop", "bprop", "recompute", "optim", "comm"].filter(d => rows.some(r => r[d + "_ns"])).map(d => ({
     type: "bar", orientation: "h", name: DIRECTIONS[d][0], marker: { color: DIRECTIONS[d][1] },
     y: shown.map(r => r.layer), x: shown.map(r => ms(r[d + "_ns"] || 0)),
     customdata: shown.map(r => fmtNs(r[d + "_ns"] || 0)),
