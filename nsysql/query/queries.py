@@ -214,6 +214,8 @@ class Queries:
             except duckdb.Error as exc:
                 if damaged_file(exc):
                     raise  # the caller builds the cache again (Store.rebuilt_once)
+                if isinstance(exc, duckdb.CatalogException) and "does not exist" in str(exc):
+                    raise  # a table built on first use that no word named: Store.built_for builds it and retries
                 raise NsysqlError(f"{inner.id}: {str(exc).splitlines()[0]}") from None
             made.add(name)
 
