@@ -165,6 +165,11 @@ class RecipeResult:
     def kind(self) -> str:
         return self.recipe.kind
 
+    def write(self, directory: str | Path, *, force: bool = False) -> list[Path]:
+        """NVIDIA's Parquet files of this result into `directory` (nsysql/answers/recipe_files.py)."""
+        from nsysql.answers.recipe_files import write
+        return write(self, Path(directory), force=force)
+
     def people(self) -> tuple[pl.DataFrame, tuple[catalog.Column, ...]]:
         """The rows nsysql shows people (recipes._pace_people, _hist_people, _util_people) and their header."""
         if self.kind == PACE:
@@ -205,10 +210,10 @@ def reduce_sql(q: catalog.Query, **tables: pl.DataFrame) -> pl.DataFrame:
 
 # -- running a recipe over its exports ----------------------------------------------------------------------------
 def run(name: str, paths: list[Path], labels: list[str], opener: Callable, options: Options,
-        on_skip: Callable[[str, str], None] | None = None) -> RecipeResult:
-    """Recipe `name` over the exports at `paths` (labelled `labels`), each opened with `opener`. One export: its
-    reason for having nothing to show is the error; several: such exports are left out, each named through
-    `on_skip(label, reason)`, and the error says why when none is left."""
+        on_skip: Callable[[str, str], None] | None = None, close: bool = True) -> RecipeResult:
+    """Recipe `name` over the exports at `paths` (labelled `labels`), each opened with `opener` (and closed after,
+    unless not `close`). One export: its reason for having nothing to show is the error; several: such exports are
+    left out, each named through `on_skip(label, reason)`, and the error says why when none is left."""
     r = recipe(name)
     check(r, options)
     opened = open_all(paths, labels, opener)
@@ -239,18 +244,37 @@ def run(name: str, paths: list[Path], labels: list[str], opener: Callable, optio
                 continue
             results.append((facts["report"] or label, label, facts, frame))
     finally:
-        for ex in opened:
+        for ex in opened if close else []:
             if not isinstance(ex, NsysqlError):
                 ex.close()
     if not results:
         if len(paths) == 1 and reasons:
-            raise NsysqlError(f"{reasons[0][0]}: {reasons[0][1]}")
+            raise NsysqlError(said(*reasons[0]))
         raise NsysqlError("every export failed: " + "; ".join(f"{n}: {why}" for n, why in reasons))
     for label, why in reasons if len(paths) > 1 else []:
         (on_skip or _note)(label, why)
     results.sort(key=lambda t: t[0])  # NVIDIA's ranks: reports in name order (a stable sort: ties as given)
     bin_size = next(iter(layout.values()))["bin_size"] if layout else None
     return _reduce(r, options, results, reasons, bin_size)
+
+
+def run_one(ex, name: str, **options) -> RecipeResult:
+    """Recipe `name` on the open export `ex` (Export.recipe), options by NVIDIA's names (name=, bins=, ...)."""
+    from nsysql.answers.multi import label
+    return run(name, [ex.path], [label(ex.path)], lambda _: ex, options_of(**options), close=False)
+
+
+def options_of(**given) -> Options:
+    """Options from keyword arguments by NVIDIA's names; an unknown one is one clear error."""
+    unknown = sorted(set(given) - set(OPTION_FLAGS))
+    if unknown:
+        raise NsysqlError(f"{', '.join(unknown)}: no option of NVIDIA's recipes; they take {', '.join(OPTION_FLAGS)}")
+    return Options(**given)
+
+
+def said(label: str, reason: str) -> str:
+    """One export's reason as a sentence: `run has no NVTX range 'x'`, `run: no kernel within the filters`."""
+    return f"{label} {reason}" if reason.startswith("has ") else f"{label}: {reason}"
 
 
 def _note(label: str, reason: str) -> None:
@@ -261,13 +285,13 @@ def _note(label: str, reason: str) -> None:
 def topdown_reason(ex, label: str) -> str:
     """nvtx_cpu_topdown's one line: what the export lacks and which capture gives it, or that nsysql leaves the
     metrics to NVIDIA's recipe."""
-    has_pmu = ex is not None and PMU_TABLE in ex.store.raw_tables()
+    has_pmu = ex is not None and PMU_TABLE in ex.store.raw_tables
     if has_pmu:
         return (f"{label} has CPU PMU events, but nsysql does not compute CPU topdown metrics; run NVIDIA's "
                 "`nsys recipe nvtx_cpu_topdown --input REPORT.nsys-rep` on its report")
     return (f"{label} has no per-core CPU PMU events ({PMU_TABLE}), which nvtx_cpu_topdown needs; capture on an "
             "NVIDIA Grace (Arm) CPU with `nsys profile --event-sample=system-wide --cpu-core-events=...` (NVIDIA's "
-            "collect_cpu_topdown.sh takes every event topdown needs), NVTX ranges traced (--trace=nvtx)")
+            "collect_cpu_topdown.sh takes every event topdown needs), with --trace=nvtx")
 
 
 def _layout(r: Recipe, o: Options, good: list) -> dict[str, dict]:
@@ -308,8 +332,12 @@ def _one(r: Recipe, o: Options, ex, layout: dict) -> pl.DataFrame | str:
             params["filter_projected"] = bool(o.filter_projected_nvtx)
         named = found["named_kernels" if r.name == "cuda_gpu_kern_pace" else "named_ranges"]
         if not named:
-            what = "kernel with the short name" if r.name == "cuda_gpu_kern_pace" else "NVTX range"
-            return f"has no {what} {o.name!r}"
+            if r.name == "cuda_gpu_kern_pace":
+                return (f"has no kernel whose short name is {o.name!r} (--name takes a kernel's short name as nsys "
+                        "prints it, e.g. vectorized_elementwise_kernel)")
+            if not ex.has("nvtx_range"):
+                return f"has no NVTX ranges at all, so no {o.name!r}; capture with --trace=nvtx"
+            return f"has no NVTX range {o.name!r} with an end (--name takes the range's text, without its domain)"
     elif r.kind == UTIL:
         params.update(layout)
         if r.name == "cuda_gpu_time_util_map":

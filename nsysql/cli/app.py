@@ -325,6 +325,7 @@ _ORDER = (
     "comm",
     "cache",
     "analyze",
+    "recipe",
 )
 
 
