@@ -41,7 +41,7 @@ def open_job(paths, *, cache_dir=None, use_cache=True):
     return Job(exports, alignment)
 
 
-def recipe(name, paths, *, cache_dir=None, use_cache=True, **options):
+def recipe(recipe_name, paths, /, *, cache_dir=None, use_cache=True, **options):
     """NVIDIA's recipe `nsys recipe NAME --input PATHS...` over one or several exports, one rank each, ranked by
     report name as NVIDIA does (nsysql/answers/recipes.py); options by NVIDIA's names (name=, bins=, cumulative=,
     disable_alignment=, filter_nvtx=, filter_projected_nvtx=, filter_time=). Returns a RecipeResult
@@ -51,7 +51,7 @@ def recipe(name, paths, *, cache_dir=None, use_cache=True, **options):
     from nsysql.answers import multi, recipes
     from nsysql.api import Export
     found = multi.expand([Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)])
-    return recipes.run(name, found, multi.labels(found),
+    return recipes.run(recipe_name, found, multi.labels(found),
                        lambda p: Export(p, cache_dir=cache_dir, use_cache=use_cache), recipes.options_of(**options))
 
 

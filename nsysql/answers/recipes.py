@@ -258,10 +258,10 @@ def run(name: str, paths: list[Path], labels: list[str], opener: Callable, optio
     return _reduce(r, options, results, reasons, bin_size)
 
 
-def run_one(ex, name: str, **options) -> RecipeResult:
+def run_one(ex, recipe_name: str, /, **options) -> RecipeResult:
     """Recipe `name` on the open export `ex` (Export.recipe), options by NVIDIA's names (name=, bins=, ...)."""
     from nsysql.answers.multi import label
-    return run(name, [ex.path], [label(ex.path)], lambda _: ex, options_of(**options), close=False)
+    return run(recipe_name, [ex.path], [label(ex.path)], lambda _: ex, options_of(**options), close=False)
 
 
 def options_of(**given) -> Options:
