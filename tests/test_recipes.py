@@ -342,3 +342,59 @@ def test_pace_statistics_round_as_pandas_and_approximate_over_ranks():
     assert one.row(0) == ("step", 6, 3.5, 1.9, 1.0, 2.2, 3.5, 4.8, 6.0, 21.0)
     both = recipes.reduce_sql(catalog.get("recipes._pace_stats"), pace_instance=frame)
     assert both.row(0) == ("step", 8, 6.4, 4.5, 1.0, 2.2, 9.2, 17.5, 20.0, 51.0)
+
+
+# -- the pictures ---------------------------------------------------------------------------------------------
+def picture_is_drawn(path: Path, min_size: tuple[int, int] = (800, 300)) -> None:
+    """A PNG of at least `min_size` pixels with more than a blank page in it: many colours, a fair share inked."""
+    from matplotlib import image
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pixels = image.imread(path)
+    assert pixels.shape[1] >= min_size[0] and pixels.shape[0] >= min_size[1], pixels.shape
+    rgb = (pixels[..., :3] * 255).astype(int)
+    colours = {tuple(p) for p in rgb[::7, ::7].reshape(-1, 3).tolist()}
+    inked = float((rgb.sum(axis=2) < 600).mean())
+    assert len(colours) > 50 and inked > 0.02, (len(colours), inked)
+
+
+@pytest.mark.parametrize("kind, args", [
+    ("pace", ["--name", "decode_step"]),
+    ("pace", ["--recipe", "cuda_gpu_kern_pace", "--name", "indexSelectSmallIndex"]),
+    ("hist", []),
+    ("util-map", []),
+    ("util-map", ["--bins", "12", "--cumulative"]),
+])
+def test_plot_draws_the_recipe_pictures(exports, cache, tmp_path, kind, args):
+    if not {"gpt_decode_eager", "gpt_decode_graphs"} <= set(exports):
+        pytest.skip("fixtures missing")
+    out = tmp_path / f"{kind}.png"
+    res = cli("plot", kind, exports["gpt_decode_eager"], exports["gpt_decode_graphs"], *args, "-o", out,
+              "--cache-dir", cache)
+    assert res.exit_code == 0, res.output
+    assert f"wrote {out}" in res.output and [p.name for p in tmp_path.iterdir()] == [out.name]  # one for both
+    picture_is_drawn(out)
+
+
+def test_plot_nccl_heatmap_has_a_row_per_gpu(exports, cache, tmp_path):
+    if "ddp2" not in exports:
+        pytest.skip("the 2-GPU DDP export is not here (../shared/samples/ddp-2gpu)")
+    out = tmp_path / "nccl.png"
+    res = cli("plot", "util-map", exports["ddp2"], "--recipe", "nccl_gpu_time_util_map", "-o", out,
+              "--cache-dir", cache)
+    assert res.exit_code == 0, res.output
+    picture_is_drawn(out, (1200, 900))  # the summary and four heatmaps (All, NCCL, Compute, Overlap)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["pace"], "needs --name"),
+    (["pace", "--recipe", "cuda_gpu_kern_hist", "--name", "x"], "draws nvtx_pace or"),
+    (["hist", "--step", "1"], "--step applies to `plot timeline`"),
+    (["util-map", "--top", "3"], "--top applies to"),
+    (["kernels", "--name", "x"], "--name applies only to the recipe pictures"),
+])
+def test_plot_recipe_options_are_checked(exports, cache, tmp_path, args, says):
+    if "gpt_decode_eager" not in exports:
+        pytest.skip("fixture missing")
+    res = cli("plot", args[0], exports["gpt_decode_eager"], *args[1:], "-o", tmp_path / "x.png", "--cache-dir", cache)
+    assert res.exit_code == 1 and says in res.output, res.output
+    assert not (tmp_path / "x.png").exists()
