@@ -15,13 +15,14 @@ import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
-from nsysql.answers.recipes import HIST, PACE, UTIL, RecipeResult
 from nsysql.errors import NsysqlError
 from nsysql.sql.engine import connect, quote_ident, quote_literal
 
+PACE, HIST, UTIL = "pace", "hist", "util"  # RecipeResult.kind (nsysql/answers/recipes.py imports this module)
 PANDAS_VERSION = "3.0.6"  # the pandas whose files these mirror (NVIDIA's recipe environment, nsys 2025.3.1)
 PACE_COLUMNS = ("start", "end", "duration_accum", "delta_accum", "duration", "delta")
 _TYPES = {"BIGINT": ("int64", "int64"), "DOUBLE": ("float64", "float64"), "VARCHAR": ("object", "str")}
@@ -67,7 +68,7 @@ def _files_file(n: int) -> File:
                 (0, n, "Rank"))
 
 
-def pace_files(result: RecipeResult) -> list[File]:
+def pace_files(result: Any) -> list[File]:
     """files, stats, pace_<column> (one column per rank, one row per iteration) and pace_delta_stats."""
     n = len(result.files)
     floats = result.float_ranks
@@ -115,15 +116,16 @@ def _rank_index(positions: list[int], total: int) -> tuple[int, int] | None:
 
 def _concat_index(ranges: list[tuple[int, int] | None]) -> tuple[int, int] | None:
     """pd.concat's index of the ranks' frames: one range when every rank's is a range continuing the previous one."""
-    if any(r is None for r in ranges):
+    whole = [r for r in ranges if r is not None]
+    if len(whole) < len(ranges):
         return None
-    for (_, stop), (start, _) in zip(ranges, ranges[1:]):
+    for (_, stop), (start, _) in zip(whole, whole[1:]):
         if start != stop:
             return None
-    return (ranges[0][0], ranges[-1][1])  # type: ignore[index]
+    return (whole[0][0], whole[-1][1])
 
 
-def analysis_file(result: RecipeResult) -> tuple[File, pl.DataFrame]:
+def analysis_file(result: Any) -> tuple[File, pl.DataFrame]:
     """analysis.parquet of the histogram and heatmap recipes, and the rows it reads (`rows` with its index)."""
     rows = result.rows
     if result.kind == HIST:
@@ -153,7 +155,7 @@ def analysis_file(result: RecipeResult) -> tuple[File, pl.DataFrame]:
     return File("analysis.parquet", f"SELECT {', '.join(parts)} FROM rows ORDER BY {order}", tuple(types), index), rows
 
 
-def nvidia_files(result: RecipeResult) -> tuple[list[File], dict[str, pl.DataFrame]]:
+def nvidia_files(result: Any) -> tuple[list[File], dict[str, pl.DataFrame]]:
     """The files NVIDIA's recipe writes for `result`, and the tables their SELECTs read."""
     files = pl.DataFrame({"rank": range(len(result.files)), "file": result.files},
                          schema={"rank": pl.Int64, "file": pl.String})
@@ -167,10 +169,18 @@ def nvidia_files(result: RecipeResult) -> tuple[list[File], dict[str, pl.DataFra
     raise NsysqlError(f"{result.recipe.name} writes no files")  # a bug: topdown never gets a result
 
 
-def write(result: RecipeResult, directory: Path, *, force: bool = False) -> list[Path]:
+def _version() -> str:
+    """nsysql's version, for the files' `creator` (where pyarrow names itself)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("nsysql")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def write(result: Any, directory: Path, *, force: bool = False) -> list[Path]:
     """Write NVIDIA's files for `result` into `directory` (made if missing); an existing file of the same name is
     an error unless `force`. Returns the paths written, in NVIDIA's order."""
-    from nsysql import __version__
     files, tables = nvidia_files(result)
     directory.mkdir(parents=True, exist_ok=True)
     targets = [directory / f.name for f in files]
@@ -185,7 +195,7 @@ def write(result: RecipeResult, directory: Path, *, force: bool = False) -> list
                 frame.write_parquet(path)
                 con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM read_parquet({quote_literal(str(path))})")
             for f, target in zip(files, targets):
-                meta = quote_literal(f.pandas(__version__))
+                meta = quote_literal(f.pandas(_version()))
                 con.execute(f"COPY ({f.select}) TO {quote_literal(str(target))} "
                             f"(FORMAT parquet, KV_METADATA {{pandas: {meta}}})")
     finally:

@@ -9,8 +9,17 @@ from typing import Annotated, Optional
 import typer
 
 from nsysql.cli.common import SOURCE, DepthOpt, ExportFilesArg, MergeRepeatsOpt, Source, add_commands
-from nsysql.cli.recipe import (AlignOpt, BinsOpt, CumulativeOpt, EndOpt, FilterNvtxOpt, FilterProjectedOpt,
-                               FilterTimeOpt, NameOpt, StartOpt)
+from nsysql.cli.recipe import (
+    AlignOpt,
+    BinsOpt,
+    CumulativeOpt,
+    EndOpt,
+    FilterNvtxOpt,
+    FilterProjectedOpt,
+    FilterTimeOpt,
+    NameOpt,
+    StartOpt,
+)
 
 
 class Kind(str, Enum):

@@ -170,7 +170,7 @@ def util_map(long, output: str | Path, *, title: str, bin_size: int) -> Path:
     for i, kind in enumerate(kinds):
         mine = long.filter(long["kind"] == kind)
         cells = {(r, d, p, b): v for r, d, p, b, v in mine.select("rank", "device_id", "pid", "bin", "pct").rows()}
-        z = [[math.nan if cells.get((*key, b)) is None else cells[(*key, b)] for b in range(bins)] for key in keys]
+        z = [[math.nan if (v := cells.get((r, d, p, b))) is None else v for b in range(bins)] for r, d, p in keys]
         ax = fig.add_subplot(grid[i + 1], sharex=summary)
         image = ax.imshow(z, aspect="auto", cmap="viridis", norm=norm, interpolation="nearest",
                           extent=(0, bins * seconds, len(keys) - 0.5, -0.5))
