@@ -398,3 +398,26 @@ def test_plot_recipe_options_are_checked(exports, cache, tmp_path, args, says):
     res = cli("plot", args[0], exports["gpt_decode_eager"], *args[1:], "-o", tmp_path / "x.png", "--cache-dir", cache)
     assert res.exit_code == 1 and says in res.output, res.output
     assert not (tmp_path / "x.png").exists()
+
+
+# -- the HTML report's charts -----------------------------------------------------------------------------------
+def test_html_report_has_the_step_pace_and_the_heatmap(exports, cache):
+    """`nsysql html`'s Step pace and GPU utilization sections hold NVIDIA's numbers: the step range's nvtx_pace
+    (durations, deltas) and cuda_gpu_time_util_map's bins, compared with NVIDIA's files of the same report."""
+    if "gpt_decode_eager" not in exports:
+        pytest.skip("fixture missing")
+    from nsysql.answers import html_report
+    page = (Path(html_report.__file__).with_name("report_assets") / "report.html").read_text(encoding="utf-8")
+    assert 'id="chart-pace"' in page and 'id="chart-utilmap"' in page
+    with nsysql.open(exports["gpt_decode_eager"], cache_dir=cache) as ex:
+        charts = html_report.recipe_charts([ex])
+    golden = FIXTURES / "gpt-decode-eager" / "nsys-recipe"
+    pace = charts["pace"]
+    assert pace["name"] == "decode_step" and pace["ranks"] == ["gpt_decode_eager"]
+    assert pace["rows"][0]["duration_ns"] == pl.read_parquet(golden / "nvtx_pace" / "pace_duration.parquet")["0"].to_list()
+    assert pace["rows"][0]["delta_ns"] == pl.read_parquet(golden / "nvtx_pace" / "pace_delta.parquet")["0"].to_list()
+    assert pace["rows"][0]["outlier"][0] == "long"  # the first decode step, three times the others
+    util = charts["util"]
+    kernel = pl.read_parquet(golden / "cuda_gpu_time_util_map" / "analysis.parquet")
+    assert util["labels"] == [f"0/{d}/{p}" for d, p in kernel.select("Device ID", "PID").unique().rows()]
+    assert util["z"] == [[None if v is None or math.isnan(v) else v for v in kernel["Kernel"].to_list()]]
