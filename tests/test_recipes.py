@@ -274,7 +274,7 @@ def test_command_pace_table_leads_with_the_statistics(exports, cache):
         pytest.skip("fixture missing")
     res = cli("recipe", "nvtx_pace", exports["gpt_decode_eager"], "--name", "decode_step", "--cache-dir", cache)
     lines = res.stdout.splitlines()
-    assert lines[0].startswith("nvtx_pace --name decode_step: duration of 69 instances")
+    assert lines[0] == "decode_step: 69 instances (nvtx_pace), duration"
     stats = pl.read_parquet(FIXTURES / "gpt-decode-eager" / "nsys-recipe" / "nvtx_pace" / "stats.parquet")
     median_ms = f"{stats['Median (approx)'][0] / 1e6:.3f}"
     assert median_ms in lines[4], lines[:5]  # NVIDIA's median, in ms

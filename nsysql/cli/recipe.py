@@ -129,7 +129,7 @@ def _people(result, out: Output, several: bool) -> None:
         stats = result.stats
         ranks = f" over {len(result.files)} ranks" if several else ""
         count = int(stats["count"].sum()) if stats is not None else 0
-        blocks.append((stats, stats_q.columns, f"{r.name} --name {o.name}: duration of {count:,} instances{ranks}",
+        blocks.append((stats, stats_q.columns, f"{o.name}: {count:,} instances{ranks} ({r.name}), duration",
                        ("sum_ns", ("q1_ns", "q3_ns"), "std_ns"),
                        ["std, Q1, median, Q3: approximated over ranks as NVIDIA does"] if several else []))
         flagged = df.filter(df["outlier"] != "").height
@@ -146,13 +146,15 @@ def _people(result, out: Output, several: bool) -> None:
         blocks.append((df, columns, f"{r.name}: kernel durations per name, most GPU time first", (),
                        ["every kernel's duration is in -f csv / -f parquet -o DIR (analysis.parquet)"]))
     texts = []
+    shared = [["mean_ns", "std_ns", "min_ns", "q1_ns", "median_ns", "q3_ns", "max_ns"]]  # statistics: one unit
     for frame, cols, title, optional, notes in blocks:
         if out.fmt is Format.markdown:
-            texts.append(f"**{title}**\n\n" + to_markdown(frame, columns=cols) + "".join(f"\n_{n}_\n" for n in notes))
+            texts.append(f"**{title}**\n\n" + to_markdown(frame, columns=cols, unit_groups=shared)
+                         + "".join(f"\n_{n}_\n" for n in notes))
         else:
             texts.append(to_table(frame, title=title, columns=cols, width=width, color=color, wide=out.wide,
                                   max_rows=TABLE_ROWS, optional=optional, notes=notes,
-                                  text_min={"name": 24, "bins": o.bins or 30},
+                                  text_min={"name": 24, "bins": o.bins or 30}, unit_groups=shared,
                                   more_hint="-f csv shows every row"))
     write_text("\n".join(texts), out.output)
 
