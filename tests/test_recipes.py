@@ -421,3 +421,31 @@ def test_html_report_has_the_step_pace_and_the_heatmap(exports, cache):
     kernel = pl.read_parquet(golden / "cuda_gpu_time_util_map" / "analysis.parquet")
     assert util["labels"] == [f"0/{d}/{p}" for d, p in kernel.select("Device ID", "PID").unique().rows()]
     assert util["z"] == [[None if v is None or math.isnan(v) else v for v in kernel["Kernel"].to_list()]]
+
+
+# -- the cluster path: the recipe SQL on a Parquet dataset -------------------------------------------------------
+def test_recipe_sql_runs_unchanged_on_duckdb_over_a_parquet_dataset(exports, cache, tmp_path):
+    """`nsysql parquet` writes the normalized tables; each recipe's file runs on DuckDB views over them (one export
+    selected, nsysql's macros created) with the same rows as on the export (docs/cluster-cookbook.md)."""
+    if "gpt_decode_eager" not in exports:
+        pytest.skip("fixture missing")
+    from nsysql.sql import catalog, macros
+    dataset = tmp_path / "ds"
+    res = cli("parquet", exports["gpt_decode_eager"], "-o", dataset, "--name", "eager", "--cache-dir", cache)
+    assert res.exit_code == 0, res.output
+    con = duckdb.connect()
+    for t in sorted(p.name for p in dataset.iterdir() if p.is_dir()):
+        con.execute(f'CREATE VIEW "{t}" AS SELECT * EXCLUDE (export) FROM read_parquet('
+                    f"'{dataset / t}/*/*.parquet', hive_partitioning = true) WHERE export = 'eager'")
+    macros.install(con)
+    runs = {"recipes.nvtx_pace": dict(name="decode_step", filter_name="decode_step", filter_index=1),
+            "recipes.nvtx_gpu_proj_pace": dict(name="decode_step"),
+            "recipes.cuda_gpu_kern_pace": dict(name="indexSelectSmallIndex"),
+            "recipes.cuda_gpu_kern_hist": dict(filter_name="decode_step", filter_index=1),
+            "recipes.cuda_gpu_time_util_map": dict(bin_size=351_038_754, max_duration=10_531_162_607)}
+    with nsysql.open(exports["gpt_decode_eager"], cache_dir=cache) as ex:
+        for qid, params in runs.items():
+            q = catalog.get(qid)
+            got = con.execute(q.sql, q.bound_params({**q.stated_defaults(), **params})).fetchall()
+            want = ex.run(qid, **params).rows()
+            assert got == want and len(got) > 0, qid
