@@ -20,6 +20,7 @@ from nsysql.present.plot import DPI, _fit, _save, check_output
 RANK_COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
                "#CCB974", "#64B5CD")
 OUTLIER_COLOR = "#D62728"
+RING_LABEL = "outlier of its rank (Tukey's fences)"
 
 
 def pace(people, stats, output: str | Path, *, title: str, labels: list[str]) -> Path:
@@ -45,13 +46,15 @@ def pace(people, stats, output: str | Path, *, title: str, labels: list[str]) ->
                 mine = mine.filter(mine["iteration"] > 0)
             x, y = mine["iteration"].to_list(), [v / scale for v in mine[column].to_list()]
             color = RANK_COLORS[rank % len(RANK_COLORS)]
-            panel.plot(x, y, color=color, linewidth=1.2, marker="o", markersize=2.5,
+            panel.plot(x, y, color=color, linewidth=1.2 if len(x) <= 300 else 0.6, marker="o",
+                       markersize=2.5 if len(x) <= 300 else 1.0,
                        label=f"{rank}: {_fit(label, 40)}" if several else None)
             flagged = [(xi, yi) for xi, yi, o in zip(x, y, mine["outlier"].to_list())
                        if any(m in (o or "").split(", ") for m in marks)]
-            if flagged:
-                panel.scatter([p[0] for p in flagged], [p[1] for p in flagged], s=70, facecolors="none",
-                              edgecolors=OUTLIER_COLOR, linewidths=1.4, zorder=3, label="_outlier")
+            if flagged:  # rings smaller where thousands of instances crowd the panel
+                size, width = (70, 1.4) if len(x) <= 300 else (22, 0.9)
+                panel.scatter([p[0] for p in flagged], [p[1] for p in flagged], s=size, facecolors="none",
+                              edgecolors=OUTLIER_COLOR, linewidths=width, zorder=3, label=RING_LABEL)
         panel.set_ylabel(f"{what} ({unit})", fontsize=9)
         panel.grid(color="#DDDDDD", linewidth=0.5)
         panel.set_axisbelow(True)
@@ -62,10 +65,10 @@ def pace(people, stats, output: str | Path, *, title: str, labels: list[str]) ->
                     label=f"median{' (approx., over ranks)' if several else ''} {median:,.3f} {unit}")
     for panel in (top, bottom):
         handles, names = panel.get_legend_handles_labels()
-        rings = [h for h, n in zip(handles, names) if n == "_outlier"]
-        kept = [(h, n) for h, n in zip(handles, names) if not n.startswith("_")]
+        rings = [h for h, n in zip(handles, names) if n == RING_LABEL]
+        kept = [(h, n) for h, n in zip(handles, names) if n != RING_LABEL]
         if rings:  # one entry for the rings of every rank, after the ranks
-            kept.append((rings[0], "outlier of its rank (Tukey's fences)"))
+            kept.append((rings[0], RING_LABEL))
         if kept:
             panel.legend([h for h, _ in kept], [n for _, n in kept], fontsize=8, loc="upper right")
     top.set_title(title, fontsize=11)
