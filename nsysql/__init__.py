@@ -41,6 +41,20 @@ def open_job(paths, *, cache_dir=None, use_cache=True):
     return Job(exports, alignment)
 
 
+def recipe(recipe_name, paths, /, *, cache_dir=None, use_cache=True, **options):
+    """NVIDIA's recipe `nsys recipe NAME --input PATHS...` over one or several exports, one rank each, ranked by
+    report name as NVIDIA does (nsysql/answers/recipes.py); options by NVIDIA's names (name=, bins=, cumulative=,
+    disable_alignment=, filter_nvtx=, filter_projected_nvtx=, filter_time=). Returns a RecipeResult
+    (`.write(DIR)`: NVIDIA's Parquet files)."""
+    from pathlib import Path
+
+    from nsysql.answers import multi, recipes
+    from nsysql.api import Export
+    found = multi.expand([Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)])
+    return recipes.run(recipe_name, found, multi.labels(found),
+                       lambda p: Export(p, cache_dir=cache_dir, use_cache=use_cache), recipes.options_of(**options))
+
+
 def reports() -> list[str]:
     """Names of the reports identical to NVIDIA's: `nsys stats` reports, and nccl_gpu_overlap_trace, the
     rank_trace.csv of the recipe `nsys recipe nccl_gpu_overlap_trace`."""
@@ -63,4 +77,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Export", "annotate", "open", "open_job", "reports", "NsysqlError", "MissingDataError", "__version__"]
+__all__ = ["Export", "annotate", "open", "open_job", "recipe", "reports", "NsysqlError", "MissingDataError", "__version__"]

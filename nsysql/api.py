@@ -78,6 +78,14 @@ class Export(queries.Queries):
         from nsysql.answers import what_if
         return what_if.step_times(self, [what_if.parse(s) for s in scales], step, pid)
 
+    def recipe(self, recipe_name: str, /, **options):
+        """NVIDIA's recipe `nsys recipe NAME` on this export (nvtx_pace, nvtx_gpu_proj_pace, cuda_gpu_kern_pace,
+        cuda_gpu_kern_hist, cuda_gpu_time_util_map, nccl_gpu_time_util_map), options by NVIDIA's names (name=,
+        bins=, cumulative=, filter_nvtx=, filter_time=, ...): a RecipeResult; `.rows` the recipe's rows, `.people()`
+        what `nsysql recipe` shows, `.write(DIR)` NVIDIA's Parquet files."""
+        from nsysql.answers.recipes import run_one
+        return run_one(self, recipe_name, **options)
+
     def html(self, path: str | os.PathLike) -> Path:
         """Write summarize's answer as one self-contained HTML page (charts, tables, findings, a timeline of the
         median step), as `nsysql html` does; returns its path."""

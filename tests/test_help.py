@@ -86,6 +86,7 @@ def test_command_lists_show_each_first_sentence_whole(path):
 # -- what --help lists is accepted ------------------------------------------------------------------------------
 EXPORT = "ddp-2gpu-torchrun"  # two ranks with steps and NCCL's kernels: every command has rows to show
 ARGS = {"report": ["cuda_gpu_kern_sum", "{p}"], "analyze": ["cuda_api_sync", "{p}"], "diff": ["{p}", "{p}"],
+        "recipe": ["cuda_gpu_kern_hist", "{p}"],
         "sql": ["{p}", "SELECT 1 AS x"], "what-if": ["{p}", "--scale", "kernel:*=0.5"]}
 EXPORT_OF = {"efficiency": "gpt-tiny-train-fp32"}  # recorded shapes
 # no fixture has inference requests yet: the synthetic decode loop of scripts/make_program_shapes.py

@@ -2,6 +2,8 @@
 by a plain walk over the same intervals."""
 from __future__ import annotations
 
+import math
+
 import duckdb
 
 from nsysql.sql import catalog, macros
@@ -520,3 +522,109 @@ def test_tensor_core_class_on_real_kernel_names():
     fp32 = {n for n, c in TENSOR_CORE_NAMES if con.execute("SELECT is_fp32_gemm(?)", [n]).fetchone()[0]}
     assert not any("tf32" in n for n in fp32)
     assert TENSOR_CORE_NAMES[13][0] in fp32 and TENSOR_CORE_NAMES[0][0] not in fp32
+
+
+# -- the recipes' macros (NVIDIA's pandas and numpy steps, written out plainly here) ------------------------------
+def pandas_groups(rows: list[tuple]) -> list[int]:
+    """NVIDIA's group_overlapping_ranges over (start, end) rows, end None for NaN: sort by start, cumulative max of
+    the ends (skipping NaN, NaN where the row's own end is), a new group where start > the previous row's value."""
+    order = sorted(range(len(rows)), key=lambda i: rows[i][0])
+    groups, group, reach, prev = [0] * len(rows), 0, None, None
+    for k, i in enumerate(order):
+        s, e = rows[i]
+        if k and prev is not None and s > prev:
+            group += 1
+        groups[i] = group
+        if e is not None:
+            reach = e if reach is None else max(reach, e)
+        prev = None if e is None else reach
+    return groups
+
+
+def test_overlap_keep_groups_as_nvidia_does():
+    """A chain of overlaps links an item to a chosen interval; touching counts; an event without an end joins the
+    next one in time to its group (pandas' NaN), and a gap opens a new group."""
+    items = [(1, 0, 10), (2, 8, 20), (3, 20, 25), (4, 30, 40), (5, 38, None), (6, 50, 60), (7, 70, 80), (8, 90, 95)]
+    chosen = [(35, 36), (92, 93)]
+    rows = [(s, e) for _, s, e in items] + chosen
+    groups = pandas_groups(rows)
+    want = sorted(i for (i, _, _), g in zip(items, groups) if g in set(groups[len(items):]))
+    con = duckdb.connect()
+    macros.install(con)
+    values = ", ".join(f"({i}, {s}, {'NULL' if e is None else e})" for i, s, e in items)
+    got = [r[0] for r in con.execute(f"""
+        WITH items(id, s, e) AS (VALUES {values}), chosen(s, e) AS (VALUES (35, 36), (92, 93))
+        SELECT id FROM overlap_keep(items, chosen) ORDER BY id""").fetchall()]
+    assert got == want
+    assert got == [4, 5, 6, 8]  # spelled out: 5 (no end) links 6 to 4's group; 1-3 and 7 stay apart
+
+
+def test_nvtx_chosen_by_name_domain_and_index():
+    con = duckdb.connect()
+    macros.install(con)
+    con.execute("""CREATE TEMP TABLE events AS SELECT * FROM (VALUES
+        (1, 0, 10, 'step', '', true), (2, 5, NULL, 'step', NULL, false), (3, 20, 30, 'step', 'nccl', true),
+        (4, 40, 50, 'step', '', true), (5, 60, 70, 'other', '', true))
+        AS t(event_id, start_ns, end_ns, text, domain_name, is_range)""")
+
+    def ids(*args):
+        return [r[0] for r in con.execute("SELECT event_id FROM nvtx_chosen(events, ?, ?, ?) ORDER BY 1",
+                                          list(args)).fetchall()]
+
+    assert ids("step", None, None) == [1, 4]  # default domain, ranges only
+    assert ids("step", None, 1) == [4]  # the second of those, from 0
+    assert ids("step", "*", None) == [1, 2, 3, 4]  # any domain, marks too
+    assert ids("step", "*", 1) == [2]
+    assert ids("step", "nccl", None) == [3]
+    assert ids("step", None, 2) == [] and ids("nope", None, None) == []
+
+
+def numpy_bins(intervals: list[tuple[int, int]], bin_size: int, bins: int, max_duration: int, offset: int) -> list:
+    """NVIDIA's heatmap.calculate_bin_pcts in plain floats, in its order: one-bin intervals first, then the others."""
+    def info(s, e):
+        ss, es = s / bin_size, e / bin_size
+        return math.floor(ss), math.floor(es), min(math.ceil(ss), es) - ss, es - max(math.floor(es), ss)
+    pct = [0.0] * bins
+    parts = [info(s, e) for s, e in intervals]
+    for sb, eb, sp, _ in parts:
+        if sb == eb:
+            pct[sb] += sp
+    for sb, eb, sp, ep in parts:
+        if sb != eb:
+            pct[eb] += ep
+            pct[sb] += sp
+            for b in range(sb + 1, eb):
+                pct[b] += 1.0
+    sb0, eb0, sp0, ep0 = info(offset, max_duration)
+    if sp0 != 0:
+        pct[sb0] /= sp0
+    if ep0 != 0 and sb0 != eb0:
+        pct[eb0] /= ep0
+    out = []
+    for b, v in enumerate(pct):
+        if b > eb0 or b < sb0:
+            out.append(None)
+        else:  # numpy's round(1): rint(x * 10) / 10, half to even
+            out.append(round(v * 100 * 10) / 10)
+    return out
+
+
+def test_heatmap_pct_is_nvidias_arithmetic():
+    """Bins of 16 ns over a session from 20 to 150 ns: one-bin and many-bin intervals, one starting on a boundary
+    (NVIDIA counts it 0 in a one-bin interval), the partly covered first and last bins scaled, NULL outside, and
+    a 1/16 share (6.25 %) rounded half to even (6.2)."""
+    intervals = [(34, 35), (48, 52), (70, 100), (101, 103), (130, 149), (75, 80)]
+    bin_size, bins, max_duration, offset = 16, 12, 150, 20
+    want = numpy_bins(intervals, bin_size, bins, max_duration, offset)
+    con = duckdb.connect()
+    macros.install(con)
+    values = ", ".join(f"(1, {s}, {e}, {i})" for i, (s, e) in enumerate(intervals))
+    got = [r[0] for r in con.execute(f"""
+        WITH intervals(grp, s, e, rn) AS (VALUES {values}), groups(grp) AS (VALUES (1))
+        SELECT pct FROM heatmap_pct(intervals, groups, {bin_size}, {bins}, {max_duration}, {offset})
+        ORDER BY bin""").fetchall()]
+    assert got == want
+    assert got[0] is None and got[10] is None and got[3] == 0.0  # before the session, after it, (48, 52) counts 0
+    one = con.execute("""WITH intervals(grp, s, e, rn) AS (VALUES (1, 2, 3, 1)), groups(grp) AS (VALUES (1))
+                         SELECT pct FROM heatmap_pct(intervals, groups, 16, 1, 16, 0)""").fetchall()
+    assert one == [(6.2,)]  # 1/16 of the bin: 6.25 % to even

@@ -38,7 +38,49 @@ def build(exports: list, *, title: str | None = None) -> dict:
     names = [str(ex.path) for ex in exports]
     return {"summary": doc, "timeline": timelines(exports), "exports": names,
             "command": "nsysql summarize " + " ".join(_quote(n) for n in names),
-            "critical_path": html_path.section(exports)}
+            "critical_path": html_path.section(exports), "recipes": recipe_charts(exports)}
+
+
+def recipe_charts(exports: list) -> dict:
+    """The step range's pace and the GPU time utilization heatmap as NVIDIA's recipes compute them over these
+    exports (nsysql/answers/recipes.py: `nvtx_pace --name <the step range>`, `cuda_gpu_time_util_map`, 30 bins):
+    {"pace": per rank each step's duration, delta and outlier mark, or None where the steps are no NVTX range;
+    "util": rank/device/PID rows of bins, or None without kernels}."""
+    from nsysql.answers import recipes
+    by_path = {ex.path: ex for ex in exports}
+    paths = list(by_path)
+    labels = [str(i) for i in range(len(paths))]
+
+    def run(recipe_name: str, /, **options):
+        try:
+            return recipes.run(recipe_name, paths, labels, by_path.__getitem__, recipes.Options(**options),
+                               on_skip=lambda *_: None, close=False)
+        except NsysqlError:
+            return None
+
+    pace = None
+    steps = exports[0].steps()
+    ranged = steps.filter(pl.col("source") == "range")
+    if ranged.height:
+        step_name = ranged["name"][0]
+        result = run("nvtx_pace", name=step_name)
+        if result is not None:
+            people, _ = result.people()
+            pace = {"name": step_name, "ranks": result.files, "median_ns": result.stats["median_ns"][0]
+                    if result.stats is not None else None,
+                    "rows": [{"iteration": mine["iteration"].to_list(), "duration_ns": mine["duration_ns"].to_list(),
+                              "delta_ns": mine["delta_ns"].to_list(), "outlier": mine["outlier"].to_list()}
+                             for mine in (people.filter(pl.col("rank") == k) for k in range(len(result.files)))]}
+    util = None
+    result = run("cuda_gpu_time_util_map")
+    if result is not None:
+        rows = result.rows
+        keys = rows.select("rank", "device_id", "pid").unique(maintain_order=True).rows()
+        util = {"bin_ns": result.bin_size, "ranks": result.files,
+                "labels": [f"{r}/{d}/{p}" for r, d, p in keys],
+                "z": [rows.filter((pl.col("rank") == r) & (pl.col("device_id") == d) & (pl.col("pid") == p))
+                      ["kernel_pct"].to_list() for r, d, p in keys]}
+    return {"pace": pace, "util": util}
 
 
 def timelines(exports: list) -> dict:

@@ -326,6 +326,7 @@ _ORDER = (
     "comm",
     "cache",
     "analyze",
+    "recipe",
 )
 
 

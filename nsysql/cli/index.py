@@ -41,6 +41,7 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
         ("report", "Run one report"),
         ("rules", "List the expert rules (nsys analyze -r NAME)"),
         ("analyze", "Run one expert rule"),
+        ("recipe", "NVIDIA's pacing, histogram and heatmap recipes"),
     ]),
     ("Your own queries", [
         ("sql", "Run read-only SQL on an export's tables and views"),

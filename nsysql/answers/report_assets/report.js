@@ -279,6 +279,67 @@ function drawSteps() {
     yaxis: { title: { text: "ms per step" }, rangemode: "tozero" }, xaxis: { type: "category" } })), PLOT_CONFIG);
 }
 
+// NVIDIA's nvtx_pace of the step range (nsysql/answers/html_report.py recipe_charts): each step's duration and the
+// delta before it, a line per rank, outliers of its rank ringed; the first delta (from the session's start) left out
+function drawPace() {
+  const P = DATA.recipes && DATA.recipes.pace;
+  const sec = document.getElementById("pace");
+  if (!P || !P.rows.length) { sec.classList.add("hidden"); return null; }
+  const node = document.getElementById("chart-pace");
+  const colors = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"];
+  const several = P.ranks.length > 1;
+  const traces = [];
+  P.rows.forEach((r, k) => {
+    const name = several ? `rank ${k}: ${P.ranks[k]}` : P.ranks[k];
+    const color = colors[k % colors.length];
+    traces.push({ type: "scatter", mode: "lines+markers", name, x: r.iteration, y: r.duration_ns.map(ms),
+                  line: { color, width: 1.5 }, marker: { size: 4 }, legendgroup: name, yaxis: "y",
+                  customdata: r.duration_ns.map(fmtNs), hovertemplate: `iteration %{x}<br>duration %{customdata}<extra>${name}</extra>` });
+    const later = r.iteration.map((_, i) => i).filter(i => r.iteration[i] > 0);
+    traces.push({ type: "scatter", mode: "lines+markers", name, showlegend: false, legendgroup: name, yaxis: "y2",
+                  x: later.map(i => r.iteration[i]), y: later.map(i => ms(r.delta_ns[i])), line: { color, width: 1.5 },
+                  marker: { size: 4 }, customdata: later.map(i => fmtNs(r.delta_ns[i])),
+                  hovertemplate: `iteration %{x}<br>delta %{customdata}<extra>${name}</extra>` });
+    for (const [axis, key, marks] of [["y", "duration_ns", ["long", "short"]], ["y2", "delta_ns", ["late", "early"]]]) {
+      const hit = r.iteration.map((_, i) => i).filter(i => (axis === "y" || r.iteration[i] > 0) &&
+                                                         marks.some(m => (r.outlier[i] || "").split(", ").includes(m)));
+      if (!hit.length) continue;
+      traces.push({ type: "scatter", mode: "markers", name: "outlier", legendgroup: "outlier",
+                    showlegend: !traces.some(t => t.name === "outlier"), yaxis: axis,
+                    x: hit.map(i => r.iteration[i]), y: hit.map(i => ms(r[key][i])),
+                    marker: { size: 11, color: "rgba(0,0,0,0)", line: { color: "#cf222e", width: 2 } },
+                    customdata: hit.map(i => r.outlier[i]), hovertemplate: `iteration %{x}: %{customdata}<extra></extra>` });
+    }
+  });
+  const shapes = P.median_ns === null ? [] : [{ type: "line", xref: "paper", x0: 0, x1: 1, yref: "y", y0: ms(P.median_ns),
+                                                 y1: ms(P.median_ns), line: { color: "#555", dash: "dash", width: 1 } }];
+  document.getElementById("pace-note").textContent = `Each ${P.name} range, as NVIDIA's recipe nvtx_pace --name ${P.name} ` +
+    "times it (nsysql recipe nvtx_pace): duration above, delta (from the previous one's end) below; ringed: outside " +
+    `1.5 IQR of its rank's quartiles; dashed: the median${several ? " (approximated over ranks, as NVIDIA does)" : ""}.`;
+  return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ height: 420, shapes,
+    yaxis: { title: { text: "duration (ms)" }, domain: [0.55, 1], rangemode: "tozero" },
+    yaxis2: { title: { text: "delta (ms)" }, domain: [0, 0.42], rangemode: "tozero" },
+    xaxis: { title: { text: "iteration" }, anchor: "y2" } }), true), PLOT_CONFIG);
+}
+
+// NVIDIA's cuda_gpu_time_util_map: the share of each time bin in which kernels ran, a row per rank/device/PID
+function drawUtilMap() {
+  const U = DATA.recipes && DATA.recipes.util;
+  const sec = document.getElementById("utilmap");
+  if (!U || !U.z.length) { sec.classList.add("hidden"); return null; }
+  const node = document.getElementById("chart-utilmap");
+  const bins = U.z[0].length;
+  const x = Array.from({ length: bins }, (_, b) => (b + 0.5) * U.bin_ns / 1e9);
+  const traces = [{ type: "heatmap", x, y: U.labels, z: U.z, zmin: 0, zmax: 100, colorscale: "Viridis",
+                    colorbar: { title: { text: "%" } }, hoverongaps: false,
+                    hovertemplate: "%{y}<br>%{x:.2f} s: %{z:.1f} %<extra></extra>" }];
+  document.getElementById("utilmap-note").textContent = `${bins} bins of ${fmtNs(U.bin_ns)} from the aligned session ` +
+    "start, as NVIDIA's recipe cuda_gpu_time_util_map computes them (nsysql recipe cuda_gpu_time_util_map): the " +
+    "share of each bin some kernel ran, per Rank/Device/PID; blank outside that export's session.";
+  return Plotly.newPlot(node, traces, layout({ height: 120 + 34 * U.labels.length,
+    xaxis: { title: { text: "time (s)" } }, yaxis: { type: "category", autorange: "reversed" } }), PLOT_CONFIG);
+}
+
 function drawGpus() {
   const gpus = OV.gpus || [];
   const node = document.getElementById("chart-gpus");
@@ -595,7 +656,8 @@ async function main() {
   performance.mark("nsysql-tables");
   await loadPlotly();
   performance.mark("nsysql-plotly");
-  const drawn = [drawSteps(), drawBound(), drawGpus(), drawLayers(), drawRanks(), drawTimeline(first)];
+  const drawn = [drawSteps(), drawPace(), drawBound(), drawGpus(), drawUtilMap(), drawLayers(), drawRanks(),
+                 drawTimeline(first)];
   for (const f of findingCharts) drawn.push(f());
   await Promise.all(drawn.filter(Boolean));
   renderToc();
