@@ -319,3 +319,25 @@ def test_inference_advice_names_decode_steps_and_no_optimizer(export_files, open
     assert found.filter(found["rule"] == "launch_bound")["action"].str.contains("decode step").all()
     trains = opened["cnn-pinned-launch-bound"].findings()  # a training program keeps the optimizer advice
     assert trains.filter(trains["rule"] == "launch_bound")["action"].str.contains("foreach optimizers").all()
+
+
+def test_real_graph_decode_bubble_between_replays(export_files, opened):
+    """The GPU's idle time between consecutive graph executions of a device, from the raw rows: the part of each
+    stretch from one execution's end to the next one's start that no kernel, copy, set or graph covered."""
+    path = _real(export_files, "gpt-decode-graphs")
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    busy = sorted(o[2:] for o in _raw_ops(con))
+    graphs = sorted(con.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE").fetchall())
+    con.close()
+    idle = []
+    for (s0, e0), (s1, _) in zip(graphs, graphs[1:]):
+        covered, cursor = 0, e0
+        for s, e in busy:  # the union of the ops inside (e0, s1), walked in start order
+            lo, hi = max(s, cursor), min(e, s1)
+            if hi > lo:
+                covered += hi - lo
+                cursor = hi
+        idle.append(max(s1 - e0, 0) - covered if s1 > e0 else 0)
+    got = opened["gpt-decode-graphs"].run("analysis.graph_launches").row(0, named=True)
+    assert got["replay_gap_ns"] == sum(idle)
+    assert got["replay_gap_median_ns"] == int(statistics.median(idle))

@@ -130,11 +130,14 @@ def ranks_of(export: Queries) -> dict | None:
 
 def graph_trace_note(export: Queries) -> str:
     """What an export with CUDA graphs traced at graph level (nsys's default) shows of them, and what it cannot."""
-    launches, graphs, ns = export.run("analysis.graph_launches").row(0)
+    from nsysql.core import units
+    launches, graphs, ns, gap_median, gap_sum = export.run("analysis.graph_launches").row(0)
+    bubble = (f"; between consecutive replays the GPU idles a median {units.duration(gap_median)} "
+              f"({units.duration(gap_sum)} in all)" if gap_median is not None else "")
     return (f"CUDA graphs traced at graph level: {launches:,} graph launch{'es' * (launches != 1)} of {graphs:,} "
-            f"graph{'s' * (graphs != 1)}, {ns / 1e6:,.3f} ms on the GPU, each counted as one GPU op (busy time, steps, "
-            "gaps, utilization, layers); the kernels inside are not in the export, so kernel tables leave them out. "
-            "Per-kernel detail inside graphs needs `nsys profile --cuda-graph-trace=node`.")
+            f"graph{'s' * (graphs != 1)}, {ns / 1e6:,.3f} ms on the GPU{bubble}, each counted as one GPU op (busy "
+            "time, steps, gaps, utilization, layers); the kernels inside are not in the export, so kernel tables "
+            "leave them out. Per-kernel detail inside graphs needs `nsys profile --cuda-graph-trace=node`.")
 
 
 def _empty(query_id: str) -> pl.DataFrame:
