@@ -330,7 +330,7 @@ def test_real_graph_decode_bubble_between_replays(export_files, opened):
     graphs = sorted(con.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE").fetchall())
     con.close()
     idle = []
-    for (s0, e0), (s1, _) in zip(graphs, graphs[1:]):
+    for (_, e0), (s1, _) in zip(graphs, graphs[1:]):
         covered, cursor = 0, e0
         for s, e in busy:  # the union of the ops inside (e0, s1), walked in start order
             lo, hi = max(s, cursor), min(e, s1)
