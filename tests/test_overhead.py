@@ -36,7 +36,7 @@ def same(got: dict, want: dict, keys, where):
 
 # -- synthetic: numbers worked out by hand in the case's docstring ---------------------------------
 def test_by_thread_synthetic(ocg_export):
-    rows = {r["tid"]: r for r in ocg_export.overhead(by="thread").to_dicts()}
+    rows = {r["tid"]: r for r in ocg_export.overhead(by="thread", every=True).to_dicts()}
     assert list(rows) == [100, 101, 102]  # most launches first
     main = rows[100]
     # 5 launches of 100 ns each; kernels 50, 1000, 50, 100, 100 ns; queues 50, 0, 50, 100, 100
@@ -52,7 +52,7 @@ def test_by_thread_synthetic(ocg_export):
 
 
 def test_by_range_synthetic(ocg_export):
-    df = ocg_export.overhead(by="range")
+    df = ocg_export.overhead(by="range", every=True)
     assert [(r["tid"], r["range_path"]) for r in df.to_dicts()] == [
         (100, "step"), (100, "step/fwd"), (100, "step/opt"),
         (101, "(outside user ranges)"), (102, "(outside user ranges)")]  # the op marker makes no row
@@ -74,7 +74,7 @@ def test_by_range_synthetic(ocg_export):
 
 
 def test_by_kernel_synthetic(ocg_export):
-    rows = {r["kernel_name"]: r for r in ocg_export.overhead(by="kernel").to_dicts()}
+    rows = {r["kernel_name"]: r for r in ocg_export.overhead(by="kernel", every=True).to_dicts()}
     assert (rows["k1"]["launches"], rows["k1"]["cpu_ns"], rows["k1"]["gpu_busy_ns"]) == (2, 200, 100)
     assert rows["k1"]["launch_bound"] is False  # busy 100 is exactly half of 200, not less
     assert rows["k1"]["shorter_than_launch"] == 2 and rows["k3"]["shorter_than_launch"] == 0
@@ -85,7 +85,7 @@ def test_graph_launch_counts_the_call_once_in_cpu_time(tmp_path):
     # graph_launch: one cudaGraphLaunch [200, 260] runs g1, g2, g3; cudaLaunchKernel [300, 320] runs k_single
     path = make_synthetic().graph_launch().write(tmp_path / "graph.sqlite")
     with nsysql.open(path, cache_dir=tmp_path / "cache") as ex:
-        thread = ex.overhead(by="thread").to_dicts()[0]
+        thread = ex.overhead(by="thread", every=True).to_dicts()[0]
         assert (thread["launches"], thread["cpu_ns"]) == (4, 60 + 20)
         assert thread["mean_api_ns"] == pytest.approx((3 * 60 + 20) / 4)
 
@@ -94,7 +94,7 @@ def test_graph_launch_counts_the_call_once_in_cpu_time(tmp_path):
 def test_by_thread_matches_brute_force(cases):
     for ident, ex, plain in cases:
         want = plain.overhead_by_thread()
-        got = {(r["pid"], r["tid"]): r for r in ex.overhead(by="thread").to_dicts()}
+        got = {(r["pid"], r["tid"]): r for r in ex.overhead(by="thread", every=True).to_dicts()}
         assert set(got) == set(want), ident
         for key, row in want.items():
             same(got[key], row, STATS + ["cpu_ns", "launch_span_ns", "gpu_idle_ns", "launch_bound", "thread_name"],
@@ -104,7 +104,7 @@ def test_by_thread_matches_brute_force(cases):
 def test_by_kernel_matches_brute_force(cases):
     for ident, ex, plain in cases:
         want = plain.overhead_by_kernel()
-        got = {r["kernel_name"]: r for r in ex.overhead(by="kernel").to_dicts()}
+        got = {r["kernel_name"]: r for r in ex.overhead(by="kernel", every=True).to_dicts()}
         assert set(got) == set(want), ident
         for key, row in want.items():
             same(got[key], row, STATS + ["cpu_ns", "launch_bound"], (ident, key))
@@ -115,7 +115,7 @@ def test_by_range_matches_brute_force(cases):
         if not ex.has("nvtx_range"):
             continue
         want = plain.overhead_by_range()
-        got = {(r["pid"], r["tid"], r["range_path"]): r for r in ex.overhead(by="range").to_dicts()}
+        got = {(r["pid"], r["tid"], r["range_path"]): r for r in ex.overhead(by="range", every=True).to_dicts()}
         assert set(got) == set(want), ident
         for key, row in want.items():
             same(got[key], row, STATS + ["instances", "cpu_ns", "gpu_idle_ns", "launch_span_ns", "launch_bound",
@@ -126,10 +126,34 @@ def test_by_range_matches_brute_force(cases):
 def test_launches_add_up_across_views(cases):
     for ident, ex, plain in cases:
         total = len(plain.launches())
-        assert ex.overhead(by="thread")["launches"].sum() == total, ident
-        assert ex.overhead(by="kernel")["launches"].sum() == total, ident
+        assert ex.overhead(by="thread", every=True)["launches"].sum() == total, ident
+        assert ex.overhead(by="kernel", every=True)["launches"].sum() == total, ident
         # per kernel row: a CUDA graph traced at graph level has none (overhead_by_* count its launch)
         assert ex.launch_overhead().height == sum(o["kind"] == "kernel" for o in plain.launches()), ident
+
+
+def test_launches_of_the_analysed_steps_by_default(cases, export_files):
+    """Without --all only the launches whose call starts inside an analysed step: on cnn-dataloader-train (8
+    profiled steps, all analysed) the launches inside the raw profiled_step ranges of the launching process."""
+    import sqlite3
+    found = {ident: (ex, plain) for ident, ex, plain in cases}
+    if "cnn-dataloader-train" not in found:
+        pytest.skip("fixtures/cnn-dataloader-train is not in this checkout")
+    ex, plain = found["cnn-dataloader-train"]
+    con = sqlite3.connect(f"file:{export_files['cnn-dataloader-train']}?mode=ro", uri=True)
+    names = dict(con.execute("SELECT id, value FROM StringIds"))
+    steps = [(s, e, (g >> 24) & 0xFFFFFF) for s, e, t, i, g in con.execute(
+        "SELECT start, end, text, textId, globalTid FROM NVTX_EVENTS WHERE eventType = 59 AND end IS NOT NULL")
+        if (t if t is not None else names.get(i)) == "profiled_step"]
+    con.close()
+    assert ex.run("analysis.steady_steps")["analysed"].all()
+    inside = [o for o in plain.launches()
+              if any(pid == o["call"]["pid"] and s <= o["call"]["start"] <= e for s, e, pid in steps)]
+    for by in ("thread", "kernel"):
+        assert ex.overhead(by=by)["launches"].sum() == len(inside) < len(plain.launches()), by
+    paths = set(ex.overhead(by="range")["range_path"])  # a launch counts in each range around it: no sum here
+    assert paths and all(p.startswith("profiled_step") or p == "(outside user ranges)" for p in paths), paths
+    assert any(p.startswith("warmup") for p in ex.overhead(by="range", every=True)["range_path"])
 
 
 # -- API and CLI -------------------------------------------------------------------------------------
@@ -141,9 +165,9 @@ def test_unknown_grouping_is_a_one_line_error(ocg_export):
 def test_by_range_needs_nvtx(tmp_path):
     b = make_synthetic().one_launch()
     with nsysql.open(b.write(tmp_path / "no_nvtx.sqlite"), cache_dir=tmp_path / "cache") as ex:
-        assert ex.overhead(by="thread")["launches"].to_list() == [1]
+        assert ex.overhead(by="thread", every=True)["launches"].to_list() == [1]
         with pytest.raises(MissingDataError, match="NVTX_EVENTS"):
-            ex.overhead(by="range")
+            ex.overhead(by="range", every=True)
 
 
 @pytest.mark.parametrize("by", ["range", "kernel", "thread"])
@@ -180,4 +204,4 @@ def test_busy_time_is_a_union_when_kernels_overlap(tmp_path):
         for by in ("range", "kernel", "thread"):
             row = ex.overhead(by=by).to_dicts()[0]
             assert (row["gpu_busy_ns"], row["kernel_ns"]) == (600, 800), by
-        assert ex.overhead(by="range").to_dicts()[0]["gpu_idle_ns"] == 1000 - 600
+        assert ex.overhead(by="range", every=True).to_dicts()[0]["gpu_idle_ns"] == 1000 - 600

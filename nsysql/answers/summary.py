@@ -345,7 +345,7 @@ def _launch_overhead(export: Queries) -> Section:
             ("; `nsysql overhead --by range` says which NVTX ranges are launch-bound" if export.has("nvtx_range")
              else ""))
     return Section("Launch overhead by launching thread (capture-wide)",
-                   export.overhead(by="thread").select(LAUNCH_COLUMNS), note, key="launch_overhead", query="analysis.overhead_by_thread",
+                   export.overhead(by="thread", every=True).select(LAUNCH_COLUMNS), note, key="launch_overhead", query="analysis.overhead_by_thread",
                    optional=("pid", "launch_span_ns", "median_queue_ns", "p95_queue_ns", "p95_api_ns", "cpu_ns"))
 
 

@@ -346,10 +346,11 @@ class Queries:
         per device, stream and kind (`"stream"`): count, bytes, time, GB/s, pageable/pinned, synchronous."""
         return self.analysis("memcpy", by)
 
-    def overhead(self, by: str = "range") -> pl.DataFrame:
+    def overhead(self, by: str = "range", every: bool = False) -> pl.DataFrame:
         """Kernel launch overhead per user NVTX range (`by="range"`), kernel name (`"kernel"`) or launching
-        thread (`"thread"`): launches, CPU and GPU busy time, API/queue time mean/median/p95, launch_bound."""
-        return self.analysis("overhead", by)
+        thread (`"thread"`): launches, CPU and GPU busy time, API/queue time mean/median/p95, launch_bound; in the
+        analysed steps, or over the whole capture with `every=True`."""
+        return self.analysis("overhead", by, every=every)
 
     def gaps(self, min_gap_us: float | None = None, threads: bool = False, calls: bool = True,
              every: bool = False) -> pl.DataFrame:

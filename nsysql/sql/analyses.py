@@ -293,8 +293,9 @@ DECLARED: list[Analysis] = [
     ),
     Analysis(
         name="overhead", after="parquet",
-        help="""Kernel launch overhead: API time, queue time (kernel start - call end) and kernel time per launch,
-    summed up with mean/median/p95, GPU busy time (union) and a launch_bound flag.
+        help="""Kernel launch overhead in the analysed steps (--all: the whole capture): API time, queue time (kernel
+    start - call end) and kernel time per launch, summed up with mean/median/p95, GPU busy time (union) and a
+    launch_bound flag.
 
     --by range: per user NVTX range path (PyTorch op-marker ranges roll up into their user range), CPU time =
     the range's duration; launch_bound = the GPU sat idle more than half the range while the thread kept
@@ -305,6 +306,8 @@ DECLARED: list[Analysis] = [
         queries={"range": "analysis.overhead_by_range", "kernel": "analysis.overhead_by_kernel",
                  "thread": "analysis.overhead_by_thread"},
         by_help="Group launches per user NVTX range path, kernel name or launching thread.",
+        params=(Param("every", bool, False, "Every launch of the capture (start-up and warm-up too), not only the "
+                      "analysed steps'.", flag="--all"),),
         title="Launch overhead by {by}", before=_nvtx_for_ranges,
         optional={
             "range": ("pid", "depth", "instances", *_LAUNCH_STATS, "launch_span_ns", "tid", "median_queue_ns",

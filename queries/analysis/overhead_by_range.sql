@@ -1,8 +1,11 @@
--- nsysql: analysis.overhead_by_range v2
+-- nsysql: analysis.overhead_by_range v3
 -- purpose: Kernel launch overhead per user NVTX range (its full path of user ranges, PyTorch op-marker ranges rolled up into their nearest user ancestor): launches, range CPU time, GPU busy and idle time, API and queue time statistics, and whether the range is launch-bound.
--- requires: kernel|graph_trace, runtime, nvtx_range, macros.kernel_launches, macros.union_ns, macros.launch_stats, macros.device_busy_in
--- params: none
--- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
+-- requires: kernel|graph_trace, runtime, nvtx_range, macros.kernel_launches, macros.union_ns, macros.launch_stats, macros.device_busy_in, analysis.steady_steps
+-- params: $every BOOLEAN default false (true: every launch of the capture; false: the analysed steps' launches)
+-- notes: Launches in the analysed steps only (analysis.steady_steps: a launch whose call starts inside an analysed
+--   step's range), unless $every (`--all`) or the export has no analysed step; the spans and the idle time
+--   are then those of the analysed steps' launches (the time between steps included).
+--   Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
 --   A graph launch counts once per kernel it ran; a CUDA graph traced at graph level (graph_trace) is one launch
 --   whose kernel is the whole graph. Kernels without a launching call in the export are left out.
@@ -41,11 +44,17 @@
 --   shorter_than_launch | BIGINT | count (kernels that ran shorter than their launch call)
 --   launch_bound | BOOLEAN | flag (see notes; NULL for the outside row)
 WITH
+analysed_window AS MATERIALIZED (  -- the analysed steps' ranges: a launch inside one is the step's
+    SELECT pid, range_start_ns AS start_ns, range_end_ns AS end_ns FROM steady_steps WHERE analysed AND step > 0
+),
 launch AS MATERIALIZED (  -- queries/macros/kernel_launches.sql, with the innermost range of the call
     SELECT l.kernel_start_ns, l.kernel_end_ns, l.device_id, l.global_tid, l.pid, l.tid, l.api_start_ns,
            l.api_end_ns, l.api_ns, l.queue_ns, l.kernel_ns, rn.range_id AS innermost_id
     FROM kernel_launches(kernel, graph_trace, runtime) AS l
     LEFT JOIN runtime_nvtx AS rn ON rn.runtime_id = l.runtime_id
+    WHERE ($every OR NOT EXISTS (SELECT 1 FROM analysed_window)  -- the analysed steps' launches, unless $every
+           OR EXISTS (SELECT 1 FROM analysed_window AS w
+                      WHERE w.pid = l.pid AND l.api_start_ns >= w.start_ns AND l.api_start_ns <= w.end_ns))
 ),
 user_stack AS MATERIALIZED (  -- the user ranges enclosing each launch's innermost range (itself included)
     SELECT a.range_id AS innermost_id, a.ancestor_id AS range_id

@@ -1,8 +1,11 @@
--- nsysql: analysis.overhead_by_thread v2
+-- nsysql: analysis.overhead_by_thread v3
 -- purpose: Kernel launch overhead per launching thread: launches, CPU time in launching calls, GPU busy and idle time over the thread's launching span, API and queue time statistics, kernels shorter than their launch call, and whether the thread is launch-bound.
--- requires: kernel|graph_trace, runtime, macros.kernel_launches, macros.launch_busy, macros.launch_stats, macros.device_busy_in
--- params: none
--- notes: Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
+-- requires: kernel|graph_trace, runtime, macros.kernel_launches, macros.launch_busy, macros.launch_stats, macros.device_busy_in, analysis.steady_steps
+-- params: $every BOOLEAN default false (true: every launch of the capture; false: the analysed steps' launches)
+-- notes: Launches in the analysed steps only (analysis.steady_steps: a launch whose call starts inside an analysed
+--   step's range), unless $every (`--all`) or the export has no analysed step; the spans and the idle time
+--   are then those of the analysed steps' launches (the time between steps included).
+--   Per launch (a kernel and the CUDA API call that launched it, matched on correlationId AND process):
 --   api = call end - call start; queue = kernel start - call end, floored at 0; kernel = kernel end - kernel start.
 --   A CUDA graph traced at graph level (graph_trace) is one launch whose kernel is the whole graph
 --   (named `[CUDA graph <id>]` per graph). Kernels without a launching call in the export are left out. cpu_ns counts each launching call once
@@ -33,10 +36,16 @@
 --   shorter_than_launch | BIGINT | count (kernels that ran shorter than their launch call)
 --   launch_bound | BOOLEAN | flag (see notes)
 WITH
+analysed_window AS MATERIALIZED (  -- the analysed steps' ranges: a launch inside one is the step's
+    SELECT pid, range_start_ns AS start_ns, range_end_ns AS end_ns FROM steady_steps WHERE analysed AND step > 0
+),
 launch AS MATERIALIZED (  -- queries/macros/kernel_launches.sql
     SELECT kernel_start_ns, kernel_end_ns, device_id, runtime_id, global_tid, pid, tid, api_start_ns, api_end_ns,
            api_ns, queue_ns, kernel_ns
-    FROM kernel_launches(kernel, graph_trace, runtime)
+    FROM kernel_launches(kernel, graph_trace, runtime) AS l
+    WHERE ($every OR NOT EXISTS (SELECT 1 FROM analysed_window)  -- the analysed steps' launches, unless $every
+           OR EXISTS (SELECT 1 FROM analysed_window AS w
+                      WHERE w.pid = l.pid AND l.api_start_ns >= w.start_ns AND l.api_start_ns <= w.end_ns))
 ),
 launch_group AS (SELECT global_tid AS grp, kernel_start_ns, kernel_end_ns, runtime_id, api_ns FROM launch),
 busy AS (  -- per thread: launching calls' time (each call once) and the union of its kernels
