@@ -69,7 +69,7 @@ def test_comm_time_in_layers_coverage_and_steps(ddp):
     kernels = raw_kernels(path)
     nccl = nccl_ids(path)
     nccl_ns = sum(kernels[i][1] - kernels[i][0] for i in nccl)
-    layers = ex.layers()
+    layers = ex.layers(analysed=False)
     assert layers["comm_ns"].sum() == nccl_ns
     assert (layers["fprop_ns"] + layers["bprop_ns"] + layers["optim_ns"] + layers["comm_ns"] <= layers["total_ns"]).all()
     cov = ex.attribution_coverage()

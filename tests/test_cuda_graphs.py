@@ -131,7 +131,7 @@ def test_graphs_belong_to_the_range_around_their_launch(opened, raw):
     for layer, d in labels.rows():
         got[layer.split("/")[-1]] += d
     assert dict(got) == dict(expected)
-    layers = {r["layer"]: r for r in ex.layers().iter_rows(named=True)}
+    layers = {r["layer"]: r for r in ex.layers(analysed=False).iter_rows(named=True)}
     kernels_by_layer = defaultdict(int)
     for o in plain.ops:
         if o["kind"] == "kernel" and o["call"] is not None and (r := plain.innermost(o["call"])) is not None \
@@ -179,14 +179,14 @@ def test_steps_and_breakdown_count_graphs_as_kernel_time(opened, raw):
 
 def test_overhead_counts_graph_launches(opened, raw):
     ex, plain = opened[GRAPH], raw[GRAPH]
-    rows = {r["kernel_name"]: r for r in ex.overhead(by="kernel").iter_rows(named=True)}
+    rows = {r["kernel_name"]: r for r in ex.overhead(by="kernel", every=True).iter_rows(named=True)}
     for graph_id in set(plain.graph_ids.values()):
         replays = [o for o in plain.graphs() if plain.graph_ids[o["id"]] == graph_id]
         row = rows[f"[CUDA graph {graph_id}]"]
         assert row["launches"] == len(replays) == 7
         assert row["kernel_ns"] == sum(o["end"] - o["start"] for o in replays)
         assert row["cpu_ns"] == sum(o["call"]["end"] - o["call"]["start"] for o in replays)
-    threads = ex.overhead(by="thread")
+    threads = ex.overhead(by="thread", every=True)
     assert threads["launches"].sum() == sum(1 for o in plain.ops if o["kind"] in ("kernel", "graph")
                                             and o["call"] is not None)
 

@@ -270,7 +270,7 @@ class Queries:
         return self.run("analysis.kernel_table")
 
     def layers(self, depth: int = 0, merge_repeats: bool = False, step: int = 0, pid: int | None = None,
-               analysed: bool = False, fold: bool = True) -> pl.DataFrame:
+               analysed: bool = True, fold: bool = True) -> pl.DataFrame:
         """Kernel time per layer path split fprop/bprop/recompute/optim/comm; `depth` keeps N path components;
         `step` (of process `pid`, as pyprof_table chooses it): only that step's kernels (0 = every kernel);
         `analysed`: only the kernels of the analysed steps (the steady state); `fold`: micro-batches and other

@@ -4,7 +4,7 @@
 -- params: depth BIGINT default 0 (keep the first N path components; 0 = whole path), merge_repeats BOOLEAN default false (numbered components such as layer_3, MLP_0, Embedding_12 become layer_*, MLP_*, Embedding_*),
 --   step BIGINT default 0 (the kernels of one step range, numbered within its process as analysis.steps and
 --   analysis.kernel_table_pyprof number them: 1 = the process's first; 0 = every kernel), process BIGINT default
---   null (the pid whose step; null = every process that has that step), analysed BOOLEAN default false (only the
+--   null (the pid whose step; null = every process that has that step), analysed BOOLEAN default true (only the
 --   kernels launched inside the analysed steps of analysis.steady_steps: the steady state; ignored with `step`),
 --   fold BOOLEAN default true (a numbered component that repeats the step's work, `micro_batch_3`, `microbatch2`,
 --   `mb_1`, `chunk_0`, `accum_step_2`, `step_5`, `iteration 4`, becomes `micro_batch_*` etc.: the micro-batches
