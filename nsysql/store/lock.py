@@ -91,6 +91,7 @@ def held(answers_directory: Path, what: str, *, on_wait: Callable[[str], None] =
     """Hold the build lock of the cache whose answers live in `answers_directory` while the block runs; `what`
     names the cache for the lines a wait prints (`the cache of run.sqlite`). OSError when the lock file cannot be
     made (an unwritable cache directory): the caller decides what to do without it."""
+    limit = stall_s() if stall is None else stall  # a bad setting is said at once, not only when waiting
     path = lock_file(answers_directory)
     key = os.path.abspath(path)
     if key in _held:  # this process holds it already (a damaged cache found while tables are added)
@@ -105,7 +106,7 @@ def held(answers_directory: Path, what: str, *, on_wait: Callable[[str], None] =
         f = path.open("a+", encoding="utf-8")
         try:
             if not _try_lock(f):
-                _wait(f, path, what, on_wait, stall_s() if stall is None else stall)
+                _wait(f, path, what, on_wait, limit)
             if _same_file(f, path):
                 break
         except BaseException:

@@ -104,6 +104,7 @@ class Store:
         self._rebuilds = 0  # a damaged cache is built again once per handle; damaged again, it is an error
         self._answers_checked = False  # another export's answers were looked into (one notice)
         self._file: tuple[int, int, int] | None = None  # the cache file the connection read (device, inode, mtime)
+        self._build_all = build_all  # how a cache built again is built: as this handle's first open would
         self._folder = formats_in.is_folder(self.path)
         if self._folder:  # a Parquet or Arrow folder (nsysql/store/formats_in.py), checked before any cache directory is made
             formats_in.folder(self.path)
@@ -154,7 +155,7 @@ class Store:
         # the export's identity (nsysql/store/cache.py), kept in the cache it builds and compared when it is opened,
         # and in every answer kept beside it
         self._identity = cache_key(self.source, importer.views_version())
-        self.cache_path = cache_file(directory, self.source, importer.views_version())
+        self.cache_path = cache_file(directory, self.source, importer.views_version(), self._identity)
         self.cache_hit = self.cache_path.exists()
         if self.cache_hit:
             return False
@@ -232,7 +233,7 @@ class Store:
         self._forget_connection()
         if self._private is not None:  # this handle's own copy of a cache it cannot write: build that one
             self._private.name.unlink(missing_ok=True)
-            self._build(self._private.directory, into=self._private.name)
+            self._build(self._private.directory, everything=self._build_all, into=self._private.name)
             return
         try:
             with lock.held(answers.directory(self.cache_path), self._what, on_wait=self.on_wait):
@@ -240,13 +241,13 @@ class Store:
                     return  # another process built it again while this one waited: read that one
                 self.cache_path.unlink(missing_ok=True)  # another process still reading it keeps its open file
                 answers.discard(self.cache_path)
-                self._build(self.cache_path.parent)
+                self._build(self.cache_path.parent, everything=self._build_all)
         except (OSError, importer.CacheWriteError):
             # a cache directory this process cannot write: the cache is built again in a directory of its own
             directory = Path(tempfile.mkdtemp(prefix=f"nsysql-nocache-{owner_tag()}-"))
             self._private = _PrivateCopy(directory, directory / self.cache_path.name)
             try:
-                self._build(directory, into=self._private.name)
+                self._build(directory, everything=self._build_all, into=self._private.name)
             except BaseException:
                 shutil.rmtree(directory, ignore_errors=True)
                 self._private = None
@@ -536,7 +537,7 @@ def unpack_xz(path: Path, directory: Path) -> Path:
                                       ".sqlite export itself (nsys export --type sqlite REPORT.nsys-rep, then xz)")
                 dst.write(head)
                 shutil.copyfileobj(src, dst, 1 << 20)
-            os.replace(tmp, target)
+            _publish(tmp, target)
         except (lzma.LZMAError, EOFError):  # EOFError: a truncated .xz (an interrupted copy)
             raise NsysqlError(f"{path} is not a valid .xz file (damaged or truncated?); decompress it yourself "
                               f"(xz -dk {path})") from None
@@ -546,3 +547,15 @@ def unpack_xz(path: Path, directory: Path) -> Path:
             if os.path.exists(tmp):
                 os.unlink(tmp)
     return target
+
+
+def _publish(tmp: str, target: Path) -> None:
+    """Put the finished copy `tmp` at `target` unless another process put its copy there first: that one stays
+    (its mtime is part of the cache key the other processes computed from it)."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return
+    except OSError:  # a file system without hard links: the copy replaces any other (the same bytes)
+        if not target.exists():
+            os.replace(tmp, target)
