@@ -23,7 +23,7 @@ class Export(queries.Queries):
         in a process of its own once this one exits, as NSYSQL_AHEAD says), as every command of the CLI does; this
         process then holds the cache's busy mark until it exits, so that run gives way to it."""
         super().__init__(path, cache_dir=cache_dir, use_cache=use_cache, build_all=build_all, busy_mark=answer_ahead)
-        if answer_ahead and use_cache and not self.cache_hit:
+        if answer_ahead and self.store.keeps_answers and not self.cache_hit:  # not into a private temporary cache
             from nsysql.answers.ahead import after_build
             after_build(self, summary=not build_all)  # summarize (build_all) computes its own sections at once
 

@@ -88,26 +88,32 @@ def write_duckdb(ex: Queries, out: Path, *, force: bool = False) -> DuckdbWritte
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        # The cache is a finished, checkpointed DuckDB file that never names the raw export; reading ex.con first
-        # builds the tables a first open leaves for first use, so the copy holds every table
-        ex.con  # noqa: B018
-        shutil.copyfile(ex.cache_path, tmp)
-        con = connect(tmp)
-        try:
-            tables = [name for name, _ in relations(con)]
-            macros.install(con, stored=True)  # the findings' views call them; stored, so the duckdb shell has them
-            made = catalog_views.create_views(con, catalog_views.catalog_views(set(tables)), document=True,
-                                               store_inputs=True)
-            made = catalog_views.create_macros(con, [v for v in made if not v.private])  # private: inputs only
-            catalog_views.document_tables(con, view_set(con))
-            con.execute("COMMENT ON TABLE nsysql_meta IS 'How this database was made: source export, export schema, "
-                        "normalized view set and its version'")
-            con.execute("COMMENT ON TABLE nsysql_tables IS 'The raw nsys tables the export held (nsys exports only "
-                        "tables with data)'")
-            _write_views_table(con, made)
-            con.execute("CHECKPOINT")
-        finally:
-            con.close()
+        def copy() -> tuple[list[str], list[catalog_views.CatalogView]]:
+            # The cache is a finished, checkpointed DuckDB file that never names the raw export; reading ex.con
+            # first builds the tables a first open leaves for first use, so the copy holds every table
+            ex.con  # noqa: B018
+            shutil.copyfile(ex.store.database, tmp)
+            Path(f"{tmp}.wal").unlink(missing_ok=True)
+            con = connect(tmp)
+            try:
+                tables = [name for name, _ in relations(con)]
+                macros.install(con, stored=True)  # the findings' views call them; stored, so the duckdb shell has them
+                made = catalog_views.create_views(con, catalog_views.catalog_views(set(tables)), document=True,
+                                                   store_inputs=True)
+                made = catalog_views.create_macros(con, [v for v in made if not v.private])  # private: inputs only
+                catalog_views.document_tables(con, view_set(con))
+                con.execute("COMMENT ON TABLE nsysql_meta IS 'How this database was made: source export, export "
+                            "schema, normalized view set and its version'")
+                con.execute("COMMENT ON TABLE nsysql_tables IS 'The raw nsys tables the export held (nsys exports "
+                            "only tables with data)'")
+                _write_views_table(con, made)
+                con.execute("CHECKPOINT")
+            finally:
+                con.close()
+            return tables, made
+
+        # a copy of a damaged cache fails as the cache would: the cache is built again and copied once more
+        tables, made = ex.store.rebuilt_once(copy)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp made it private; give it a normal file's mode
         os.replace(tmp, out)  # atomic: no half-written database under the user's name
     finally:
@@ -175,11 +181,15 @@ def write_parquet(ex: Queries, directory: Path, *, name: str | None = None, forc
     directory.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".staging-{name}-", dir=directory))
     try:
-        stored = storage_tables(view_set(ex.con))  # their rows are in the relations they rest on
-        tables = [t for t, _ in relations(ex.con) if t not in stored]
-        for table in tables:  # all files first, so a failure leaves no partial partition behind
-            ex.con.execute(f"COPY (SELECT * FROM {quote_ident(table)}) TO $path (FORMAT parquet)",
-                           {"path": str(staging / f"{table}.parquet")})
+        def copy() -> list[str]:
+            stored = storage_tables(view_set(ex.con))  # their rows are in the relations they rest on
+            tables = [t for t, _ in relations(ex.con) if t not in stored]
+            for table in tables:  # all files first, so a failure leaves no partial partition behind
+                ex.con.execute(f"COPY (SELECT * FROM {quote_ident(table)}) TO $path (FORMAT parquet)",
+                               {"path": str(staging / f"{table}.parquet")})
+            return tables
+
+        tables = ex.store.rebuilt_once(copy)  # a damaged cache is built again, and copied once more
         for stale in directory.glob(f"*/{PARTITION_KEY}={name}"):  # only with force (checked above)
             shutil.rmtree(stale)
         for table in tables:

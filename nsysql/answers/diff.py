@@ -6,6 +6,7 @@ table, and analysis._diff joins the two. No rows pass through Python on the way.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -45,12 +46,22 @@ def diff(a: "Queries", b: "Queries", *, by: str = "range", match: str = "exact")
     try:
         for alias, export in (("a", a), ("b", b)):
             export.require(side.requires, side.id)
-            export.build_tables_for(side)  # the file read below holds what the side query reads
-            # the cache path is nsysql's own file name, never user text (quote_literal's contract)
-            con.execute(f"ATTACH {quote_literal(str(export.cache_path))} AS export_{alias} (READ_ONLY)")
-            con.execute(f"USE export_{alias}")
-            con.execute(f"CREATE TEMP TABLE diff_{alias} AS {_statement(side.sql)}",
-                        side.bound_params({"match": match}))
+
+            def read_side(alias: str = alias, export: Queries = export) -> None:
+                export.build_tables_for(side)  # the file read below holds what the side query reads
+                # the cache path is nsysql's own file name, never user text (quote_literal's contract)
+                con.execute(f"ATTACH {quote_literal(str(export.store.database))} AS export_{alias} (READ_ONLY)")
+                try:
+                    con.execute(f"USE export_{alias}")
+                    con.execute(f"CREATE TEMP TABLE diff_{alias} AS {_statement(side.sql)}",
+                                side.bound_params({"match": match}))
+                except duckdb.Error:  # a damaged cache is built again (Store.rebuilt_once) and read once more
+                    con.execute("USE memory")
+                    with contextlib.suppress(duckdb.Error):
+                        con.execute(f"DETACH export_{alias}")
+                    raise
+
+            export.store.rebuilt_once(read_side)
         con.execute("USE memory")
         rel = con.execute(combine.sql)
         cols = [d[0] for d in rel.description]

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from nsysql.cli.common import CACHE_SOURCE, CacheDirOpt, CacheSource, DebugOpt, add_commands, user_errors
+from nsysql.store import inputs
 
 SizeOpt = Annotated[Optional[str], typer.Option(
     "--cache-size", help="Keep the cache under this size (500M, 10G, unlimited) [default: $NSYSQL_CACHE_SIZE "
@@ -43,32 +44,52 @@ def list_(src: CacheSource = CACHE_SOURCE) -> None:
                    + (f"; {len(left)} leftover(s) of killed runs" if left else ""))
 
 
+def _report(done, directory: Path) -> None:
+    """What a clear or prune removed (stdout), and what it could not (a warning; an error, exit 1, when it could
+    remove none of what it meant to)."""
+    from nsysql.errors import NsysqlError
+    if done.removed or not done.failed:
+        typer.echo(f"removed {len(done.removed)} entries, {_mb(done.freed)} from {directory}")
+    if not done.failed:
+        return
+    shown = ", ".join(f"{inputs.text(e.name)} ({why})" for e, why in done.failed[:3])
+    more = f" and {len(done.failed) - 3} more" if len(done.failed) > 3 else ""
+    size = _mb(sum(e.size for e, _ in done.failed))
+    if done.removed:
+        typer.echo(inputs.printable(f"warning: could not remove {len(done.failed)} entries ({size}) from "
+                                    f"{directory}: {shown}{more}"), err=True)
+        return
+    raise NsysqlError(f"could not remove any of the {len(done.failed)} entries ({size}) in {directory}: "
+                      f"{shown}{more}; check that the directory can be written")
+
+
 def clear(src: CacheSource = CACHE_SOURCE) -> None:
     """Remove every cached export and every leftover of a killed run.
 
-    Files that a live run is writing stay."""
+    Files that a live run is writing stay. Says what it removed, and what it could not (exit 1 when it could
+    remove none)."""
     from nsysql.store import hygiene
     with src.errors():
         directory = _directory(src.cache_dir)
         if not directory.is_dir():
             typer.echo(f"{directory}: no cache")
             return
-        removed = hygiene.prune(directory, 0, in_use_s=0)
+        done = hygiene.pruned(directory, 0, in_use_s=0)
         hygiene.sweep(directory, again=True)
-        freed = sum(e.size for e in removed)
-        typer.echo(f"removed {len(removed)} entries, {_mb(freed)} from {directory}")
+        _report(done, directory)
 
 
 def prune(cache_dir: CacheDirOpt = None, cache_size: SizeOpt = None, debug: DebugOpt = False) -> None:
     """Remove the least recently used exports until the cache is under its cap.
 
-    Every run that adds to the cache does this itself; exports used in the last minute are kept."""
+    Every run that adds to the cache does this itself; exports used in the last minute are kept. Says what it
+    removed, and what it could not (exit 1 when it could remove none)."""
     from nsysql.store import hygiene
     with user_errors(debug):
         directory = _directory(cache_dir)
         limit = hygiene.parse_size(cache_size) if cache_size else hygiene.cap()
-        removed = hygiene.prune(directory, limit) if directory.is_dir() else []
-        typer.echo(f"removed {len(removed)} entries, {_mb(sum(e.size for e in removed))} from {directory}")
+        done = hygiene.pruned(directory, limit) if directory.is_dir() else hygiene.Pruned([], [])
+        _report(done, directory)
 
 
 def register(app: typer.Typer) -> None:

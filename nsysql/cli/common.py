@@ -98,11 +98,25 @@ def open_export(export: Path, cache_dir: Optional[Path], no_cache: bool, *, answ
     """Open an export for a command, through the library as any user does (`nsysql.open`, answering ahead as every
     command does); rows no profiler writes are named on stderr, one `warning:` line each.
     `answer_summary=False`: the command is `summarize`, which reads every table and computes its own answers."""
+    import warnings
+
     import nsysql
+    from nsysql.errors import NsysqlWarning
+
+    def warn(line: str) -> None:
+        typer.echo(inputs.printable(f"warning: {cli_text(line)}"), err=True)
+
     # summarize reads every normalized table: its first open builds them all at once, on every core
-    ex = nsysql.open(export, cache_dir=cache_dir, use_cache=not no_cache, build_all=not answer_summary,
-                     answer_ahead=True, step_range=step_range)
-    ex.on_notice = lambda line: typer.echo(inputs.printable(f"warning: {line}"), err=True)
+    with warnings.catch_warnings(record=True) as told:  # what the open said (a cache directory it could not write)
+        warnings.simplefilter("always", NsysqlWarning)
+        ex = nsysql.open(export, cache_dir=cache_dir, use_cache=not no_cache, build_all=not answer_summary,
+                         answer_ahead=True, step_range=step_range)
+    for w in told:
+        if issubclass(w.category, NsysqlWarning):
+            warn(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    ex.on_notice = warn
     for line in ex.sanity():
         typer.echo(inputs.printable(f"warning: {inputs.text(export.name)}: {line}"), err=True)
     return ex

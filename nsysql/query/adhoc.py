@@ -56,7 +56,7 @@ def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statemen
 def run(ex: Queries, sql: str, params: dict | None = None) -> pl.DataFrame:
     """Run one reading statement against the normalized tables plus the report and analysis views."""
     params = params or {}
-    stmt = check_read_only(ex.con, sql)
+    stmt = ex.store.rebuilt_once(lambda: check_read_only(ex.con, sql))
     wanted = set(stmt.named_parameters)
     if wanted - set(params):
         missing = sorted(wanted - set(params))
@@ -65,8 +65,7 @@ def run(ex: Queries, sql: str, params: dict | None = None) -> pl.DataFrame:
     if set(params) - wanted:
         extra = sorted(set(params) - wanted)
         raise NsysqlError(f"parameter(s) {', '.join(extra)} not used by the query (write them as $name in it)")
-    add_catalog_views(ex, sql)
-    return ex.sql(sql, params)
+    return ex.sql(sql, params, prepare=lambda: add_catalog_views(ex, sql))
 
 
 def add_catalog_views(ex: Queries, sql: str | None = None) -> list[views.CatalogView]:

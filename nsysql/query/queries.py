@@ -123,12 +123,17 @@ class Queries:
         """Raise MissingDataError unless every requirement holds; `a|b` needs at least one of a, b."""
         self.store.require(tables, purpose)
 
-    def sql(self, sql: str, params: dict | None = None) -> pl.DataFrame:
-        """Run SQL against the normalized tables and return a Polars frame."""
+    def sql(self, sql: str, params: dict | None = None, *, prepare: Callable[[], object] | None = None) -> pl.DataFrame:
+        """Run SQL against the normalized tables and return a Polars frame. `prepare()` runs first on the same
+        connection (the TEMP views `nsysql sql` adds), again when a damaged cache was built again."""
         store = self.store
+
+        def answer() -> pl.DataFrame:
+            if prepare is not None:
+                prepare()
+            return store.built_for(_words(sql), lambda: to_polars(store.connection().sql(sql, params=params or {})))
         try:
-            return store.rebuilt_once(lambda: store.built_for(_words(sql), lambda: to_polars(
-                store.connection().sql(sql, params=params or {}))))
+            return store.rebuilt_once(answer)
         except duckdb.Error as exc:
             raise NsysqlError(error_line(exc)) from None
 
@@ -239,7 +244,8 @@ class Queries:
             "analysis._plot_window", start_ms=None, end_ms=None)["origin_ns"][0])
 
     def info(self) -> dict[str, str]:
-        rows = self.store.connection().execute("SELECT key, value FROM export_info UNION ALL SELECT key, value FROM nsysql_meta").fetchall()
+        rows = self.store.rebuilt_once(lambda: self.store.connection().execute(
+            "SELECT key, value FROM export_info UNION ALL SELECT key, value FROM nsysql_meta").fetchall())
         return dict(rows)
 
     # -- reports and building blocks -----------------------------------------------------------
@@ -299,7 +305,8 @@ class Queries:
 
     def _step_counts(self) -> dict[int, int]:
         """pid -> how many top-level step ranges it has."""
-        return dict(self.con.execute("SELECT pid, count(*) FROM user_range WHERE is_step GROUP BY pid").fetchall())
+        return dict(self.store.rebuilt_once(lambda: self.con.execute(
+            "SELECT pid, count(*) FROM user_range WHERE is_step GROUP BY pid").fetchall()))
 
     def _step_process(self, step: int, pid: int | None) -> int | None:
         """The process whose step `step` (numbered within each process, 1 = its first) a command reads: `pid`, or

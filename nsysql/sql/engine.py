@@ -90,6 +90,9 @@ def connect(database: str | Path = ":memory:", *, read_only: bool = False,
         if "memory" in str(exc).lower():
             raise NsysqlError(f"{MEMORY_ENV}={limit!r} is not a size DuckDB reads; use e.g. 1500MB or 8GB") from None
         raise
+    # DuckDB draws a progress bar on stdout for a query that runs over 2 s, even on a pipe: into the answer of
+    # `nsysql summarize -f json > out.json` on a loaded machine (a local setting: refused in the config)
+    con.execute("SET enable_progress_bar = false")
     if with_sqlite:
         con.execute(f"LOAD {quote_literal(str(sqlite_scanner_path()))}")
     return con

@@ -52,6 +52,8 @@ def cache_key(path: Path, views_version: str) -> str:
     return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()[:32]  # non-UTF-8 names too
 
 
-def cache_file(cache_dir: Path, path: Path, views_version: str) -> Path:
+def cache_file(cache_dir: Path, path: Path, views_version: str, key: str | None = None) -> Path:
+    """The cache file of the export `path`; `key`: its cache_key, computed once by the caller (two looks at a file
+    another process may replace meanwhile could see two files)."""
     # the name is only a hint for people; the key identifies the export, so a 250-byte or non-UTF-8 name is cut
-    return cache_dir / f"{safe_name(path.stem)}-{cache_key(path, views_version)}.duckdb"
+    return cache_dir / f"{safe_name(path.stem)}-{key or cache_key(path, views_version)}.duckdb"

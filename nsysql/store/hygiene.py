@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -78,17 +79,35 @@ def abandoned(path: Path, now: float | None = None) -> bool:
 
 def _remove(path: Path) -> int:
     """Delete a file or directory; the bytes freed (0 when it was gone already or cannot be removed)."""
+    return _removed(path)[0]
+
+
+def _removed(path: Path) -> tuple[int, str | None]:
+    """Delete a file or directory: (bytes freed, why it could not be removed or None). A file gone already is no
+    failure; a directory of which only part could be removed is one (its bytes freed counted)."""
     size = _size(path)
+    failures: list[str] = []
     try:
         if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
+            if sys.version_info >= (3, 12):
+                shutil.rmtree(path, onexc=lambda _f, _p, exc: failures.append(_why(exc)))
+            else:  # onerror: deprecated from 3.12 on
+                shutil.rmtree(path, onerror=lambda _f, _p, info: failures.append(_why(info[1])))
         else:
             path.unlink()
     except FileNotFoundError:
-        return 0
-    except OSError:
-        return 0
-    return size
+        return 0, None
+    except OSError as exc:
+        return 0, _why(exc)
+    if failures:
+        return size - _size(path), failures[0]
+    return size, None
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "gone"
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 def _size(path: Path) -> int:
@@ -114,11 +133,27 @@ def leftovers(directory: Path) -> list[Path]:
             if abandoned(p, now):
                 found.append(p)
         elif p.name.endswith(".duckdb.answers") and p.is_dir():
-            if not p.with_name(p.name.removesuffix(".answers")).exists() and abandoned(p, now):
+            if not p.with_name(p.name.removesuffix(".answers")).exists() and abandoned(p, now) and not _building(p):
                 found.append(p)
                 continue
             found += [a for a in _list(p) if a.name.startswith(".answer-") and abandoned(a, now)]
     return found
+
+
+def _building(answers: Path) -> bool:
+    """Whether a process holds the build lock in this answers directory (a first build still running)."""
+    import fcntl
+
+    from nsysql.store.lock import lock_file
+    try:
+        with lock_file(answers).open("rb") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                return True
+    except OSError:
+        return False
+    return False
 
 
 def _list(directory: Path) -> list[Path]:
@@ -188,14 +223,33 @@ def touch(path: Path) -> None:
         pass
 
 
+@dataclass
+class Pruned:
+    """What a prune did: the entries removed (each its main file and its answers gone), and those it could not
+    remove, each with why (the first reason met; their bytes freed, if any, are in `failed_freed`)."""
+    removed: list[Entry]
+    failed: list[tuple[Entry, str]]
+    failed_freed: int = 0
+
+    @property
+    def freed(self) -> int:
+        return sum(e.size for e in self.removed) + self.failed_freed
+
+
 def prune(directory: Path, limit: int | None, keep: frozenset[Path] | set[Path] = frozenset(), in_use_s: float = IN_USE_S) -> list[Entry]:
     """Remove least recently used entries until the total is at most `limit`; never one in `keep` or used in the
-    last `in_use_s` seconds. Returns the entries removed."""
+    last `in_use_s` seconds. Returns the entries removed (those that could not be are not counted)."""
+    return pruned(directory, limit, keep, in_use_s).removed
+
+
+def pruned(directory: Path, limit: int | None, keep: frozenset[Path] | set[Path] = frozenset(),
+           in_use_s: float = IN_USE_S) -> Pruned:
+    """prune, saying also what could not be removed."""
+    done = Pruned([], [])
     if limit is None:
-        return []
+        return done
     found = entries(directory)
     total = sum(e.size for e in found)
-    removed = []
     now = time.time()
     keep = {Path(k).resolve() for k in keep}
     for e in found:
@@ -203,8 +257,15 @@ def prune(directory: Path, limit: int | None, keep: frozenset[Path] | set[Path] 
             break
         if e.paths[0].resolve() in keep or now - e.used < in_use_s:
             continue
+        freed, why = 0, None
         for p in e.paths:
-            _remove(p)
-        total -= e.size
-        removed.append(e)
-    return removed
+            part, failure = _removed(p)
+            freed += part
+            why = why or failure
+        total -= freed
+        if why is None:
+            done.removed.append(e)
+        else:
+            done.failed.append((e, why))
+            done.failed_freed += freed
+    return done

@@ -40,6 +40,11 @@ CHECK_TABLE = "raw.nsysql_sqlite_check"
 _SHIM_RANGE = re.compile(r"v(\d+)_(\d+)_to_v(\d+)_(\d+)")
 
 
+class CacheWriteError(NsysqlError):
+    """The cache could not be written: its disk is full (the one line, disk_full's, says so). The Store falls
+    back to a private temporary cache (nsysql/store/store.py)."""
+
+
 def check_sqlite_file(path: Path) -> None:
     inputs.regular_file(path)  # first: opening a FIFO would block forever
     if path.suffix == ".nsys-rep":
@@ -154,7 +159,10 @@ def _opened(export: Path, target: Path, shown: Path) -> Iterator[tuple]:
         return
     check_sqlite_file(export)
     with readonly.sqlite_path(export, scratch=target.parent) as link:
-        con = connect(target, with_sqlite=True, share=workers)
+        try:
+            con = connect(target, with_sqlite=True, share=workers)
+        except duckdb.IOException as exc:  # the cache directory refuses the new file
+            raise CacheWriteError(f"cannot write the cache: {error_line(exc)}") from None
         # SQLite's own check of the tables read, kept as table sqlite_check: in its own process beside the build
         # (a SIGBUS of its memory-mapped read, met once in CI on a WAL-mode export, ends only that process)
         check = sqlite_check.start(link)
@@ -254,6 +262,8 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None, every
                 else:
                     con.execute(stub)
             def failed(q: catalog.Query, exc: duckdb.Error) -> NsysqlError:
+                if (full := disk_full(exc)) is not None:
+                    return CacheWriteError(full)
                 if isinstance(exc, duckdb.OutOfMemoryException):
                     return NsysqlError(f"{shown}: could not normalize {q.name}: {error_line(exc)}")
                 if (line := damage(shown, exc, check.result())) is not None:
@@ -296,6 +306,8 @@ def normalize(export: Path, target: Path, *, shown_as: Path | None = None, every
             con.execute("DETACH nsys")
             con.execute("CHECKPOINT")
         except duckdb.Error as exc:  # a damaged file or a full disk, met outside the steps wrapped above
+            if (full := disk_full(exc)) is not None:
+                raise CacheWriteError(full) from None
             raise NsysqlError(damage(shown, exc, check.result()) or f"{shown}: cannot read it ({str(exc).splitlines()[0]})") from None
     return {"schema": schema, "view_set": view_set, "tables": tables}
 
@@ -331,12 +343,17 @@ def extend(cache: Path, statements: list[catalog.Query], *, scratch: Path) -> No
             if isinstance(exc, duckdb.OutOfMemoryException):
                 return NsysqlError(f"could not build {q.name}: {error_line(exc)}")
             if (full := disk_full(exc)) is not None:
-                return NsysqlError(full)
+                return CacheWriteError(full)
             if isinstance(exc, duckdb.IOException):
                 return exc  # a damaged cache file: the caller builds the cache again (Export._rebuilt_once)
             return NsysqlError(damage(cache, exc) or f"could not build {q.name} ({str(exc).splitlines()[0]})")
 
         try:
+            # what the copy holds already is not built again (the cache this process decided from may have been
+            # replaced by the time it copied it): only the statements whose table the copy lacks run
+            statements = _not_in(con, statements)
+            if not statements:
+                return
             with progress.shown("building tables on first use", total=len(statements)):
                 build_graph(con, statements, workers=workers, failed=failed)
             try:
@@ -344,10 +361,19 @@ def extend(cache: Path, statements: list[catalog.Query], *, scratch: Path) -> No
             except duckdb.IOException as exc:
                 if (full := disk_full(exc)) is None:
                     raise
-                raise NsysqlError(full) from None
+                raise CacheWriteError(full) from None
         finally:
             con.close()
         os.replace(tmp, cache)
+
+
+def _not_in(con: duckdb.DuckDBPyConnection, statements: list[catalog.Query]) -> list[catalog.Query]:
+    """The statements whose table or view the database of `con` does not hold yet."""
+    held = {r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary "
+        "UNION ALL SELECT view_name FROM duckdb_views() "
+        "WHERE database_name = current_database() AND NOT temporary AND NOT internal").fetchall()}
+    return [q for q in statements if q.name not in held]
 
 
 def disk_full(exc: Exception) -> str | None:

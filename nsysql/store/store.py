@@ -6,6 +6,7 @@ cache again, and keeps facts and answers beside the cache (nsysql/store/stored.p
 answers and facts (`load_answer`, `store_answer`, `fact`)."""
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
@@ -22,10 +23,10 @@ import duckdb
 import polars as pl
 
 from nsysql.core.owner import owner_tag
-from nsysql.errors import MissingDataError, NsysqlError
+from nsysql.errors import MissingDataError, NsysqlError, NsysqlWarning
 from nsysql.sql import catalog, macros
 from nsysql.sql.engine import connect, error_line
-from nsysql.store import busy, formats_in, hygiene, importer, inputs, nsys_rep
+from nsysql.store import busy, formats_in, hygiene, importer, inputs, lock, nsys_rep
 from nsysql.store import stored as answers
 from nsysql.store.cache import cache_file, cache_key, default_cache_dir
 
@@ -64,7 +65,7 @@ T = TypeVar("T")
 
 def _warn(line: str) -> None:
     import warnings
-    warnings.warn(line, stacklevel=4)
+    warnings.warn(line, NsysqlWarning, stacklevel=4)
 
 
 def _built_from(con: duckdb.DuckDBPyConnection, identity: str) -> bool:
@@ -82,6 +83,10 @@ def damaged_file(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.IOException) and any(words in str(exc) for words in DAMAGED_FILE)
 
 
+class CacheUnwritable(Exception):
+    """The cache directory cannot be written (read-only, full, not a directory): `str()` says why."""
+
+
 class Store:
     """One export's cache, opened read-only (`use_cache=False`: a throwaway cache in a temporary directory)."""
 
@@ -89,45 +94,41 @@ class Store:
                  use_cache: bool = True, build_all: bool = False, busy_mark: bool = False):
         """`build_all`: a first open builds every normalized table at once, those otherwise built on first use
         too (summarize reads them all: one build on every core beats two). `busy_mark`: this process works on the
-        cache as a command does, until it exits; a background run answering ahead waits for it (store/busy.py)."""
+        cache as a command does, until it exits; a background run answering ahead waits for it (store/busy.py).
+        A cache directory that cannot be written (read-only, full) gives this handle a private temporary cache
+        instead, with one notice."""
         self.path = Path(path)
         self._tmpdir: tempfile.TemporaryDirectory | None = None
-        folder = formats_in.is_folder(self.path)
-        if folder:  # a Parquet or Arrow folder (nsysql/store/formats_in.py), checked before any cache directory is made
+        # told (one line) when a damaged cache is built again; the CLI prints it as a warning
+        self.on_notice: Callable[[str], None] = _warn
+        self._rebuilds = 0  # a damaged cache is built again once per handle; damaged again, it is an error
+        self._answers_checked = False  # another export's answers were looked into (one notice)
+        self._file: tuple[int, int, int] | None = None  # the cache file the connection read (device, inode, mtime)
+        self._build_all = build_all  # how a cache built again is built: as this handle's first open would
+        self._folder = formats_in.is_folder(self.path)
+        if self._folder:  # a Parquet or Arrow folder (nsysql/store/formats_in.py), checked before any cache directory is made
             formats_in.folder(self.path)
         else:
             inputs.regular_file(self.path)  # before any cache directory is made: a FIFO or a typo fails at once
+        built = True
         if use_cache:
             directory = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
             try:
-                directory.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise NsysqlError(f"cannot create cache directory {directory} ({exc.strerror}); "
-                                  "choose another with `cache_dir=` or NSYSQL_CACHE_DIR") from None
-            hygiene.sweep(directory)  # leftovers of killed runs (once per process)
+                built = self._open_cache(directory, build_all)
+            except CacheUnwritable as why:
+                self._open_private(build_all)
+                self.on_notice(f"cannot write the cache directory {directory} ({why}); this run uses a private "
+                               "temporary cache, removed when it ends: choose a writable one with `cache_dir=` or "
+                               "NSYSQL_CACHE_DIR, or run without the cache (`use_cache=False`)")
         else:
-            self._tmpdir = tempfile.TemporaryDirectory(prefix=f"nsysql-nocache-{owner_tag()}-")
-            directory = Path(self._tmpdir.name)
-        # What is actually read: the export itself, an .xz export unpacked into the cache, or a .nsys-rep exported
-        # into the cache by nsys (nsysql/store/nsys_rep.py)
-        self.source = (unpack_xz(self.path, directory) if self.path.name.endswith(".xz") else
-                       nsys_rep.exported(self.path, directory) if nsys_rep.is_report(self.path) else self.path)
-        if not folder:
-            importer.check_sqlite_file(self.source)
-        # the export's identity (nsysql/store/cache.py), kept in the cache it builds and compared when it is opened
-        self._identity = cache_key(self.source, importer.views_version()) if use_cache else ""
-        self.cache_path = (cache_file(directory, self.source, importer.views_version()) if use_cache
-                           else directory / "export.duckdb")
-        self.cache_hit = self.cache_path.exists()
-        if not self.cache_hit:
-            self._build(directory, everything=build_all)
-        if use_cache:
+            self._open_private(build_all)
+        if self._tmpdir is None:
             if busy_mark:
                 busy.mark_busy(self.cache_path)
             for used in {self.cache_path, self.source} - {self.path}:
                 hygiene.touch(used)
-            if not self.cache_hit:  # the cache grew: keep it under its cap, least recently used first
-                hygiene.prune(directory, hygiene.cap(), keep={self.cache_path, self.source})
+            if built:  # the cache grew: keep it under its cap, least recently used first
+                hygiene.prune(self.cache_path.parent, hygiene.cap(), keep={self.cache_path, self.source})
         # opened on first use: a command whose answers are all stored never opens DuckDB (0.1 s of its floor)
         self._con: duckdb.DuckDBPyConnection | None = None
         _OPEN.add(self)
@@ -136,8 +137,69 @@ class Store:
         self.temp_tables: set[str] = set()
         self._relations: set[str] | None = None  # the cache's normalized tables and views, once looked up (present)
         self._private: _PrivateCopy | None = None  # the cache with tables built on first use, where it is read-only
-        # told (one line) when a damaged cache is built again; the CLI prints it as a warning
-        self.on_notice: Callable[[str], None] = _warn
+
+    def _open_cache(self, directory: Path, build_all: bool) -> bool:
+        """Find or build the export's cache in `directory`; whether this handle built it. CacheUnwritable when
+        the directory cannot be written to build it."""
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CacheUnwritable(f"cannot create it: {exc.strerror or exc}") from None
+        hygiene.sweep(directory)  # leftovers of killed runs (once per process)
+        # What is actually read: the export itself, an .xz export unpacked into the cache, or a .nsys-rep exported
+        # into the cache by nsys (nsysql/store/nsys_rep.py)
+        self.source = (unpack_xz(self.path, directory) if self.path.name.endswith(".xz") else
+                       nsys_rep.exported(self.path, directory) if nsys_rep.is_report(self.path) else self.path)
+        if not self._folder:
+            importer.check_sqlite_file(self.source)
+        # the export's identity (nsysql/store/cache.py), kept in the cache it builds and compared when it is opened,
+        # and in every answer kept beside it
+        self._identity = cache_key(self.source, importer.views_version())
+        self.cache_path = cache_file(directory, self.source, importer.views_version(), self._identity)
+        self.cache_hit = self.cache_path.exists()
+        if self.cache_hit:
+            return False
+        try:  # one process builds, under the build lock; one that waited finds the cache built
+            with lock.held(answers.directory(self.cache_path), self._what, on_wait=self.on_wait) as claim:
+                if self.cache_path.exists():
+                    self.cache_hit = True
+                    return False
+                try:
+                    self._build(directory, everything=build_all)
+                except BaseException:
+                    claim.discard()  # no cache, no answers directory: nothing left of a build that failed
+                    raise
+        except OSError as exc:
+            raise CacheUnwritable(exc.strerror or str(exc)) from None
+        except importer.CacheWriteError as exc:
+            raise CacheUnwritable(str(exc).split("; ")[0].removeprefix("cannot write the cache: ")) from None
+        return True
+
+    def _open_private(self, build_all: bool) -> None:
+        """A throwaway cache in a temporary directory of this handle's own (`use_cache=False`, or a cache directory
+        that cannot be written), built now."""
+        self._tmpdir = tempfile.TemporaryDirectory(prefix=f"nsysql-nocache-{owner_tag()}-")
+        directory = Path(self._tmpdir.name)
+        try:
+            self.source = (unpack_xz(self.path, directory) if self.path.name.endswith(".xz") else
+                           nsys_rep.exported(self.path, directory) if nsys_rep.is_report(self.path) else self.path)
+            if not self._folder:
+                importer.check_sqlite_file(self.source)
+            self._identity = ""
+            self.cache_path = directory / "export.duckdb"
+            self.cache_hit = False
+            self._build(directory, everything=build_all)
+        except BaseException:
+            self._tmpdir.cleanup()
+            raise
+
+    @property
+    def _what(self) -> str:
+        return f"the cache of {inputs.text(self.path.name)}"
+
+    def on_wait(self, line: str) -> None:
+        """Told (one line) while this handle waits for another process building the cache: stderr."""
+        lock.note(line)
 
     @property
     def keeps_answers(self) -> bool:
@@ -147,7 +209,9 @@ class Store:
     # -- the connection, and the cache built again when it is damaged ---------------------------------------
     def rebuilt_once(self, action: Callable[[], T]) -> T:
         """`action()`; when it finds the cache file damaged, the cache is built again from the export and
-        `action()` runs once more (a cache is derived data: nothing is lost but time)."""
+        `action()` runs once more (a cache is derived data: nothing is lost but time). Every query of the cache
+        runs inside one (nested ones too); a handle builds its cache again once, and a cache damaged again after
+        that is an error."""
         try:
             return action()
         except duckdb.Error as exc:
@@ -157,18 +221,50 @@ class Store:
         return action()
 
     def _discard_damaged_cache(self, why: str, *, foreign: bool = False) -> None:
-        """Remove the damaged (or another export's) cache and its stored answers, and build it again."""
+        """Remove the damaged (or another export's) cache and its stored answers, and build it again, under the
+        build lock; where another process did so meanwhile, its cache is read."""
         what = "not built from this export" if foreign else "damaged"
+        if self._rebuilds:
+            raise NsysqlError(f"{self._what} was {what} again after it was built again ({why}); its disk may be "
+                              "failing: choose another `cache_dir=`, or run without the cache (`use_cache=False`)")
+        self._rebuilds += 1
         self.on_notice(f"the cache of {self.path.name} was {what} ({why}); building it again")
+        read = self._file
+        self._forget_connection()
+        if self._private is not None:  # this handle's own copy of a cache it cannot write: build that one
+            self._private.name.unlink(missing_ok=True)
+            self._build(self._private.directory, everything=self._build_all, into=self._private.name)
+            return
+        try:
+            with lock.held(answers.directory(self.cache_path), self._what, on_wait=self.on_wait):
+                if read is not None and _file_id(self.cache_path) not in (None, read):
+                    return  # another process built it again while this one waited: read that one
+                self.cache_path.unlink(missing_ok=True)  # another process still reading it keeps its open file
+                answers.discard(self.cache_path)
+                self._build(self.cache_path.parent, everything=self._build_all)
+        except (OSError, importer.CacheWriteError):
+            # a cache directory this process cannot write: the cache is built again in a directory of its own
+            directory = Path(tempfile.mkdtemp(prefix=f"nsysql-nocache-{owner_tag()}-"))
+            self._private = _PrivateCopy(directory, directory / self.cache_path.name)
+            try:
+                self._build(directory, everything=self._build_all, into=self._private.name)
+            except BaseException:
+                shutil.rmtree(directory, ignore_errors=True)
+                self._private = None
+                raise
+
+    def _forget_connection(self) -> None:
         if self._con is not None:
             try:
                 self._con.close()
             except duckdb.Error:
                 pass
-        self._con, self._raw_tables, self.temp_tables, self._relations = None, None, set(), None
-        self.cache_path.unlink(missing_ok=True)  # another process still reading it keeps its open file
-        answers.discard(self.cache_path)
-        self._build(self.cache_path.parent)
+        self._con, self._raw_tables, self.temp_tables, self._relations, self._file = None, None, set(), None, None
+
+    @property
+    def database(self) -> Path:
+        """The cache file this handle reads (its private copy where it built tables it could not add in place)."""
+        return self._private.name if self._private is not None else self.cache_path
 
     def full_connection(self) -> duckdb.DuckDBPyConnection:
         """The cache with every normalized table (those built on first use are built first)."""
@@ -179,13 +275,26 @@ class Store:
         """The cached DuckDB file as it is, read-only, with nsysql's macros (tables built on first use may be
         missing: ensure_built adds them)."""
         if self._con is None:
-            database = self._private.name if self._private is not None else self.cache_path
-            self._con = self.rebuilt_once(lambda: connect(database, read_only=True))
-            if self._tmpdir is None and not _built_from(self._con, self._identity):
-                self._discard_damaged_cache("its identity differs", foreign=True)
-                self._con = connect(database, read_only=True)
-            macros.install(self._con)
+            self._con = self.rebuilt_once(self._connect)
         return self._con
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        """A connection to the cache file, checked to be this export's (another export's is built again)."""
+        database = self.database
+        self._file = _file_id(database)
+        con = connect(database, read_only=True)
+        try:
+            if self._tmpdir is None and not _built_from(con, self._identity):
+                con.close()
+                self._discard_damaged_cache("its identity differs", foreign=True)
+                database = self.database
+                self._file = _file_id(database)
+                con = connect(database, read_only=True)
+            macros.install(con)
+        except BaseException:
+            con.close()  # DuckDB keeps a file's database while a connection of the process holds it
+            raise
+        return con
 
     def close_connection(self) -> None:
         if self._con is not None:
@@ -205,16 +314,16 @@ class Store:
     def present(self) -> set[str]:
         """The normalized tables and views of the cache file this connection reads."""
         if self._relations is None:
-            self._relations = {r[0] for r in self.connection().execute(
+            self._relations = self.rebuilt_once(lambda: {r[0] for r in self.connection().execute(
                 "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary "
                 "UNION ALL SELECT view_name FROM duckdb_views() "
-                "WHERE database_name = current_database() AND NOT temporary AND NOT internal").fetchall()}
+                "WHERE database_name = current_database() AND NOT temporary AND NOT internal").fetchall()})
         return self._relations
 
     def ensure_built(self, wanted: set[str] | None) -> None:
         """Build the normalized tables `wanted` (None: all of them) that a first open left out (tables `built: on
-        first use`), with those they read. One process builds at a time (a lock beside the answers); the others
-        wait and then find them built."""
+        first use`), with those they read. One process builds at a time (the build lock, nsysql/store/lock.py);
+        the others wait and then find them built."""
         view_set = "nsys3"  # the only set (importer.VIEW_SETS); a cache of another would name it in nsysql_meta
         if wanted is None:
             wanted = {q.name for q in catalog.group(f"normalize.{view_set}")}
@@ -225,12 +334,9 @@ class Store:
             self.close_connection()
             importer.extend(self._private.name, missing, scratch=self._private.name.parent)
             return
-        import fcntl
+        full: importer.CacheWriteError | None = None
         try:
-            lock = answers.directory(self.cache_path) / ".building.lock"
-            lock.parent.mkdir(parents=True, exist_ok=True)
-            with lock.open("a") as held:
-                fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes, or its process ends
+            with lock.held(answers.directory(self.cache_path), self._what, on_wait=self.on_wait):
                 _release(self.cache_path)  # another process may have replaced the file while this one waited
                 missing = importer.statements_to_add(self.present(), wanted, view_set)
                 if missing:
@@ -239,14 +345,28 @@ class Store:
                     _release(self.cache_path)
                     if self._tmpdir is None:  # the cache grew: keep the directory under its cap, as a build does
                         hygiene.prune(self.cache_path.parent, hygiene.cap(), keep={self.cache_path, self.source})
-        except OSError:
-            # a cache directory this process cannot write (a shared, read-only cache): the tables are built in a
-            # private copy that this handle reads until it closes, which costs only the time, as for answers
-            self.close_connection()
-            directory = Path(tempfile.mkdtemp(prefix=f"nsysql-nocache-{owner_tag()}-"))
-            self._private = _PrivateCopy(directory, directory / self.cache_path.name)
+                return
+        except OSError as exc:  # a cache directory this process cannot write (a shared, read-only cache)
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                full = importer.CacheWriteError(f"cannot write the cache: {exc.strerror}")
+        except importer.CacheWriteError as exc:
+            full = exc  # a full disk: said once the private copy below has the tables
+        # the tables are built in a private copy that this handle reads until it closes, as for answers
+        self.close_connection()
+        directory = Path(tempfile.mkdtemp(prefix=f"nsysql-nocache-{owner_tag()}-"))
+        self._private = _PrivateCopy(directory, directory / self.cache_path.name)
+        try:
             shutil.copyfile(self.cache_path, self._private.name)
             self.ensure_built(wanted)
+        except BaseException:
+            self.close_connection()
+            shutil.rmtree(directory, ignore_errors=True)
+            self._private = None
+            raise
+        if full is not None:
+            self.on_notice(f"{str(full).split('; ')[0]}; this run builds the tables it needs in a private temporary "
+                           "copy of the cache: free some space, or choose another `cache_dir=` or NSYSQL_CACHE_DIR, "
+                           "or run without the cache (`use_cache=False`)")
 
     def built_for(self, wanted: set[str], action: Callable[[], T]) -> T:
         """`action()` once the normalized tables in `wanted` are built (the others first opens build are there);
@@ -263,19 +383,19 @@ class Store:
                 self.ensure_built({missing})
         return action()
 
-    def _build(self, directory: Path, *, everything: bool = False) -> None:
+    def _build(self, directory: Path, *, everything: bool = False, into: Path | None = None) -> None:
         with importer.scratch_cache(directory) as tmp:
             importer.normalize(self.source, tmp, shown_as=self.path, everything=everything,  # messages name the .xz
                                identity=self._identity)
-            os.replace(tmp, self.cache_path)  # atomic: readers never see a half-built cache
+            os.replace(tmp, into or self.cache_path)  # atomic: readers never see a half-built cache
 
     # -- what the export holds ---------------------------------------------------------------------------
     @property
     def raw_tables(self) -> set[str]:
         """The raw nsys tables the export held: kept beside the cache once read, so has() opens no DuckDB."""
         if self._raw_tables is None:
-            self._raw_tables = set(self.fact("raw_tables", lambda: [
-                r[0] for r in self.connection().execute("SELECT raw_table FROM nsysql_tables").fetchall()]))
+            self._raw_tables = set(self.fact("raw_tables", lambda: self.rebuilt_once(lambda: [
+                r[0] for r in self.connection().execute("SELECT raw_table FROM nsysql_tables").fetchall()])))
         return self._raw_tables
 
     def has(self, table: str) -> bool:
@@ -292,24 +412,58 @@ class Store:
                 flag = SOURCES[options[0]][1]
                 raise MissingDataError(f"{self.path.name} has no {raws}, which {purpose} needs; capture with {flag}")
 
-    # -- facts and answers kept beside the cache ---------------------------------------------------------
+    # -- facts and answers kept beside the cache, each checked against the export and its checksum -----------
     def fact(self, name: str, compute: Callable[[], Any]) -> Any:
         """A fact about the export (JSON-able), computed once and kept beside the cache."""
-        found, kept = answers.load_fact(self.cache_path, name) if self.keeps_answers else (False, None)
+        found, kept = False, None
+        if self.keeps_answers:
+            try:
+                found, kept = answers.load_fact(self.cache_path, name, self._identity)
+            except answers.Mismatch as exc:
+                self._mismatch(f"fact {name!r}", answers.fact_file(self.cache_path, name), exc)
         if not found:
             kept = compute()
             if self.keeps_answers:
-                answers.store_fact(self.cache_path, name, kept)
+                answers.store_fact(self.cache_path, name, kept, self._identity)
         return kept
 
     def load_answer(self, q: catalog.Query, bound: dict) -> pl.DataFrame | None:
-        return answers.load(self.cache_path, q, bound)
+        try:
+            return answers.load(self.cache_path, q, bound, self._identity)
+        except answers.Mismatch as exc:
+            self._mismatch(f"answer of {q.id}", answers.path(self.cache_path, q, bound), exc)
+            return None
 
     def store_answer(self, q: catalog.Query, bound: dict, df: pl.DataFrame) -> None:
-        answers.store(self.cache_path, q, bound, df)
+        answers.store(self.cache_path, q, bound, df, self._identity)
 
     def answer_file(self, q: catalog.Query, bound: dict) -> Path | None:
-        return answers.stored_file(self.cache_path, q, bound)
+        try:
+            return answers.stored_file(self.cache_path, q, bound, self._identity)
+        except answers.Mismatch as exc:
+            self._mismatch(f"answer of {q.id}", answers.path(self.cache_path, q, bound), exc)
+            return None
+
+    def _mismatch(self, what: str, file: Path, exc: answers.Mismatch) -> None:
+        """A stored answer or fact that is not this export's as stored: removed, and computed again by the caller.
+        Another export's answers (a foreign answers folder) mean all of them go, with the cache too when it is
+        another export's as well: one notice either way."""
+        if not exc.foreign:
+            self.on_notice(f"the stored {what} of {self.path.name} was changed since it was stored ({exc}); "
+                           "computing it again")
+            answers.remove(file)
+            return
+        if self._answers_checked:  # another process's, written since this handle looked: only this file goes
+            answers.remove(file)
+            return
+        self._answers_checked = True
+        rebuilds = self._rebuilds
+        self.connection()  # another export's cache too: built again, its answers with it (one notice)
+        if self._rebuilds == rebuilds:
+            self.on_notice(f"the stored answers of {self.path.name} were computed for another export ({what}); "
+                           "computing them again")
+            answers.discard(self.cache_path)
+        self._raw_tables = None
 
 
 @dataclass(frozen=True)
@@ -323,6 +477,15 @@ class _PrivateCopy:
 # holds open the database as that connection read it, so when tables built on first use replace a cache file,
 # every handle's connection to it is closed (_release) and the next query reads the file now on disk.
 _OPEN: weakref.WeakSet[Store] = weakref.WeakSet()
+
+
+def _file_id(path: Path) -> tuple[int, int, int] | None:
+    """Which file is at `path` now (device, inode, mtime), to tell whether another process replaced it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns
 
 
 def _release(cache_path: Path) -> None:
@@ -349,29 +512,50 @@ def _missing_relation(exc: duckdb.CatalogException) -> str | None:
 
 
 def unpack_xz(path: Path, directory: Path) -> Path:
-    """Decompress an .sqlite.xz export into `directory` once (keyed by the .xz file's identity)."""
+    """Decompress an .sqlite.xz export into `directory` once (keyed by the .xz file's identity). CacheUnwritable
+    when `directory` cannot take the copy (read-only, full)."""
     import lzma
-    import shutil
 
     inputs.regular_file(path)
     target = directory / f"{inputs.safe_name(path.name[:-3].removesuffix('.sqlite'))}-{cache_key(path, 'xz')}.sqlite"
-    if not target.exists():
-        fd, tmp = tempfile.mkstemp(prefix=f".unpacking-{owner_tag()}-", dir=directory)
+    if target.exists():
+        return target
+    try:
+        src = lzma.open(path)
+    except OSError as exc:
+        raise NsysqlError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with src:
         try:
-            with lzma.open(path) as src, os.fdopen(fd, "wb") as dst:
+            fd, tmp = tempfile.mkstemp(prefix=f".unpacking-{owner_tag()}-", dir=directory)
+        except OSError as exc:
+            raise CacheUnwritable(exc.strerror or str(exc)) from None
+        try:
+            with os.fdopen(fd, "wb") as dst:
                 head = src.read(len(importer.SQLITE_MAGIC))
                 if head != importer.SQLITE_MAGIC:  # named as the user's .xz, and nothing kept in the cache
                     raise NsysqlError(f"{path} unpacks to something that is not a SQLite file; compress the "
                                       ".sqlite export itself (nsys export --type sqlite REPORT.nsys-rep, then xz)")
                 dst.write(head)
                 shutil.copyfileobj(src, dst, 1 << 20)
-            os.replace(tmp, target)
+            _publish(tmp, target)
         except (lzma.LZMAError, EOFError):  # EOFError: a truncated .xz (an interrupted copy)
             raise NsysqlError(f"{path} is not a valid .xz file (damaged or truncated?); decompress it yourself "
                               f"(xz -dk {path})") from None
+        except OSError as exc:  # writing the copy: a full disk
+            raise CacheUnwritable(exc.strerror or str(exc)) from None
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
     return target
 
 
+def _publish(tmp: str, target: Path) -> None:
+    """Put the finished copy `tmp` at `target` unless another process put its copy there first: that one stays
+    (its mtime is part of the cache key the other processes computed from it)."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return
+    except OSError:  # a file system without hard links: the copy replaces any other (the same bytes)
+        if not target.exists():
+            os.replace(tmp, target)
