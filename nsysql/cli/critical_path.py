@@ -105,24 +105,25 @@ def what_if(
     on one rank reaches the others through their collectives. Table and markdown show times in ms or µs; csv, json and
     parquet keep nanoseconds."""
     from nsysql.answers import what_if as wi
-    from nsysql.answers.critical_path_view import what_if_lines, what_if_table
+    from nsysql.answers.critical_path_view import matched_lines, what_if_lines, what_if_table
     from nsysql.answers.multi import expand, labels
     from nsysql.errors import NsysqlError
+    from nsysql.present.render import Format
     with src.errors():
         if pid is not None and step is None:
             raise NsysqlError("--pid chooses among the processes' step N: give --step N with it")
         scales = [wi.parse(s) for s in scale]
         with src.job(exports) as (opened, _):
             if len(opened) > 1:  # a job: the ranks replayed together, through their collectives
-                df = wi.job_step_times(opened, labels(expand(exports)), scales, step, pid)
+                df = wi.job_step_times(opened, labels(expand(exports)), scales, step, pid, check=True, matched=True)
             else:
-                df = wi.step_times(opened[0], scales, step, pid)
+                df = wi.step_times(opened[0], scales, step, pid, check=True, matched=True)
         if df.height == 0:
             raise _no_steps(step, len(opened))
-        shown, columns = what_if_table(df, out.for_people)
+        shown, columns = what_if_table(df if out.fmt is Format.json else df.drop("matched"), out.for_people)
         out.emit(shown, columns=columns, title="What if: " + ", ".join(str(s) for s in scales))
         if out.for_people and out.output is None:
-            for line in what_if_lines(df):
+            for line in what_if_lines(df) + matched_lines(df, scales):
                 typer.echo(line)
 
 
