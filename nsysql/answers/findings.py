@@ -86,9 +86,11 @@ def with_predicted_gains(export, findings: pl.DataFrame, params: dict | None = N
     (nsysql/answers/what_if.py FINDING_SCALES; None where no replay models the cause, or without CUDA calls)."""
     if not findings.height:
         return findings
+    import hashlib
     import json
 
     from nsysql.answers import what_if
+    from nsysql.answers.critical_path_kept import code_key
     speedup = rule_params(catalog.get("findings.fp32_gemm"), params).get("speedup")
 
     def compute() -> list[int | None] | None:
@@ -98,8 +100,9 @@ def with_predicted_gains(export, findings: pl.DataFrame, params: dict | None = N
             return None
     # kept with the export's answers: the replays cost seconds on a long capture, once
     causes = findings["_threads"].to_list() if "_threads" in findings.columns else None  # a cause's own threads
-    key = json.dumps([what_if.GAINS_VERSION, findings["rule"].to_list(), causes, speedup], separators=(",", ":"))
-    gains = export.store.fact(f"predicted_gains {key}", compute)
+    key = json.dumps([what_if.GAINS_VERSION, code_key(), findings["rule"].to_list(), causes, speedup],
+                     separators=(",", ":"))
+    gains = export.store.fact(f"predicted_gains {hashlib.sha256(key.encode()).hexdigest()[:24]}", compute)
     if gains is None:
         return findings
     return findings.with_columns(what_if.within_bounds(gains, findings))

@@ -184,7 +184,8 @@ def bound_section(export: Queries) -> dict | None:
         except MissingDataError:
             return None
         return bound_of(comp, items, analysed)
-    return export.store.fact(f"critical_path_bound {GAINS_VERSION}", compute)  # kept with the export's answers
+    from nsysql.answers.critical_path_kept import code_key
+    return export.store.fact(f"critical_path_bound {GAINS_VERSION} {code_key()}", compute)  # kept with the answers
 
 
 def bound_of(comp: pl.DataFrame, items: pl.DataFrame, analysed: int) -> dict | None:

@@ -361,15 +361,26 @@ def step_times(ex, scales: list[Scale], step: int | None = None, pid: int | None
     last analysed steps with `budget`, see critical_path.steps). `check`: a scale that matches nothing is an error
     naming the closest targets; `matched`: a `matched` column, per step the list of each scale's items and ns
     (matched_per_step)."""
-    steps, g = critical_path.planned(ex, step, pid, budget)
-    hits = matches(g, scales)
-    if check:
-        check_matched(g, scales, hits, f"step {step} of this export" if step is not None else "this export")
-    first = int(steps["start_ns"].min()) if steps.height else None  # type: ignore[arg-type]
-    r = Replay(g, scales, frozen_before=first, hits=hits)
-    rows = [dict(row, shift=0, part=None) for row in steps.iter_rows(named=True)]
-    df = _predicted(g, r, rows, scales, hits, matched)
-    return critical_path.pid_if_several(df, ex)
+    from nsysql.answers.critical_path_kept import kept
+
+    def compute() -> pl.DataFrame:
+        steps, g = critical_path.planned(ex, step, pid, budget)
+        hits = matches(g, scales)
+        if check:
+            check_matched(g, scales, hits, f"step {step} of this export" if step is not None else "this export")
+        first = int(steps["start_ns"].min()) if steps.height else None  # type: ignore[arg-type]
+        r = Replay(g, scales, frozen_before=first, hits=hits)
+        rows = [dict(row, shift=0, part=None) for row in steps.iter_rows(named=True)]
+        return critical_path.pid_if_several(_predicted(g, r, rows, scales, hits, matched), ex)
+    # kept with the export's answers (a scale that matched nothing raised: nothing kept, checked again next time)
+    return kept(ex, "what_if", {"scales": [_key(sc) for sc in scales], "step": step, "pid": pid, "budget": budget,
+                                "matched": matched, "check": check}, compute)
+
+
+def _key(sc: Scale) -> list:
+    """A scale as a kept answer's key: all of it, in a stable order."""
+    return [sc.target, sc.pattern, sc.factor, sorted(sc.names) if sc.names is not None else None,
+            sorted(sc.threads) if sc.threads is not None else None]
 
 
 def job_step_times(exports: list, labels: list[str], scales: list[Scale], step: int | None = None,
@@ -417,6 +428,8 @@ def _predicted(g: Graph, r: Replay, rows: list[dict], scales: list[Scale], hits:
         else:
             tid = thread_key(part, row["global_tid"]) if part is not None else row["global_tid"]
             spans.append((r.point(tid, lo), r.point(tid, hi)))
+    if all(sc.factor <= 1 for sc in scales):
+        spans = never_slower(rows, spans)
     out = {"step": [row["step"] for row in rows], "pid": [row["pid"] for row in rows],
            "measured_ns": [row["wall_ns"] for row in rows], "predicted_ns": [b - a for a, b in spans]}
     schema: dict = {"step": pl.Int64, "pid": pl.Int64, "measured_ns": pl.Int64, "predicted_ns": pl.Int64}
@@ -430,6 +443,35 @@ def _predicted(g: Graph, r: Replay, rows: list[dict], scales: list[Scale], hits:
         out["_part"] = [row["part"] for row in rows]
         schema["_part"] = pl.Int64
     return pl.DataFrame(out, schema=schema)
+
+
+def never_slower(rows: list[dict], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The replayed (start, end) of each step row, its boundaries taken as late as the steps after it allow, so that
+    with work only removed or shrunk no step (nor the time between two steps) comes out longer than measured.
+
+    The replay moves no node later than measured (factors of at most 1), but a step's start can move earlier by
+    more than its end: the step before it saved time that this step then spends waiting for work whose time did
+    not change (a late rank's collective, the GPU's queue). That saving is not kept: the time the job needs still
+    ends where it did. So, per thread (or GPU) of steps in time order, walking back from the last boundary, each
+    boundary is moved to the latest of its replayed time and the next boundary less the measured interval between
+    them: the saving counts for the step whose end keeps it, and the span from the first step's start to the last
+    step's end is the replay's."""
+    out = list(spans)
+    seqs: dict[tuple, list[int]] = {}
+    for i, row in enumerate(rows):
+        key = (row["part"], row["global_tid"]) if row["global_tid"] is not None else (row["part"], None, row["pid"])
+        seqs.setdefault(key, []).append(i)
+    for idx in seqs.values():
+        idx.sort(key=lambda i: rows[i]["start_ns"])
+        measured = [t for i in idx for t in (rows[i]["start_ns"], rows[i]["end_ns"])]
+        if any(b < a for a, b in zip(measured, measured[1:])):  # steps that overlap: no order to keep
+            continue
+        moved = [t for i in idx for t in out[i]]
+        for k in range(len(moved) - 2, -1, -1):
+            moved[k] = max(moved[k], moved[k + 1] - (measured[k + 1] - measured[k]))
+        for j, i in enumerate(idx):
+            out[i] = (moved[2 * j], moved[2 * j + 1])
+    return out
 
 
 def _gpu_span(g: Graph, r: Replay, start: int, end: int, ops=None) -> tuple[int, int]:

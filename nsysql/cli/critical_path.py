@@ -25,12 +25,20 @@ def _no_steps(step: int | None, exports: int):
                        "`nsysql steps` lists them")
 
 
+def _first_note(ex, line: str) -> bool:
+    """Whether the note `line` is new for this export (then kept as said: the next run leaves it out)."""
+    import hashlib
+    return ex.store.first_time(f"critical_path_note {hashlib.sha256(line.encode()).hexdigest()[:12]}")
+
+
 def critical_path(
     exports: ExportsArg,
     step: StepOpt = None,
     pid: PidOpt = None,
     items: Annotated[bool, typer.Option("--items", help="List the path's items in time order (kind, name, layer, "
                                                          "start, end) instead of its composition.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="Say again what the export cannot give (the edges its "
+                                                            "tables lack): by default said once per export.")] = False,
     out: Output = OUTPUT,
     src: Source = SOURCE,
 ) -> None:
@@ -69,7 +77,8 @@ def critical_path(
                 its = cp.item_rows(opened[0], step, pid)
             if comp.height == 0:
                 raise _no_steps(step, len(opened))
-            for line in dict.fromkeys(line for ex in opened for line in missing_edges(ex)):
+            for line in dict.fromkeys(line for ex in opened for line in missing_edges(ex)
+                                      if _first_note(ex, line) or verbose):
                 typer.echo(wrap_note(f"note: no {line}"), err=True)
             if items:
                 df, columns = items_table(its, out.for_people)
