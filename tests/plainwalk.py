@@ -241,7 +241,7 @@ class PlainAttribution:
         # activation checkpointing's re-runs: user ranges (not annotated, not named backward) on an autograd thread or
         # inside a backward, named like a user range of the forward (elsewhere) on another thread of the process
         in_bwd = {}
-        for gtid, rs in self.by_thread.items():
+        for rs in self.by_thread.values():
             open_ = []
             for r in sorted(rs, key=lambda r: (r["start"], -r["end"], r["id"])):
                 while open_ and open_[-1]["end"] < r["end"]:

@@ -38,7 +38,7 @@ def _truth(path: Path) -> tuple[list[tuple[int, int, int, str, str]], int]:
         "SELECT start, end, text, textId, globalTid FROM NVTX_EVENTS WHERE eventType = 59 AND end IS NOT NULL "
         "ORDER BY start, end DESC")]
     roots, open_end = [], {}  # re-run blocks: autograd-thread ranges inside no other range of that thread
-    for s, e, text, tid in ranges:
+    for s, e, _text, tid in ranges:
         if tid in autograd:
             if open_end.get(tid, -1) <= s:
                 roots.append((s, e))
@@ -56,7 +56,7 @@ def _truth(path: Path) -> tuple[list[tuple[int, int, int, str, str]], int]:
         kernels.append((call, gtid, start, dev, end - start))
     con.close()
     truth, rerun_ns = [], 0
-    for call, gtid, start, dev, dur in kernels:
+    for call, gtid, _start, _dev, dur in kernels:
         if gtid in autograd and any(s <= call <= e for s, e in roots):
             rerun_ns += dur
     for p_start, p_end in passes:

@@ -22,7 +22,8 @@ class Item:
     end: int
 
 
-SUMMARY_BUDGET = 50_000  # CUDA calls and GPU ops that summarize and findings walk and replay at most
+SUMMARY_BUDGET = 500_000  # CUDA calls and GPU ops summarize's bound line walks at most (past it: the last steps)
+GAINS_BUDGET = 50_000  # CUDA calls and GPU ops the findings' replays (one per cause) run over at most
 
 
 def graph(ex, window: tuple[int, int] | None = None) -> Graph:

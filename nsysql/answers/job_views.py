@@ -149,4 +149,4 @@ def bound(exports: list) -> dict | None:
         items = critical_path_job.item_rows(exports, names, budget=budget)
     except MissingDataError:
         return None
-    return bound_of(comp, items, sum(critical_path.steps(ex).height for ex in exports))
+    return bound_of(comp, items, len({n for ex in exports for n in critical_path.steps(ex)["step"].to_list()}))

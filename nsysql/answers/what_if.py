@@ -271,15 +271,15 @@ def matched_per_step(g: Graph, scales: list[Scale], hits: list[list[int]],
         hit = set(nodes) if spans else set()
         counts: dict[int, list[int]] = {}
         for n in nodes:
-            ws = by_pid.get(g.pid[n])
-            if not ws:
+            own = by_pid.get(g.pid[n])
+            if not own:
                 continue
             a, b = _scaled_part(g, n, sc.target, pre)
             first = g.start[n]
             item = not spans or g.prev[n] not in hit
             j = max(bisect.bisect_right(starts[g.pid[n]], min(a, first)) - 1, 0)
-            while j < len(ws) and ws[j][0] <= max(b, first):
-                lo, hi, i = ws[j]
+            while j < len(own) and own[j][0] <= max(b, first):
+                lo, hi, i = own[j]
                 got = counts.setdefault(i, [0, 0])
                 got[1] += max(0, min(b, hi) - max(a, lo))
                 if item and lo <= first < hi:
@@ -520,7 +520,7 @@ def cause_threads(rule: str, where: str | None) -> list[int]:
 
 
 def predicted_gains(ex, findings: pl.DataFrame, speedup: float | None = None,
-                    budget: int | None = critical_path.SUMMARY_BUDGET) -> list[int | None]:
+                    budget: int | None = critical_path.GAINS_BUDGET) -> list[int | None]:
     """Per finding row, the analysed steps' time the replay saves with the finding's cause removed: per step the
     job's time (its slowest process) measured minus predicted, summed, never below 0; None where no replay models
     the cause. The straggler's cause is the late rank's extra work: with no rank waiting for another, the job's
@@ -532,7 +532,7 @@ def predicted_gains(ex, findings: pl.DataFrame, speedup: float | None = None,
 
 
 def job_predicted_gains(exports: list, labels: list[str], findings: pl.DataFrame, speedup: float | None = None,
-                        budget: int | None = critical_path.SUMMARY_BUDGET) -> list[int | None]:
+                        budget: int | None = critical_path.GAINS_BUDGET) -> list[int | None]:
     """predicted_gains of a job's findings, its ranks replayed together (job_step_times), each cause removed on
     every rank it fired on."""
     return _gains(exports, findings, speedup, budget,
