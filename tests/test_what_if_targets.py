@@ -3,6 +3,7 @@ raw export; one that matches nothing is a one-line error naming the closest targ
 the thread's work outside every range, as `critical-path` names it."""
 from __future__ import annotations
 
+import bisect
 import json
 import sqlite3
 
@@ -100,10 +101,37 @@ def test_kernel_matched_counts_the_raw_kernels(ex, plain):
     assert checked > 100
 
 
+def _woken_waits(path, tid: int) -> list[tuple[int, int]]:
+    """The thread's blocking OS-runtime waits (outermost) that another thread of its process woke: the call of the
+    process (CUDA or OS runtime, outermost) ending last before the wait's end, ties to the lowest thread id, ended
+    inside it on another thread (docs/critical-path.md, blocking OS-runtime waits). Read from the raw rows."""
+    import re
+    blocking = re.compile(r"^(pthread_cond_(timed)?wait|pthread_join|pthread_mutex_(timed)?lock|sem_(timed)?wait|futex)$")
+    pid = (tid >> 24) & 0xFFFFFF
+    rows = _raw(path, "SELECT o.start, o.end, o.globalTid, s.value, o.nestingLevel FROM OSRT_API o "
+                      "JOIN StringIds s ON s.id = o.nameId WHERE (o.globalTid >> 24) & 16777215 = ?", (pid,))
+    events = sorted([(e, g) for _, e, g, _, level in rows if level == 0]
+                    + _raw(path, "SELECT end, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+                                 "WHERE (globalTid >> 24) & 16777215 = ?", (pid,)))
+    ends = [e for e, _ in events]
+    out = []
+    for s, e, g, name, level in rows:
+        if g != tid or level != 0 or not blocking.match(name):
+            continue
+        i = bisect.bisect_left(ends, e) - 1  # the last event ending strictly before the wait's end
+        if i < 0:
+            continue
+        j = bisect.bisect_left(ends, ends[i])  # of those ending then, the lowest thread id
+        if ends[j] > s and events[j][1] != tid:
+            out.append((s, e))
+    return out
+
+
 def test_cpu_thread_is_the_threads_work_outside_every_range(ex, plain):
     """`critical-path` names the autograd thread's work outside its ranges `thread pt_autograd_0`; pasted as
     `cpu:thread pt_autograd_0` it matches that work: within each step, the thread's span (its first to its last
-    CUDA or OS-runtime call) less its NVTX ranges, from the raw rows."""
+    CUDA or OS-runtime call) less its NVTX ranges and less its waits another thread woke (their time is the
+    waker's: no factor shortens them), from the raw rows."""
     name = "cnn-pinned-launch-bound"
     path = plain(name)
     items = ex(name).critical_path(items=True)
@@ -115,18 +143,21 @@ def test_cpu_thread_is_the_threads_work_outside_every_range(ex, plain):
                   (tid, tid))[0]
     ranges = _raw(path, "SELECT start, end FROM NVTX_EVENTS WHERE globalTid = ? AND end IS NOT NULL "
                         "AND eventType = 59", (tid,))
+    woken = _woken_waits(path, tid)
+    assert woken  # the case the rule is about
     steps = _ranges(path, "profiled_step")
     df = ex(name).what_if(["cpu:thread pt_autograd_0=0"], matched=True)
     assert df.height == len(steps)
     for row in df.iter_rows(named=True):
         lo, hi = steps[row["step"] - 1]
         lo, hi = max(lo, events[0]), min(hi, events[1])
-        covered = sorted((max(a, lo), min(b, hi)) for a, b in ranges if min(b, hi) > max(a, lo))
-        inside, reach = 0, lo
-        for a, b in covered:  # the union of the thread's ranges in the window
-            inside += max(0, b - max(a, reach))
+        covered = sorted((max(a, lo), min(b, hi)) for a, b in ranges + woken if min(b, hi) > max(a, lo))
+        outside, reach = 0, lo
+        for a, b in covered:  # the union of the thread's ranges and woken waits in the window
+            outside += max(0, b - max(a, reach))
             reach = max(reach, b)
-        assert row["matched"][0]["ns"] == (hi - lo) - inside, row
+        assert row["matched"][0]["ns"] == (hi - lo) - outside, row
+        assert row["matched"][0]["items"] >= 1, row  # a span overlapping the step counts in it
     assert (df["predicted_ns"] < df["measured_ns"]).any()  # the thread's work is on the path: removing it saves
 
 

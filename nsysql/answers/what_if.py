@@ -254,10 +254,11 @@ def _pre_wait(g: Graph) -> dict[str, int]:
 
 def matched_per_step(g: Graph, scales: list[Scale], hits: list[list[int]],
                      windows: list[tuple[int, int, int]]) -> list[list[tuple[int, int]]]:
-    """Per step window (pid, start, end on the graph's clock), per scale: (items, ns), the items it matched that
-    begin in the step and the time they hold in it that the factor applies to (a waiting call's wait for `sync`, a
-    collective's wait for `wait`, its transfer for `comm`). An item of `range` or `cpu` is a span: consecutive
-    matched pieces and calls of one thread (one range instance)."""
+    """Per step window (pid, start, end on the graph's clock), per scale: (items, ns), the items it matched in the
+    step and the time they hold in it that the factor applies to (a waiting call's wait for `sync`, a collective's
+    wait for `wait`, its transfer for `comm`; none of a blocking OS wait that ends when another thread wakes it).
+    An item is a node that begins in the step; for `range` and `cpu` it is a span, consecutive matched pieces, calls
+    and waits of one thread (one range instance), counted in every step it overlaps."""
     by_pid: dict[int, list[tuple[int, int, int]]] = {}
     for i, (pid, lo, hi) in enumerate(windows):
         by_pid.setdefault(pid, []).append((lo, hi, i))
@@ -266,33 +267,52 @@ def matched_per_step(g: Graph, scales: list[Scale], hits: list[list[int]],
     starts = {pid: [w[0] for w in ws] for pid, ws in by_pid.items()}
     out = [[(0, 0) for _ in scales] for _ in windows]
     pre = _pre_wait(g) if any(sc.target == "sync" for sc in scales) else {}
+
+    def overlapping(pid: int, a: int, b: int):
+        own = by_pid.get(pid, [])
+        j = max(bisect.bisect_right(starts.get(pid, []), a) - 1, 0)
+        while j < len(own) and own[j][0] <= b:
+            yield own[j]
+            j += 1
+
     for k, (sc, nodes) in enumerate(zip(scales, hits)):
-        spans = sc.target in ("range", "cpu")
-        hit = set(nodes) if spans else set()
         counts: dict[int, list[int]] = {}
         for n in nodes:
-            own = by_pid.get(g.pid[n])
-            if not own:
-                continue
             a, b = _scaled_part(g, n, sc.target, pre)
-            first = g.start[n]
-            item = not spans or g.prev[n] not in hit
-            j = max(bisect.bisect_right(starts[g.pid[n]], min(a, first)) - 1, 0)
-            while j < len(own) and own[j][0] <= max(b, first):
-                lo, hi, i = own[j]
+            for lo, hi, i in overlapping(g.pid[n], min(a, g.start[n]), max(b, g.start[n])):
                 got = counts.setdefault(i, [0, 0])
                 got[1] += max(0, min(b, hi) - max(a, lo))
-                if item and lo <= first < hi:
+                if sc.target not in ("range", "cpu") and lo <= g.start[n] < hi:
                     got[0] += 1
-                j += 1
+        if sc.target in ("range", "cpu"):
+            for pid, lo_span, hi_span in _spans(g, nodes):
+                for lo, hi, i in overlapping(pid, lo_span, hi_span):
+                    if min(hi, hi_span) > max(lo, lo_span) or lo <= lo_span < hi:
+                        counts.setdefault(i, [0, 0])[0] += 1
         for i, (items, ns) in counts.items():
             out[i][k] = (items, ns)
     return out
 
 
+def _spans(g: Graph, nodes: list[int]) -> list[tuple[int, int, int]]:
+    """(pid, start, end) of each run of consecutive nodes of one thread among `nodes` (in node order)."""
+    hit = set(nodes)
+    runs: dict[int, list[int]] = {}  # the first node of a run -> [start, end]
+    head: dict[int, int] = {}
+    for n in nodes:
+        p = g.prev[n]
+        first = head[p] if p in hit and p in head else n
+        head[n] = first
+        run = runs.setdefault(first, [g.start[n], g.end[n]])
+        run[1] = max(run[1], g.end[n])
+    return [(g.pid[first], a, b) for first, (a, b) in runs.items()]
+
+
 def _scaled_part(g: Graph, n: int, target: str, pre: dict[str, int]) -> tuple[int, int]:
     """The interval of node `n` that a scale of `target` applies to."""
     s, e = g.start[n], g.end[n]
+    if g.kind[n] == OS_WAIT and n in g.waker:  # it ends when its waker does: no factor shortens it
+        return s, s
     if target == "sync":
         return min(s + pre.get(g.name[n], 0), e), e
     if target in ("wait", "comm") and n in g.collective:
