@@ -209,6 +209,9 @@ def test_the_output_says_what_each_scale_matched(plain, cache_dir):
     at = out.index("Matched, mean per step of 8:")
     assert out[at + 1].split()[:3] == ["range:dataloader=0", "1", "span"], out
     assert out[at + 2].split()[:1] == ["kernel:*gemm*=0.5"] and "kernels" in out[at + 2], out
+    said = " ".join(res.output.split())  # the note on stderr says what removing CPU work assumes
+    assert "note: range:dataloader=0 takes that CPU work away; moved to another thread" in said
+    assert "the GIL and CPU contention are not modelled" in said
     res = _cli("what-if", path, "--scale", "range:dataloader=0", "-f", "json", cache_dir=cache_dir)
     rows = json.loads(res.stdout)
     assert all(r["matched"][0]["scale"] == "range:dataloader=0" and r["matched"][0]["items"] == 1 for r in rows)

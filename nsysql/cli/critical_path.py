@@ -117,7 +117,7 @@ def what_if(
     from nsysql.answers.critical_path_view import matched_lines, what_if_lines, what_if_table
     from nsysql.answers.multi import expand, labels
     from nsysql.errors import NsysqlError
-    from nsysql.present.render import Format
+    from nsysql.present.render import Format, wrap_note
     with src.errors():
         if pid is not None and step is None:
             raise NsysqlError("--pid chooses among the processes' step N: give --step N with it")
@@ -134,6 +134,11 @@ def what_if(
         if out.for_people and out.output is None:
             for line in what_if_lines(df) + matched_lines(df, scales):
                 typer.echo(line)
+        removed = [str(sc) for sc in scales if sc.target in ("range", "cpu") and sc.factor < 1]
+        if removed:  # what the replay assumes of CPU work it shrinks (issue 41: moved work is not removed work)
+            typer.echo(wrap_note(f"note: {', '.join(removed)} takes that CPU work away; moved to another thread "
+                                 "instead (a prefetcher, DataLoader workers), the step would still wait whenever "
+                                 "the producer is behind, and the GIL and CPU contention are not modelled"), err=True)
 
 
 def register(app: typer.Typer) -> None:
