@@ -17,7 +17,7 @@ error = (predicted - measured) / measured.
 |---|---|---|
 | workers | `--workers 8 --pin-memory` | `range:dataloader=0` |
 | nosync | `--no-sync` | `sync:*=0` |
-| bf16 | `--dtype bf16` | `kernel:GLOB=R` for each GLOB of GEMM_GLOBS |
+| bf16 | `--dtype bf16` | `kernel:GLOB=R` for each GLOB of GEMM_GLOBS that matches a baseline kernel (what-if refuses one that matches nothing) |
 | all | the three | the three |
 | repeat | none: the baseline captured again | `kernel:*=1` (the replay must give the capture back) |
 
@@ -82,6 +82,7 @@ class Capture:
     kernel_ns: float = 0.0  # mean kernel time per analysed step (kernels that start in the step)
     gemm_ns: float = 0.0  # the part of kernel_ns in GEMM/convolution kernels (GEMM_GLOBS)
     phase_cpu_ns: float = 0.0  # mean time of the PHASES ranges outside cudaDeviceSynchronize: CPU work and launches
+    gemm_globs: list[str] = field(default_factory=list)  # the GEMM_GLOBS matching one of its kernels at least
     environment: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -156,6 +157,8 @@ def measure(path: Path, scratch: Path) -> Capture:
     capture.data_ns = sum(data) / n
     capture.kernel_ns = sum(d for d, _ in in_steps) / n
     capture.gemm_ns = sum(d for d, name in in_steps if is_gemm(name)) / n
+    names = {name for _, _, name in kernels}
+    capture.gemm_globs = [glob for glob in GEMM_GLOBS if any(fnmatch.fnmatchcase(name, glob) for name in names)]
     return capture
 
 
@@ -227,7 +230,7 @@ def run(args: argparse.Namespace, scratch: Path) -> int:
     bf16 = measure(fixture("whatif-cnn-bf16"), scratch)
     ratio = bf16.gemm_ns / base.gemm_ns
     r = f"{ratio:.4g}"
-    gemm = [f"kernel:{glob}={r}" for glob in GEMM_GLOBS]
+    gemm = [f"kernel:{glob}={r}" for glob in base.gemm_globs]  # a glob matching nothing is what-if's error
     changes = [
         Change("workers", "whatif-cnn-workers", ["range:dataloader=0"],
                "data loading leaves the step's thread; the workers' CPU load and pinned copies are not modelled"),
@@ -313,8 +316,7 @@ def text(base: Capture, bf16: Capture, ratio: float, rows: list, base_spread: li
               f"{pct(error):>8}  {spread_text(spread):<19} {error_range(errors)}".rstrip())
     print()
     for change, measured, _, _, _, _, note in rows:
-        scales = change.scales if len(change.scales) < 4 else [*change.scales[:-len(GEMM_GLOBS)],
-                                                              f"kernel:GEMM_GLOBS={ratio:.4g}"]
+        scales = shown_scales(change, ratio)
         print(f"{change.name}: {' '.join(scales)}")
         print(textwrap.fill(f"  {measured.path.parent.name}: {len(measured.steps)} analysed steps, dataloader "
                             f"{ms(measured.data_ns)}, phases without synchronize {ms(measured.phase_cpu_ns)}, "
@@ -325,6 +327,13 @@ def text(base: Capture, bf16: Capture, ratio: float, rows: list, base_spread: li
             print(textwrap.fill(line, 80, subsequent_indent="    "))
     print(textwrap.fill(f"GEMM_GLOBS: {' '.join(GEMM_GLOBS)}", 80, subsequent_indent="  ",
                         break_long_words=False, break_on_hyphens=False))
+
+
+def shown_scales(change: Change, ratio: float) -> list[str]:
+    """The change's scales, its GEMM globs' as one: `kernel:GEMM_GLOBS=R`."""
+    gemm = [s for s in change.scales if s.startswith("kernel:") and s.endswith(f"={ratio:.4g}")]
+    rest = [s for s in change.scales if s not in gemm]
+    return rest + [f"kernel:GEMM_GLOBS={ratio:.4g}"] if gemm else rest
 
 
 def pred_missing(rows: list, change: Change) -> bool:
@@ -338,8 +347,7 @@ def markdown(base: Capture, bf16: Capture, ratio: float, rows: list, base_spread
     print("| change | scales | baseline | predicted | re-captured | error | re-captures, ms (n) | error over them | reach |")
     print("|---|---|---|---|---|---|---|---|---|")
     for change, measured, pred, error, spread, errors, note in rows:
-        scales = change.scales if len(change.scales) < 4 else [*change.scales[:-len(GEMM_GLOBS)],
-                                                              f"kernel:GEMM_GLOBS={ratio:.4g}"]
+        scales = shown_scales(change, ratio)
         shown = "<br>".join(f"`{s}`" for s in scales)
         predicted = ms(pred) if pred is not None else f"n/a ({note})"
         print(f"| {change.name} | {shown} | {ms(base.mean_ns)} | {predicted} | {ms(measured.mean_ns)} | {pct(error)} "

@@ -72,11 +72,14 @@ class Export(queries.Queries):
             return critical_path.item_tracks(self, step, pid)
         return (critical_path.item_rows if items else critical_path.composition)(self, step, pid)
 
-    def what_if(self, scales: list[str], step: int | None = None, pid: int | None = None) -> pl.DataFrame:
+    def what_if(self, scales: list[str], step: int | None = None, pid: int | None = None, *, check: bool = True,
+                matched: bool = False) -> pl.DataFrame:
         """Each analysed step's (or step `step`'s) measured_ns and predicted_ns when the graph of critical_path is
-        replayed with `scales` (`TARGET:PATTERN=FACTOR`, e.g. `kernel:*gemm*=0.5`, `range:dataloader=0`)."""
+        replayed with `scales` (`TARGET:PATTERN=FACTOR`, e.g. `kernel:*gemm*=0.5`, `range:dataloader=0`). A scale
+        that matches nothing is an error naming the closest targets (`check=False`: a replay without it);
+        `matched=True` adds a `matched` column: per step, each scale's items and ns."""
         from nsysql.answers import what_if
-        return what_if.step_times(self, [what_if.parse(s) for s in scales], step, pid)
+        return what_if.step_times(self, [what_if.parse(s) for s in scales], step, pid, check=check, matched=matched)
 
     def recipe(self, recipe_name: str, /, **options):
         """NVIDIA's recipe `nsys recipe NAME` on this export (nvtx_pace, nvtx_gpu_proj_pace, cuda_gpu_kern_pace,
@@ -126,13 +129,14 @@ class Job:
         how = critical_path_job.item_rows if items else critical_path_job.composition
         return how(self.exports, labels([ex.path for ex in self.exports]), step)
 
-    def what_if(self, scales: list[str], step: int | None = None) -> pl.DataFrame:
+    def what_if(self, scales: list[str], step: int | None = None, *, check: bool = True,
+                matched: bool = False) -> pl.DataFrame:
         """Each rank's steps predicted with `scales` (as Export.what_if), the ranks replayed together on their merged
         graph: a change on one rank reaches the others through their collectives. An `export` column first."""
         from nsysql.answers import what_if
         from nsysql.answers.multi import labels
         return what_if.job_step_times(self.exports, labels([ex.path for ex in self.exports]),
-                                      [what_if.parse(s) for s in scales], step)
+                                      [what_if.parse(s) for s in scales], step, check=check, matched=matched)
 
     def findings(self, **params) -> pl.DataFrame:
         """The job's findings: one per rule, the straggler first (as `nsysql findings A B`)."""

@@ -72,7 +72,7 @@ def test_replay_without_change_is_the_capture(opened):
     for key in _walked(opened):
         df = opened[key].what_if([])
         assert (df["measured_ns"] == df["predicted_ns"]).all(), key
-        one = opened[key].what_if(["kernel:*=1", "range:*=1"])
+        one = opened[key].what_if(["kernel:*=1", "range:*=1"], check=False)  # (a capture without ranges)
         assert (one["measured_ns"] == one["predicted_ns"]).all(), key
 
 

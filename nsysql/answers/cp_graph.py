@@ -36,7 +36,9 @@ class Graph:
     last_arrival: dict[int, int] = field(default_factory=dict)  # comm op -> the instance that arrived last
     collective_key: dict[int, str] = field(default_factory=dict)  # comm op -> analysis.comm_waits' matching key
     threads: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)  # tid -> (node ends, nodes)
+    outside: dict[int, str] = field(default_factory=dict)  # tid -> the name of its CPU work outside every range
     missing: list[str] = field(default_factory=list)  # edges the export cannot give, one line each
+    owner_of: list[int] = field(default_factory=list, repr=False)  # owners(), once built
 
     def add(self, kind: int, start: int, end: int, pid: int, name: str, layer: str | None,
             stack: tuple[str, ...] = (), prev: int = -1) -> int:
@@ -60,6 +62,20 @@ class Graph:
         if i < len(nodes) and self.start[nodes[i]] < t:
             return nodes[i]
         return -1
+
+    def owners(self) -> list[int]:
+        """Per node the thread it ran on (its key in `threads`): a GPU op's is its launching call's; -1 for an op
+        nothing recorded launched. Built once."""
+        got = self.owner_of
+        if len(got) != len(self):
+            got = [-1] * len(self)
+            for tid, (_, nodes) in self.threads.items():
+                for n in nodes:
+                    got[n] = tid
+            for n, call in self.launch.items():
+                got[n] = got[call]
+            self.owner_of = got
+        return got
 
 
 def build(ex, window: tuple[int, int] | None = None) -> Graph:
@@ -141,7 +157,7 @@ def _threads(g: Graph, calls, waits, ranges, steps, names: dict[int, str], since
             points.add(since)
         for s, e, *_ in tranges:
             points.update((s, e))
-        outside = f"thread {names[tid]}" if names.get(tid) else NO_RANGE
+        outside = g.outside[tid] = f"thread {names[tid]}" if names.get(tid) else NO_RANGE
         _one_thread(g, tid, pid_of.get(tid, (tid >> 24) & 0xFFFFFF), sorted(segments, key=lambda x: (x[0], -x[1])),
                     _Labels(tranges, outside), sorted(points), call_node, os_nodes)
     for node, r in os_nodes:
@@ -313,6 +329,7 @@ def merge(graphs: list[Graph], shifts: list[int]) -> tuple[Graph, list[int]]:
             by_key.setdefault(k, []).append(n + off)
         m.threads.update({thread_key(part, tid): ([t + sh for t in ends], [n + off for n in nodes])
                           for tid, (ends, nodes) in g.threads.items()})
+        m.outside.update({thread_key(part, tid): label for tid, label in g.outside.items()})
         m.missing += [line for line in g.missing if line not in m.missing]
     for members in by_key.values():
         last = max(members, key=lambda n: (m.start[n], -n))  # the instance that started last, on the job's clock

@@ -22,7 +22,8 @@ class Item:
     end: int
 
 
-SUMMARY_BUDGET = 50_000  # CUDA calls and GPU ops that summarize and findings walk and replay at most
+SUMMARY_BUDGET = 500_000  # CUDA calls and GPU ops summarize's bound line walks at most (past it: the last steps)
+GAINS_BUDGET = 50_000  # CUDA calls and GPU ops the findings' replays (one per cause) run over at most
 
 
 def graph(ex, window: tuple[int, int] | None = None) -> Graph:
@@ -195,8 +196,11 @@ def paths(ex, step: int | None = None, pid: int | None = None,
 
 
 def composition(ex, step: int | None = None, pid: int | None = None, budget: int | None = None) -> pl.DataFrame:
-    """One row per step: step, [pid], wall_ns, path_ns and the path's time per kind (adding up to path_ns)."""
-    return composition_of(paths(ex, step, pid, budget), ex)
+    """One row per step: step, [pid], wall_ns, path_ns and the path's time per kind (adding up to path_ns). Kept
+    with the export's answers (nsysql/answers/critical_path_kept.py)."""
+    from nsysql.answers.critical_path_kept import kept
+    return kept(ex, "composition", {"step": step, "pid": pid, "budget": budget},
+                lambda: composition_of(paths(ex, step, pid, budget), ex))
 
 
 def composition_of(walked: list[tuple[dict, list[Item]]], ex) -> pl.DataFrame:
@@ -216,10 +220,15 @@ def composition_of(walked: list[tuple[dict, list[Item]]], ex) -> pl.DataFrame:
 
 
 def item_rows(ex, step: int | None = None, pid: int | None = None, budget: int | None = None) -> pl.DataFrame:
-    """The items of each step's path in time order: step, [pid, on_pid], kind, name, layer, start_ns, end_ns."""
-    g = planned(ex, step, pid, budget)[1]
-    rows = [item_row(g, row, it) for row, items in paths(ex, step, pid, budget) for it in items]
-    return pid_if_several(pl.DataFrame(rows, schema=ITEM_SCHEMA, orient="row"), ex)
+    """The items of each step's path in time order: step, [pid, on_pid], kind, name, layer, start_ns, end_ns. Kept
+    with the export's answers (nsysql/answers/critical_path_kept.py)."""
+    from nsysql.answers.critical_path_kept import kept
+
+    def compute() -> pl.DataFrame:
+        g = planned(ex, step, pid, budget)[1]
+        rows = [item_row(g, row, it) for row, items in paths(ex, step, pid, budget) for it in items]
+        return pid_if_several(pl.DataFrame(rows, schema=ITEM_SCHEMA, orient="row"), ex)
+    return kept(ex, "items", {"step": step, "pid": pid, "budget": budget}, compute)
 
 
 ITEM_SCHEMA = {"step": pl.Int64, "pid": pl.Int64, "on_pid": pl.Int64, "kind": pl.Utf8, "name": pl.Utf8,

@@ -95,5 +95,31 @@ def what_if_lines(df: pl.DataFrame) -> list[str]:
                            f"({change:+.1f}%).").split("\n")]
 
 
+def matched_lines(df: pl.DataFrame, scales: list) -> list[str]:
+    """What each scale matched, mean per step over the rows of `df` (step_times' `matched` column): items (what an
+    item is: what_if.ITEMS) and the time the factor applies to.
+
+      Matched, mean per step of 8:
+        range:dataloader=0            1 span          62.9 ms
+    """
+    from nsysql.answers.what_if import ITEMS
+    if not scales or "matched" not in df.columns or df.height == 0:
+        return []
+    rows = df.height
+    lines = [f"Matched, mean per step of {rows}" + (" (each process's steps)" if "pid" in df.columns or
+                                                   "export" in df.columns else "") + ":"]
+    for k, sc in enumerate(scales):
+        items = sum(m[k]["items"] for m in df["matched"])
+        ns = sum(m[k]["ns"] for m in df["matched"])
+        each = items / rows
+        count = f"{each:,.0f}" if each == int(each) or each >= 100 else f"{each:,.1f}"
+        noun = ITEMS[sc.target][0 if count == "1" else 1]
+        if not items and not ns:
+            lines.append(f"  {_cut(str(sc), 38):<38} none in these steps")
+            continue
+        lines.append(f"  {_cut(str(sc), 38):<38} {count:>7} {noun:<13} {units.duration(ns // rows):>9}")
+    return lines
+
+
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 1)] + "…"

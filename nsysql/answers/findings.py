@@ -47,12 +47,13 @@ def empty() -> pl.DataFrame:
     return pl.DataFrame(schema=FINDING_COLUMNS)
 
 
-def run_findings(export, top: int | None = None, gains: bool = True, **params) -> pl.DataFrame:
+def run_findings(export, top: int | None = None, gains: bool = True, causes: bool = False,
+                 **params) -> pl.DataFrame:
     """Every rule's findings on `export`, largest recoverable_ns first (then by rule); `top` keeps the first N.
 
     A rule whose data the export lacks (e.g. no kernels, no NVTX ranges) is skipped. `params` override a rule's
     thresholds by name (`min_idle_pct=20`). `gains=False` leaves predicted_gain_ns empty (a job replays its ranks
-    together: nsysql/answers/job_views.py)."""
+    together: nsysql/answers/job_views.py), `causes=True` keeps the `_threads` column (with_causes) for it."""
     frames = []
     ranks = _ranks(export)
     for q in rules():
@@ -64,10 +65,20 @@ def run_findings(export, top: int | None = None, gains: bool = True, **params) -
             continue
         df = df.with_columns(pl.lit(None, pl.Int64).alias("predicted_gain_ns"))
         frames.append(df.cast(FINDING_COLUMNS) if df.height else empty())
-    out = pl.concat(frames) if frames else empty()
+    out = with_causes(pl.concat(frames) if frames else empty())
     out = per_job(out, ranks)
     out = with_predicted_gains(export, out, params) if gains else out
+    out = out if causes else out.drop("_threads")
     return out.head(top) if top is not None else out
+
+
+def with_causes(findings: pl.DataFrame) -> pl.DataFrame:
+    """A `_threads` column: the OS threads each finding's cause is the work of (what_if.cause_threads; empty for a
+    cause that is no one thread's), carried through per_job (a job's finding: every rank's threads) to the replay
+    of its gain, then dropped."""
+    from nsysql.answers.what_if import cause_threads
+    threads = [cause_threads(rule, where) for rule, where in zip(findings["rule"], findings["where"])]
+    return findings.with_columns(pl.Series("_threads", threads, dtype=pl.List(pl.Int64)))
 
 
 def with_predicted_gains(export, findings: pl.DataFrame, params: dict | None = None) -> pl.DataFrame:
@@ -75,9 +86,11 @@ def with_predicted_gains(export, findings: pl.DataFrame, params: dict | None = N
     (nsysql/answers/what_if.py FINDING_SCALES; None where no replay models the cause, or without CUDA calls)."""
     if not findings.height:
         return findings
+    import hashlib
     import json
 
     from nsysql.answers import what_if
+    from nsysql.answers.critical_path_kept import code_key
     speedup = rule_params(catalog.get("findings.fp32_gemm"), params).get("speedup")
 
     def compute() -> list[int | None] | None:
@@ -86,8 +99,10 @@ def with_predicted_gains(export, findings: pl.DataFrame, params: dict | None = N
         except MissingDataError:
             return None
     # kept with the export's answers: the replays cost seconds on a long capture, once
-    key = json.dumps([what_if.GAINS_VERSION, findings["rule"].to_list(), speedup], separators=(",", ":"))
-    gains = export.store.fact(f"predicted_gains {key}", compute)
+    causes = findings["_threads"].to_list() if "_threads" in findings.columns else None  # a cause's own threads
+    key = json.dumps([what_if.GAINS_VERSION, code_key(), findings["rule"].to_list(), causes, speedup],
+                     separators=(",", ":"))
+    gains = export.store.fact(f"predicted_gains {hashlib.sha256(key.encode()).hexdigest()[:24]}", compute)
     if gains is None:
         return findings
     return findings.with_columns(what_if.within_bounds(gains, findings))
@@ -135,6 +150,8 @@ def per_job(findings: pl.DataFrame, ranks: dict) -> pl.DataFrame:
         first = dict(same[0])
         found = [_rank_of_where(r["where"], ranks) for r in same]
         if len(same) > 1 and rule != "straggler":
+            if "_threads" in first:  # the cause is every rank's
+                first["_threads"] = sorted({t for r in same for t in (r["_threads"] or [])})
             named = sorted({r for r in found if r is not None})
             first["where"] = f"ranks {', '.join(map(str, named))}: {first['where']}" if named else first["where"]
             first["evidence"] = (first["evidence"] or "") + " Also: " + "; ".join(
@@ -142,7 +159,7 @@ def per_job(findings: pl.DataFrame, ranks: dict) -> pl.DataFrame:
         elif found[0] is not None and rule != "straggler":
             first["where"] = f"rank {found[0]}" + (", the late rank" if found[0] == late else "") + f": {first['where']}"
         rows.append(first)
-    out = pl.DataFrame(rows, schema=FINDING_COLUMNS)
+    out = pl.DataFrame(rows, schema=findings.schema)
     return out.sort([pl.col("rule") != "straggler", "recoverable_ns", "rule"], descending=[False, True, False],
                     nulls_last=True)
 

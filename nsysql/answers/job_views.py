@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from nsysql.answers.findings import empty, per_job, rule_params, run_findings
+from nsysql.answers.findings import empty, per_job, rule_params, run_findings, with_causes
 from nsysql.answers.job import restraggle, run_over
 from nsysql.answers.overview import Overview, capture_gpus, rank_maps
 from nsysql.answers.overview import build as build_overview
@@ -46,14 +46,15 @@ def comm(exports: list) -> pl.DataFrame:
 def findings(exports: list, **params) -> pl.DataFrame:
     """Each rank's findings, the straggler finding over the whole job, then one finding per rule (nsysql.answers.findings
     .per_job), each with the gain of its cause removed on every rank, the ranks replayed together."""
-    frames = [run_findings(ex, gains=False, **params).filter(pl.col("rule") != "straggler") for ex in exports]
+    frames = [run_findings(ex, gains=False, causes=True, **params).filter(pl.col("rule") != "straggler")
+              for ex in exports]
     q = catalog.get("findings.straggler")
     late = run_over(q.id, {"comm": comm(exports), "comm_waits": _concat(exports, "analysis.comm_waits"),
                            "step_breakdown": _concat(exports, "analysis.step_breakdown")},
                     **rule_params(q, params))
     late = late.with_columns(pl.lit(None, pl.Int64).alias("predicted_gain_ns"))
-    out = pl.concat([*frames, late.cast(empty().schema)]) if frames else empty()
-    return _with_gains(exports, per_job(out, ranks(exports)), params)
+    out = pl.concat([*frames, with_causes(late.cast(empty().schema))]) if frames else with_causes(empty())
+    return _with_gains(exports, per_job(out, ranks(exports)), params).drop("_threads")
 
 
 def _with_gains(exports: list, found: pl.DataFrame, params: dict) -> pl.DataFrame:
@@ -148,4 +149,4 @@ def bound(exports: list) -> dict | None:
         items = critical_path_job.item_rows(exports, names, budget=budget)
     except MissingDataError:
         return None
-    return bound_of(comp, items, sum(critical_path.steps(ex).height for ex in exports))
+    return bound_of(comp, items, len({n for ex in exports for n in critical_path.steps(ex)["step"].to_list()}))

@@ -180,21 +180,26 @@ def bound_section(export: Queries) -> dict | None:
         try:
             comp = critical_path.composition(export, budget=budget)
             items = critical_path.item_rows(export, budget=budget)
-            analysed = critical_path.steps(export).height
+            analysed = critical_path.steps(export)["step"].n_unique()
         except MissingDataError:
             return None
         return bound_of(comp, items, analysed)
-    return export.store.fact(f"critical_path_bound {GAINS_VERSION}", compute)  # kept with the export's answers
+    from nsysql.answers.critical_path_kept import code_key
+    return export.store.fact(f"critical_path_bound {GAINS_VERSION} {code_key()}", compute)  # kept with the answers
 
 
 def bound_of(comp: pl.DataFrame, items: pl.DataFrame, analysed: int) -> dict | None:
-    """bound_section's answer from the walked steps' composition and items (`analysed`: the steps there are)."""
+    """bound_section's answer from the walked steps' composition and items (`analysed`: how many analysed steps
+    there are, by number; every process numbers its own). The line covers them all, or says which it covers:
+    `last 7 of 1,200 steps`, `last step of 6` (a sample past critical_path.SUMMARY_BUDGET)."""
     from nsysql.answers import critical_path
     line = critical_path.bound_line(comp, items)
     if line is None:
         return None
     mean = {c: int(comp[c].mean()) for c in ("path_ns",) + critical_path.COLUMNS}  # type: ignore[arg-type]
-    sample = "" if comp.height == analysed else f", last {comp['step'].n_unique()} steps"
+    walked = comp["step"].n_unique()
+    sample = "" if walked >= analysed else f", last {walked:,} of {analysed:,} steps" if walked > 1 else \
+        f", last step of {analysed:,}"
     return {"line": f"Bound by (critical path{sample}): " + line[len("the step is bound by: "):] + ".",
             "steps": comp.height, "mean_per_step": mean}
 

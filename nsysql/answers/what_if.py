@@ -2,58 +2,81 @@
 each step's predicted time against the measured one; the findings' predicted gains."""
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import re
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
 from nsysql.answers import critical_path
-from nsysql.answers.cp_graph import CALL, COMM, OP, OS_WAIT, PIECE, Graph, thread_key
+from nsysql.answers.cp_graph import CALL, COMM, NO_RANGE, OP, OS_WAIT, PIECE, Graph, thread_key
 from nsysql.errors import NsysqlError
 
 TARGETS = {
     "kernel": "kernels by name (NCCL's excluded: comm)",
     "layer": "GPU ops by layer path",
     "copy": "copies and sets by name",
-    "comm": "the transfer part of NCCL kernels, by operation",
-    "wait": "the cross-rank wait of collectives, by operation",
+    "comm": "the transfer part of NCCL kernels, by operation or kernel name",
+    "wait": "the cross-rank wait of collectives, by operation or kernel name",
     "range": "CPU work and CUDA calls inside a user range of that name (any depth)",
-    "cpu": "all CPU work and CUDA calls, by the innermost range's name ((no range) outside every range)",
+    "cpu": "all CPU work and CUDA calls, by the innermost range's name (`thread NAME` outside every range)",
     "api": "CUDA calls by API name (their own time, not their waits)",
     "sync": "the wait of waiting calls by API name (0: the call no longer waits for the GPU)",
 }
-_SPEC = re.compile(r"^(?P<target>[a-z]+):(?P<pattern>.+)=(?P<factor>[^=]+)$")
+# the kinds of a critical path's items (critical_path.KINDS) and the target that scales an item of that kind by its
+# name: a name `critical-path` prints is a target a user can paste
+PATH_KINDS = {"cpu": "cpu", "launch": "api", "gpu_compute": "kernel", "copy": "copy", "sync_wait": "sync",
+              "comm_transfer": "comm", "comm_wait": "wait"}
+# what one matched item of each target is, singular and plural (the matched lines and the docs)
+ITEMS = {"kernel": ("kernel", "kernels"), "layer": ("GPU op", "GPU ops"), "copy": ("copy", "copies"),
+         "comm": ("NCCL kernel", "NCCL kernels"), "wait": ("NCCL kernel", "NCCL kernels"),
+         "range": ("span", "spans"), "cpu": ("span", "spans"), "api": ("call", "calls"),
+         "sync": ("waiting call", "waiting calls")}
+_SPEC = re.compile(r"^(?P<target>[a-z_]+):(?P<pattern>.+)=(?P<factor>[^=]+)$")
+_SPACED = re.compile(r"^(?P<target>[a-z_]+) (?P<pattern>.+)=(?P<factor>[^=]+)$")  # `cpu thread X=0`, as a path line
 
 
 @dataclass(frozen=True)
 class Scale:
     target: str
-    pattern: str  # a glob
+    pattern: str  # a glob, or a name exactly (names with `[`, `*`: `[CUDA memcpy Host-to-Device]`)
     factor: float
     names: frozenset[str] | None = None  # exact names instead of the pattern (a finding's own kernels or ranges)
+    threads: frozenset[int] | None = None  # only the work of these OS threads (a finding's own thread): CPU
+    # pieces, calls and waits on them and the GPU ops they launched
 
     def matches(self, text: str | None) -> bool:
         if text is None:
             return False
         if self.names is not None:
             return text in self.names
-        return fnmatch.fnmatchcase(text, self.pattern)
+        return text == self.pattern or fnmatch.fnmatchcase(text, self.pattern)
 
     def __str__(self) -> str:
-        return f"{self.target}:{self.pattern}={self.factor:g}"
+        on = f" on thread {', '.join(map(str, sorted(self.threads)))}" if self.threads is not None else ""
+        return f"{self.target}:{self.pattern}={self.factor:g}{on}"
 
 
 def parse(spec: str) -> Scale:
     """`TARGET:PATTERN=FACTOR`, e.g. `kernel:sm80_xmma*=0.5`; an error names what is wrong."""
-    m = _SPEC.match(spec.strip())
+    text = spec.strip()
+    m = _SPEC.match(text)
     if not m:
+        spaced = _SPACED.match(text)
+        if spaced and (spaced["target"] in TARGETS or spaced["target"] in PATH_KINDS):
+            target = PATH_KINDS.get(spaced["target"], spaced["target"])
+            raise NsysqlError(f"scale {spec!r}: write TARGET:PATTERN=FACTOR, here "
+                              f"'{target}:{spaced['pattern']}={spaced['factor']}'")
         raise NsysqlError(f"scale {spec!r}: write TARGET:PATTERN=FACTOR, e.g. 'kernel:*gemm*=0.5' or "
                           "'range:dataloader=0'")
     target, pattern, factor = m["target"], m["pattern"], m["factor"]
     if target not in TARGETS:
+        if target in PATH_KINDS:  # a path item's kind: the target that scales it
+            raise NsysqlError(f"scale {spec!r}: the critical path's {target} items are scaled as "
+                              f"'{PATH_KINDS[target]}:{pattern}={factor}'")
         raise NsysqlError(f"scale {spec!r}: unknown target {target!r}; use one of {', '.join(TARGETS)}")
     try:
         value = float(factor)
@@ -64,42 +87,67 @@ def parse(spec: str) -> Scale:
     return Scale(target, pattern, value)
 
 
-def _factors(g: Graph, scales: list[Scale]) -> tuple[list[float], dict[int, float], dict[int, float]]:
+def _texts(g: Graph, n: int, target: str) -> tuple[str | None, ...]:
+    """The names node `n` answers to under `target` (none: the target never scales it)."""
+    kind = g.kind[n]
+    if kind == OP:
+        cls = g.op_class[n]
+        if target == "kernel" and cls == "kernel" or target == "copy" and cls == "copy":
+            return (g.name[n],)
+        if target == "layer":
+            return (g.layer[n],)
+        if target in ("comm", "wait") and cls == COMM:
+            return g.operation.get(n), g.name[n]
+        return ()
+    if target == "range":
+        return g.stack[n]
+    if target == "cpu":
+        if g.stack[n]:
+            return (g.stack[n][-1],)
+        return (g.outside.get(g.owners()[n], NO_RANGE),)
+    if target == "api" and kind == CALL or target == "sync" and kind == CALL and n in g.waited:
+        return (g.name[n],)
+    return ()
+
+
+def matches(g: Graph, scales: list[Scale]) -> list[list[int]]:
+    """Per scale, the nodes it scales, in node order."""
+    hits: list[list[int]] = [[] for _ in scales]
+    if not scales:
+        return hits
+    owners = g.owners() if any(sc.threads is not None for sc in scales) else []
+    for n in range(len(g)):
+        for i, sc in enumerate(scales):
+            if any(sc.matches(t) for t in _texts(g, n, sc.target)) \
+                    and (sc.threads is None or owners[n] >= 0 and owners[n] & 0xFFFFFF in sc.threads):
+                hits[i].append(n)
+    return hits
+
+
+def _factors(g: Graph, scales: list[Scale],
+             hits: list[list[int]] | None = None) -> tuple[list[float], dict[int, float], dict[int, float]]:
     """Per node its duration factor; per waiting call its wait factor (sync); per comm op its wait factor (wait)."""
     f = [1.0] * len(g)
     sync: dict[int, float] = {}
     wait: dict[int, float] = {}
-    if not scales:
-        return f, sync, wait
-    for n in range(len(g)):
-        kind = g.kind[n]
-        for sc in scales:
-            t = sc.target
-            if kind == OP:
-                cls = g.op_class[n]
-                if t == "kernel" and cls == "kernel" and sc.matches(g.name[n]) \
-                        or t == "copy" and cls == "copy" and sc.matches(g.name[n]) \
-                        or t == "layer" and sc.matches(g.layer[n]) \
-                        or t == "comm" and cls == COMM and sc.matches(g.operation.get(n)):
-                    f[n] *= sc.factor
-                elif t == "wait" and cls == COMM and sc.matches(g.operation.get(n)):
-                    wait[n] = wait.get(n, 1.0) * sc.factor
+    for sc, nodes in zip(scales, matches(g, scales) if hits is None else hits):
+        for n in nodes:
+            if sc.target == "sync":
+                sync[n] = sync.get(n, 1.0) * sc.factor
+            elif sc.target == "wait":
+                wait[n] = wait.get(n, 1.0) * sc.factor
             else:
-                if t == "range" and any(sc.matches(r) for r in g.stack[n]) \
-                        or t == "cpu" and sc.matches(g.stack[n][-1] if g.stack[n] else "(no range)") \
-                        or t == "api" and kind == CALL and sc.matches(g.name[n]):
-                    f[n] *= sc.factor
-                elif t == "sync" and kind == CALL and n in g.waited and sc.matches(g.name[n]):
-                    sync[n] = sync.get(n, 1.0) * sc.factor
+                f[n] *= sc.factor
     return f, sync, wait
 
 
 class Replay:
     """New start and end of every node under `scales`; nodes ending before `frozen_before` keep their times."""
 
-    def __init__(self, g: Graph, scales: list[Scale], frozen_before: int | None = None):
+    def __init__(self, g: Graph, scales: list[Scale], frozen_before: int | None = None,
+                 hits: list[list[int]] | None = None):
         self.g = g
-        self.f, self.sync, self.wait = _factors(g, scales)
+        self.f, self.sync, self.wait = _factors(g, scales, hits)
         self.S: list[int | None] = [None] * len(g)
         self.E: list[int | None] = [None] * len(g)
         self.busy: set[tuple[int, int]] = set()
@@ -204,55 +252,246 @@ def _pre_wait(g: Graph) -> dict[str, int]:
     return {api: int(statistics.median(v)) for api, v in own.items()}
 
 
+def matched_per_step(g: Graph, scales: list[Scale], hits: list[list[int]],
+                     windows: list[tuple[int, int, int]]) -> list[list[tuple[int, int]]]:
+    """Per step window (pid, start, end on the graph's clock), per scale: (items, ns), the items it matched in the
+    step and the time they hold in it that the factor applies to (a waiting call's wait for `sync`, a collective's
+    wait for `wait`, its transfer for `comm`; none of a blocking OS wait that ends when another thread wakes it).
+    An item is a node that begins in the step; for `range` and `cpu` it is a span, consecutive matched pieces, calls
+    and waits of one thread (one range instance), counted in every step it overlaps."""
+    by_pid: dict[int, list[tuple[int, int, int]]] = {}
+    for i, (pid, lo, hi) in enumerate(windows):
+        by_pid.setdefault(pid, []).append((lo, hi, i))
+    for ws in by_pid.values():
+        ws.sort()
+    starts = {pid: [w[0] for w in ws] for pid, ws in by_pid.items()}
+    out = [[(0, 0) for _ in scales] for _ in windows]
+    pre = _pre_wait(g) if any(sc.target == "sync" for sc in scales) else {}
+
+    def overlapping(pid: int, a: int, b: int):
+        own = by_pid.get(pid, [])
+        j = max(bisect.bisect_right(starts.get(pid, []), a) - 1, 0)
+        while j < len(own) and own[j][0] <= b:
+            yield own[j]
+            j += 1
+
+    for k, (sc, nodes) in enumerate(zip(scales, hits)):
+        counts: dict[int, list[int]] = {}
+        for n in nodes:
+            a, b = _scaled_part(g, n, sc.target, pre)
+            for lo, hi, i in overlapping(g.pid[n], min(a, g.start[n]), max(b, g.start[n])):
+                got = counts.setdefault(i, [0, 0])
+                got[1] += max(0, min(b, hi) - max(a, lo))
+                if sc.target not in ("range", "cpu") and lo <= g.start[n] < hi:
+                    got[0] += 1
+        if sc.target in ("range", "cpu"):
+            for pid, lo_span, hi_span in _spans(g, nodes):
+                for lo, hi, i in overlapping(pid, lo_span, hi_span):
+                    if min(hi, hi_span) > max(lo, lo_span) or lo <= lo_span < hi:
+                        counts.setdefault(i, [0, 0])[0] += 1
+        for i, (items, ns) in counts.items():
+            out[i][k] = (items, ns)
+    return out
+
+
+def _spans(g: Graph, nodes: list[int]) -> list[tuple[int, int, int]]:
+    """(pid, start, end) of each run of consecutive nodes of one thread among `nodes` (in node order)."""
+    hit = set(nodes)
+    runs: dict[int, list[int]] = {}  # the first node of a run -> [start, end]
+    head: dict[int, int] = {}
+    for n in nodes:
+        p = g.prev[n]
+        first = head[p] if p in hit and p in head else n
+        head[n] = first
+        run = runs.setdefault(first, [g.start[n], g.end[n]])
+        run[1] = max(run[1], g.end[n])
+    return [(g.pid[first], a, b) for first, (a, b) in runs.items()]
+
+
+def _scaled_part(g: Graph, n: int, target: str, pre: dict[str, int]) -> tuple[int, int]:
+    """The interval of node `n` that a scale of `target` applies to."""
+    s, e = g.start[n], g.end[n]
+    if g.kind[n] == OS_WAIT and n in g.waker:  # it ends when its waker does: no factor shortens it
+        return s, s
+    if target == "sync":
+        return min(s + pre.get(g.name[n], 0), e), e
+    if target in ("wait", "comm") and n in g.collective:
+        last = min(max(g.collective[n][0], s), e)
+        return (s, last) if target == "wait" else (last, e)
+    return s, e
+
+
+def check_matched(g: Graph, scales: list[Scale], hits: list[list[int]], where: str) -> None:
+    """An error naming the closest targets for the first scale that matches nothing in the graph."""
+    for sc, nodes in zip(scales, hits):
+        if not nodes:
+            near = closest(g, sc)
+            hint = f"; closest: {', '.join(near)}" if near else ""
+            raise NsysqlError(f"scale '{sc}' matches nothing in {where}{hint}")
+
+
+def vocabulary(g: Graph, target: str) -> dict[str, set[str]]:
+    """The names the graph's nodes answer to, per target: every range name (`range:`), the names outside every
+    range (`cpu:thread NAME`), kernel names, and those of `target` itself."""
+    wanted = {"range", "kernel", "cpu", target}
+    names: dict[str, set[str]] = {t: set() for t in wanted}
+    for n in range(len(g)):
+        for t in wanted:
+            for text in _texts(g, n, t):
+                if text is not None and (t != "cpu" or target == "cpu" or not g.stack[n]):
+                    names[t].add(text)
+    return names
+
+
+def closest(g: Graph, sc: Scale, count: int = 3) -> list[str]:
+    """The `count` targets whose names are most like the scale's pattern (difflib's ratio, its glob characters left
+    out, case ignored; a name holding the pattern ranks first), the scale's own target first among equals; each
+    written as it would be given (a long name cut to a glob)."""
+    import difflib
+    query = re.sub(r"[*?\[\]]", "", sc.pattern).lower()
+    if not query:
+        return []
+    scored = []
+    for target, names in vocabulary(g, sc.target).items():
+        for name in names:
+            low = name.lower()
+            score = difflib.SequenceMatcher(None, query, low).ratio()
+            if query in low:
+                score = max(score, 0.6 + 0.4 * len(query) / len(low))
+            if score > 0:
+                scored.append((-(score + (0.05 if target == sc.target else 0)), target, name))
+    out: list[str] = []
+    glob = f"*{sc.pattern}*"
+    if not re.search(r"[*?\[]", sc.pattern) and sum(fnmatch.fnmatchcase(name, glob)
+                                                   for name in vocabulary(g, sc.target)[sc.target]) > 1:
+        out.append(f"'{sc.target}:{glob}'")  # the pattern is part of several names: the glob that holds them
+    for _, target, name in sorted(scored):
+        shown = name if len(name) <= 40 else re.sub(r"[*?\[]", "?", name[:39]) + "*"
+        text = f"'{target}:{shown}'"
+        if text not in out:
+            out.append(text)
+        if len(out) == count:
+            break
+    return out
+
+
 def step_times(ex, scales: list[Scale], step: int | None = None, pid: int | None = None,
-               budget: int | None = None) -> pl.DataFrame:
+               budget: int | None = None, check: bool = False, matched: bool = False) -> pl.DataFrame:
     """step, [pid], measured_ns, predicted_ns for each step to walk (the analysed ones, or `step`; a sample of the
-    last analysed steps with `budget`, see critical_path.steps)."""
-    steps, g = critical_path.planned(ex, step, pid, budget)
-    first = int(steps["start_ns"].min()) if steps.height else None  # type: ignore[arg-type]
-    r = Replay(g, scales, frozen_before=first)
-    rows = []
-    for row in steps.iter_rows(named=True):
-        tid = row["global_tid"]
-        if tid is None:
-            a, b = _gpu_span(g, r, row["start_ns"], row["end_ns"])
-        else:
-            a, b = r.point(tid, row["start_ns"]), r.point(tid, row["end_ns"])
-        rows.append({"step": row["step"], "pid": row["pid"], "measured_ns": row["wall_ns"], "predicted_ns": b - a})
-    df = pl.DataFrame(rows, schema={"step": pl.Int64, "pid": pl.Int64, "measured_ns": pl.Int64,
-                                    "predicted_ns": pl.Int64}, orient="row")
-    return critical_path.pid_if_several(df, ex)
+    last analysed steps with `budget`, see critical_path.steps). `check`: a scale that matches nothing is an error
+    naming the closest targets; `matched`: a `matched` column, per step the list of each scale's items and ns
+    (matched_per_step)."""
+    from nsysql.answers.critical_path_kept import kept
+
+    def compute() -> pl.DataFrame:
+        steps, g = critical_path.planned(ex, step, pid, budget)
+        hits = matches(g, scales)
+        if check:
+            check_matched(g, scales, hits, f"step {step} of this export" if step is not None else "this export")
+        first = int(steps["start_ns"].min()) if steps.height else None  # type: ignore[arg-type]
+        r = Replay(g, scales, frozen_before=first, hits=hits)
+        rows = [dict(row, shift=0, part=None) for row in steps.iter_rows(named=True)]
+        return critical_path.pid_if_several(_predicted(g, r, rows, scales, hits, matched), ex)
+    # kept with the export's answers (a scale that matched nothing raised: nothing kept, checked again next time)
+    return kept(ex, "what_if", {"scales": [_key(sc) for sc in scales], "step": step, "pid": pid, "budget": budget,
+                                "matched": matched, "check": check}, compute)
+
+
+def _key(sc: Scale) -> list:
+    """A scale as a kept answer's key: all of it, in a stable order."""
+    return [sc.target, sc.pattern, sc.factor, sorted(sc.names) if sc.names is not None else None,
+            sorted(sc.threads) if sc.threads is not None else None]
 
 
 def job_step_times(exports: list, labels: list[str], scales: list[Scale], step: int | None = None,
-                   pid: int | None = None, budget: int | None = None) -> pl.DataFrame:
+                   pid: int | None = None, budget: int | None = None, check: bool = False,
+                   matched: bool = False) -> pl.DataFrame:
     """step_times of a job's exports (one per rank) replayed together on the merged graph (nsysql/answers/
     critical_path_job.py): a change on one rank reaches the others through their collectives. An `export` column
     first."""
     from nsysql.answers import critical_path_job
     todo, windows = critical_path_job.plan(exports, step, pid, budget)
     g, offsets = critical_path_job.graph(exports, windows)
+    hits = matches(g, scales)
+    if check:
+        check_matched(g, scales, hits, f"step {step} of these exports" if step is not None else "these exports")
     shifts = [critical_path_job.shift(ex) for ex in exports]
     starts = [int(t["start_ns"].min()) + sh for t, sh in zip(todo, shifts) if t.height]  # type: ignore[arg-type]
-    r = Replay(g, scales, frozen_before=min(starts) if starts else None)
+    r = Replay(g, scales, frozen_before=min(starts) if starts else None, hits=hits)
+    rows = [dict(row, shift=sh, part=part) for part, (steps, sh) in enumerate(zip(todo, shifts))
+            for row in steps.iter_rows(named=True)]
+    df = _predicted(g, r, rows, scales, hits, matched, offsets)
     frames = []
-    for part, (ex, steps, sh) in enumerate(zip(exports, todo, shifts)):
-        ops = critical_path_job.ops_of(g, offsets, part)
-        rows = []
-        for row in steps.iter_rows(named=True):
-            lo, hi = row["start_ns"] + sh, row["end_ns"] + sh
-            if row["global_tid"] is None:
-                a, b = _gpu_span(g, r, lo, hi, ops)
-            else:
-                tid = thread_key(part, row["global_tid"])
-                a, b = r.point(tid, lo), r.point(tid, hi)
-            rows.append({"step": row["step"], "pid": row["pid"], "measured_ns": row["wall_ns"],
-                         "predicted_ns": b - a})
-        df = pl.DataFrame(rows, schema={"step": pl.Int64, "pid": pl.Int64, "measured_ns": pl.Int64,
-                                        "predicted_ns": pl.Int64}, orient="row")
-        frames.append(critical_path.pid_if_several(df, ex).with_columns(pl.lit(labels[part]).alias("export")))
-    df = pl.concat(frames, how="diagonal_relaxed")
-    return df.select("export", *[c for c in df.columns if c != "export"])
+    for part, ex in enumerate(exports):
+        own = df.filter(pl.col("_part") == part).drop("_part")
+        frames.append(critical_path.pid_if_several(own, ex).with_columns(pl.lit(labels[part]).alias("export")))
+    out = pl.concat(frames, how="diagonal_relaxed")
+    return out.select("export", *[c for c in out.columns if c != "export"])
+
+
+MATCHED = pl.List(pl.Struct({"scale": pl.Utf8, "items": pl.Int64, "ns": pl.Int64}))
+
+
+def _predicted(g: Graph, r: Replay, rows: list[dict], scales: list[Scale], hits: list[list[int]], matched: bool,
+               offsets: list[int] | None = None) -> pl.DataFrame:
+    """The frame of step_times from the step rows (each with its clock `shift` and, in a job's merged graph, its
+    export's `part`): step, pid, measured_ns, predicted_ns[, matched][, _part]."""
+    from nsysql.answers import critical_path_job
+    spans = []
+    ops_of: dict[int | None, list[int] | None] = {}
+    for row in rows:
+        lo, hi, part = row["start_ns"] + row["shift"], row["end_ns"] + row["shift"], row["part"]
+        if row["global_tid"] is None:  # a step with no thread ends on its own GPU
+            if part not in ops_of:
+                ops_of[part] = critical_path_job.ops_of(g, offsets, part) if offsets is not None else None
+            spans.append(_gpu_span(g, r, lo, hi, ops_of[part]))
+        else:
+            tid = thread_key(part, row["global_tid"]) if part is not None else row["global_tid"]
+            spans.append((r.point(tid, lo), r.point(tid, hi)))
+    if all(sc.factor <= 1 for sc in scales):
+        spans = never_slower(rows, spans)
+    out = {"step": [row["step"] for row in rows], "pid": [row["pid"] for row in rows],
+           "measured_ns": [row["wall_ns"] for row in rows], "predicted_ns": [b - a for a, b in spans]}
+    schema: dict = {"step": pl.Int64, "pid": pl.Int64, "measured_ns": pl.Int64, "predicted_ns": pl.Int64}
+    if matched:
+        windows = [(row["pid"], row["start_ns"] + row["shift"], row["end_ns"] + row["shift"]) for row in rows]
+        per_step = matched_per_step(g, scales, hits, windows)
+        out["matched"] = [[{"scale": str(sc), "items": items, "ns": ns} for sc, (items, ns) in zip(scales, got)]
+                          for got in per_step]
+        schema["matched"] = MATCHED
+    if offsets is not None:
+        out["_part"] = [row["part"] for row in rows]
+        schema["_part"] = pl.Int64
+    return pl.DataFrame(out, schema=schema)
+
+
+def never_slower(rows: list[dict], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The replayed (start, end) of each step row, its boundaries taken as late as the steps after it allow, so that
+    with work only removed or shrunk no step (nor the time between two steps) comes out longer than measured.
+
+    The replay moves no node later than measured (factors of at most 1), but a step's start can move earlier by
+    more than its end: the step before it saved time that this step then spends waiting for work whose time did
+    not change (a late rank's collective, the GPU's queue). That saving is not kept: the time the job needs still
+    ends where it did. So, per thread (or GPU) of steps in time order, walking back from the last boundary, each
+    boundary is moved to the latest of its replayed time and the next boundary less the measured interval between
+    them: the saving counts for the step whose end keeps it, and the span from the first step's start to the last
+    step's end is the replay's."""
+    out = list(spans)
+    seqs: dict[tuple, list[int]] = {}
+    for i, row in enumerate(rows):
+        key = (row["part"], row["global_tid"]) if row["global_tid"] is not None else (row["part"], None, row["pid"])
+        seqs.setdefault(key, []).append(i)
+    for idx in seqs.values():
+        idx.sort(key=lambda i: rows[i]["start_ns"])
+        measured = [t for i in idx for t in (rows[i]["start_ns"], rows[i]["end_ns"])]
+        if any(b < a for a, b in zip(measured, measured[1:])):  # steps that overlap: no order to keep
+            continue
+        moved = [t for i in idx for t in out[i]]
+        for k in range(len(moved) - 2, -1, -1):
+            moved[k] = max(moved[k], moved[k + 1] - (measured[k + 1] - measured[k]))
+        for j, i in enumerate(idx):
+            out[i] = (moved[2 * j], moved[2 * j + 1])
+    return out
 
 
 def _gpu_span(g: Graph, r: Replay, start: int, end: int, ops=None) -> tuple[int, int]:
@@ -262,7 +501,7 @@ def _gpu_span(g: Graph, r: Replay, start: int, end: int, ops=None) -> tuple[int,
     return min(r.start(n) for n in ops), max(r.end(n) for n in ops)
 
 
-GAINS_VERSION = 2  # raise when predicted_gains or the model changes: gains kept with an export's answers are keyed by it
+GAINS_VERSION = 3  # raise when predicted_gains or the model changes: gains kept with an export's answers are keyed by it
 # the cause of each finding, as scales: what the replay removes to predict the finding's gain (None: no model)
 FINDING_SCALES: dict[str, list[Scale] | None] = {
     "dataloader_wait": None,  # set per export from the rule's ranges (macros.is_data_loading)
@@ -276,23 +515,46 @@ FINDING_SCALES: dict[str, list[Scale] | None] = {
     "outlier_step": None,
     "short_kernels": None,
 }
+# rules whose cause is one thread's own work (its launches, its waits, its data loading): their scales apply to the
+# threads the finding names only (`thread NAME (TID)` in its `where`; a job's finding: the threads of every rank it
+# fired on). GPU idle is every thread's CPU work, by design: whatever the GPU waited for.
+PER_THREAD = ("launch_bound", "sync_in_step", "pageable_copy", "dataloader_wait")
+_THREADS = re.compile(r"\bthreads? ")
+_LABEL = re.compile(r"^.* \((\d+)\)$")
+
+
+def cause_threads(rule: str, where: str | None) -> list[int]:
+    """The OS thread ids whose work a finding of `rule` is about (PER_THREAD; [] for the others): those its
+    `where` names, as the rules write them (`thread python3 (583)`, `threads pt_autograd_0 (2001), python3
+    (1970)`: macros.thread_label, macros.thread_list)."""
+    if rule not in PER_THREAD or not where:
+        return []
+    found: set[int] = set()
+    for m in _THREADS.finditer(where):
+        for part in where[m.end():].split(", "):
+            label = _LABEL.match(part)
+            if not label:
+                break
+            found.add(int(label.group(1)))
+    return sorted(found)
 
 
 def predicted_gains(ex, findings: pl.DataFrame, speedup: float | None = None,
-                    budget: int | None = critical_path.SUMMARY_BUDGET) -> list[int | None]:
+                    budget: int | None = critical_path.GAINS_BUDGET) -> list[int | None]:
     """Per finding row, the analysed steps' time the replay saves with the finding's cause removed: per step the
     job's time (its slowest process) measured minus predicted, summed, never below 0; None where no replay models
     the cause. The straggler's cause is the late rank's extra work: with no rank waiting for another, the job's
-    step would take what its fastest rank takes (the ranks doing alike work). On a long capture (`budget`, see
-    critical_path.steps) the replay runs over the last analysed steps and the gain is scaled to all of them by
-    their wall time."""
+    step would take what its fastest rank takes (the ranks doing alike work). A per-thread cause (PER_THREAD) is
+    removed on the finding's threads only (its `_threads` column, else those its `where` names). On a long capture
+    (`budget`, see critical_path.steps) the replay runs over the last analysed steps and the gain is scaled to all
+    of them by their wall time."""
     return _gains([ex], findings, speedup, budget, lambda scales: step_times(ex, scales, budget=budget))
 
 
 def job_predicted_gains(exports: list, labels: list[str], findings: pl.DataFrame, speedup: float | None = None,
-                        budget: int | None = critical_path.SUMMARY_BUDGET) -> list[int | None]:
+                        budget: int | None = critical_path.GAINS_BUDGET) -> list[int | None]:
     """predicted_gains of a job's findings, its ranks replayed together (job_step_times), each cause removed on
-    every rank."""
+    every rank it fired on."""
     return _gains(exports, findings, speedup, budget,
                   lambda scales: job_step_times(exports, labels, scales, budget=budget))
 
@@ -302,11 +564,31 @@ def _gains(exports: list, findings: pl.DataFrame, speedup: float | None, budget:
     everything = sum(int(critical_path.steps(ex)["wall_ns"].sum()) for ex in exports)
     sample = sum(int(critical_path.steps(ex, budget=budget)["wall_ns"].sum()) for ex in exports)
     scale_up = everything / max(sample, 1)
+    replayed: dict[tuple, int | None] = {}  # one replay per distinct cause: findings share one only when equal
     out: list[int | None] = []
-    for rule in findings["rule"]:
-        scales = _finding_scales(exports, rule, speedup)
-        gain = saved_ns(replay(scales), fastest=rule == "straggler") if scales else None
+    for row, scales in zip(findings.iter_rows(named=True), finding_scales(exports, findings, speedup)):
+        if not scales:
+            out.append(None)
+            continue
+        key = (row["rule"] == "straggler", *scales)
+        if key not in replayed:
+            replayed[key] = saved_ns(replay(scales), fastest=row["rule"] == "straggler")
+        gain = replayed[key]
         out.append(round(gain * scale_up) if gain is not None else None)
+    return out
+
+
+def finding_scales(exports: list, findings: pl.DataFrame, speedup: float | None) -> list[list[Scale] | None]:
+    """Per finding row, what the replay removes to predict its gain (_finding_scales), a per-thread cause on its
+    threads only."""
+    threads = findings["_threads"].to_list() if "_threads" in findings.columns else \
+        [cause_threads(rule, where) for rule, where in zip(findings["rule"], findings["where"])]
+    out: list[list[Scale] | None] = []
+    for rule, tids in zip(findings["rule"], threads):
+        scales = _finding_scales(exports, rule, speedup)
+        if scales and rule in PER_THREAD and tids:
+            scales = [replace(sc, threads=frozenset(tids)) for sc in scales]
+        out.append(scales)
     return out
 
 

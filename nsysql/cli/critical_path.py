@@ -25,12 +25,20 @@ def _no_steps(step: int | None, exports: int):
                        "`nsysql steps` lists them")
 
 
+def _first_note(ex, line: str) -> bool:
+    """Whether the note `line` is new for this export (then kept as said: the next run leaves it out)."""
+    import hashlib
+    return ex.store.first_time(f"critical_path_note {hashlib.sha256(line.encode()).hexdigest()[:12]}")
+
+
 def critical_path(
     exports: ExportsArg,
     step: StepOpt = None,
     pid: PidOpt = None,
     items: Annotated[bool, typer.Option("--items", help="List the path's items in time order (kind, name, layer, "
                                                          "start, end) instead of its composition.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="Say again what the export cannot give (the edges its "
+                                                            "tables lack): by default said once per export.")] = False,
     out: Output = OUTPUT,
     src: Source = SOURCE,
 ) -> None:
@@ -69,7 +77,8 @@ def critical_path(
                 its = cp.item_rows(opened[0], step, pid)
             if comp.height == 0:
                 raise _no_steps(step, len(opened))
-            for line in dict.fromkeys(line for ex in opened for line in missing_edges(ex)):
+            for line in dict.fromkeys(line for ex in opened for line in missing_edges(ex)
+                                      if _first_note(ex, line) or verbose):
                 typer.echo(wrap_note(f"note: no {line}"), err=True)
             if items:
                 df, columns = items_table(its, out.for_people)
@@ -105,25 +114,31 @@ def what_if(
     on one rank reaches the others through their collectives. Table and markdown show times in ms or µs; csv, json and
     parquet keep nanoseconds."""
     from nsysql.answers import what_if as wi
-    from nsysql.answers.critical_path_view import what_if_lines, what_if_table
+    from nsysql.answers.critical_path_view import matched_lines, what_if_lines, what_if_table
     from nsysql.answers.multi import expand, labels
     from nsysql.errors import NsysqlError
+    from nsysql.present.render import Format, wrap_note
     with src.errors():
         if pid is not None and step is None:
             raise NsysqlError("--pid chooses among the processes' step N: give --step N with it")
         scales = [wi.parse(s) for s in scale]
         with src.job(exports) as (opened, _):
             if len(opened) > 1:  # a job: the ranks replayed together, through their collectives
-                df = wi.job_step_times(opened, labels(expand(exports)), scales, step, pid)
+                df = wi.job_step_times(opened, labels(expand(exports)), scales, step, pid, check=True, matched=True)
             else:
-                df = wi.step_times(opened[0], scales, step, pid)
+                df = wi.step_times(opened[0], scales, step, pid, check=True, matched=True)
         if df.height == 0:
             raise _no_steps(step, len(opened))
-        shown, columns = what_if_table(df, out.for_people)
+        shown, columns = what_if_table(df if out.fmt is Format.json else df.drop("matched"), out.for_people)
         out.emit(shown, columns=columns, title="What if: " + ", ".join(str(s) for s in scales))
         if out.for_people and out.output is None:
-            for line in what_if_lines(df):
+            for line in what_if_lines(df) + matched_lines(df, scales):
                 typer.echo(line)
+        removed = [str(sc) for sc in scales if sc.target in ("range", "cpu") and sc.factor < 1]
+        if removed:  # what the replay assumes of CPU work it shrinks (issue 41: moved work is not removed work)
+            typer.echo(wrap_note(f"note: {', '.join(removed)} takes that CPU work away; moved to another thread "
+                                 "instead (a prefetcher, DataLoader workers), the step would still wait whenever "
+                                 "the producer is behind, and the GIL and CPU contention are not modelled"), err=True)
 
 
 def register(app: typer.Typer) -> None:

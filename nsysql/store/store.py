@@ -427,6 +427,25 @@ class Store:
                 answers.store_fact(self.cache_path, name, kept, self._identity)
         return kept
 
+    def frame(self, name: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        """A frame about the export that no one query gives, computed once and kept beside the cache (Parquet)."""
+        kept = answers.load_frame(self.cache_path, name) if self.keeps_answers else None
+        if kept is None:
+            kept = compute()
+            if self.keeps_answers:
+                answers.store_frame(self.cache_path, name, kept)
+        return kept
+
+    def first_time(self, name: str) -> bool:
+        """Whether this is the first time `name` is asked about this export (kept beside the cache: a note said
+        once); always True with a throwaway cache."""
+        if not self.keeps_answers:
+            return True
+        found, _ = answers.load_fact(self.cache_path, name)
+        if not found:
+            answers.store_fact(self.cache_path, name, True)
+        return not found
+
     def load_answer(self, q: catalog.Query, bound: dict) -> pl.DataFrame | None:
         try:
             return answers.load(self.cache_path, q, bound, self._identity)

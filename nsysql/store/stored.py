@@ -177,6 +177,26 @@ def _write_atomically(file: Path, write: Callable[[str], object]) -> None:
             os.unlink(tmp)
 
 
+def load_frame(cache_path: Path, name: str) -> pl.DataFrame | None:
+    """A frame kept under `name` beside the cached file (an answer that is no one query's: the critical path of the
+    steps, a what-if replay), or None when there is none or it cannot be read."""
+    file = directory(cache_path) / f"{name}.parquet"
+    if not file.is_file():
+        return None
+    try:
+        return pl.read_parquet(file)
+    except (OSError, pl.exceptions.PolarsError):
+        return None
+
+
+def store_frame(cache_path: Path, name: str, frame: pl.DataFrame) -> None:
+    """Keep `frame` under `name` (load_frame); an unwritable cache directory only costs the speed-up."""
+    try:
+        _write_atomically(directory(cache_path) / f"{name}.parquet", frame.write_parquet)
+    except (OSError, pl.exceptions.PolarsError):
+        pass
+
+
 def _facts_file(cache_path: Path, name: str) -> Path:
     return directory(cache_path) / f"{name}.json"
 
