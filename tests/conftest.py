@@ -131,3 +131,19 @@ def plain_timelines(export_files, opened):
         assert found, f"no real export with {' or '.join(tables)} to check against"
         return found
     return cases
+
+
+@pytest.fixture(scope="session")
+def fixture_sqlite(tmp_path_factory):
+    """name -> fixtures/<name>/export.sqlite.xz as a plain .sqlite (read by sqlite3 and by nsysql), decompressed
+    once per session; a fixture absent from the checkout skips the test."""
+    done: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in done:
+            path = FIXTURES / name / "export.sqlite.xz"
+            if not path.exists():
+                pytest.skip(f"fixtures/{name} absent")
+            done[name] = unxz(path, tmp_path_factory.mktemp(name) / "export.sqlite")
+        return done[name]
+    return get

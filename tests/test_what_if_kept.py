@@ -14,27 +14,13 @@ from nsysql.answers import critical_path as cp
 from nsysql.answers.summary import bound_of, bound_section
 from nsysql.cli.app import app
 
-from conftest import FIXTURES, unxz
-
 runner = CliRunner()
 
 
-def _path(name: str):
-    path = FIXTURES / name / "export.sqlite.xz"
-    if not path.exists():
-        pytest.skip(f"fixtures/{name} absent")
-    return path
-
-
 @pytest.fixture(scope="module")
-def plain(tmp_path_factory):
-    done = {}
-
-    def get(name: str):
-        if name not in done:
-            done[name] = unxz(_path(name), tmp_path_factory.mktemp(name) / "export.sqlite")
-        return done[name]
-    return get
+def plain(fixture_sqlite):
+    """name -> the fixture's export as a plain .sqlite (tests/conftest.py)."""
+    return fixture_sqlite
 
 
 @pytest.mark.parametrize("name", ["gpt-decode-eager", "ddp-2gpu-torchrun", "cnn-dataloader-train"])

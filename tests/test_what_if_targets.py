@@ -16,28 +16,13 @@ from nsysql.answers import what_if as wi
 from nsysql.cli.app import app
 from nsysql.errors import NsysqlError
 
-from conftest import FIXTURES, unxz
-
 runner = CliRunner()
 
 
-def _path(name: str):
-    path = FIXTURES / name / "export.sqlite.xz"
-    if not path.exists():
-        pytest.skip(f"fixtures/{name} absent")
-    return path
-
-
 @pytest.fixture(scope="module")
-def plain(tmp_path_factory):
-    """name -> the fixture's export as a plain .sqlite (read by sqlite3 and by nsysql)."""
-    done = {}
-
-    def get(name: str):
-        if name not in done:
-            done[name] = unxz(_path(name), tmp_path_factory.mktemp(name) / "export.sqlite")
-        return done[name]
-    return get
+def plain(fixture_sqlite):
+    """name -> the fixture's export as a plain .sqlite (tests/conftest.py)."""
+    return fixture_sqlite
 
 
 @pytest.fixture(scope="module")
