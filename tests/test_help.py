@@ -151,4 +151,4 @@ def test_top_level_help_is_one_line_per_command_grouped():
         assert not after.startswith("   "), (name, after)
     for heading, _ in GROUPS:
         assert f"{heading}:" in lines
-    assert len(lines) < 60
+    assert len(lines) < 64  # one tall screen: every command on one line, the options and the closing line

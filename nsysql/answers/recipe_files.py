@@ -186,7 +186,7 @@ def write(result: Any, directory: Path, *, force: bool = False) -> list[Path]:
     targets = [directory / f.name for f in files]
     there = [t.name for t in targets if t.exists()]
     if there and not force:
-        raise NsysqlError(f"{directory}: {', '.join(there)} already there; --force replaces them")
+        raise NsysqlError(f"{directory}: {', '.join(there)} already there; `force=True` replaces them")
     con = connect()
     try:
         with tempfile.TemporaryDirectory(prefix="nsysql-recipe-") as tmp:

@@ -78,7 +78,7 @@ class Options:
 
 def recipe(name: str) -> Recipe:
     if name not in RECIPES:
-        raise NsysqlError(f"no recipe named {name!r}; nsysql gives {', '.join(RECIPES)} (`nsysql recipe --help`)")
+        raise NsysqlError(f"no recipe named {name!r}; nsysql gives {', '.join(RECIPES)} (docs/commands/recipes.md)")
     return RECIPES[name]
 
 
@@ -91,12 +91,12 @@ def check(r: Recipe, o: Options) -> None:
         raise NsysqlError(f"{', '.join(wrong)} {verb} no option of {r.name} (it takes {takes or 'no options'})")
     if r.kind == PACE and not o.name:
         what = "CUDA kernel's short name" if r.name.startswith("cuda") else "NVTX range"
-        raise NsysqlError(f"{r.name} needs --name: the {what} whose instances delimit the iterations")
+        raise NsysqlError(f"{r.name} needs `name=`: the {what} whose instances delimit the iterations")
     exclusive = [OPTION_FLAGS[k] for k in ("filter_time", "filter_nvtx", "filter_projected_nvtx") if getattr(o, k)]
     if len(exclusive) > 1:
         raise NsysqlError(f"{' and '.join(exclusive)} exclude each other (as in NVIDIA's recipe); give one")
     if o.bins is not None and o.bins < 1:
-        raise NsysqlError(f"--bins {o.bins}: the number of bins is 1 or more")
+        raise NsysqlError(f"`bins={o.bins}`: the number of bins is 1 or more")
     nvtx_filter(o.filter_nvtx or o.filter_projected_nvtx)
     time_window(o)
 
@@ -112,14 +112,14 @@ def nvtx_filter(text: str | None) -> tuple[str | None, str | None, int | None]:
         if not at:
             return value, ""
         if len(at) > 1:
-            raise NsysqlError(f"--filter-nvtx {text!r}: only one '{sep}'; escape one in a name with a backslash")
+            raise NsysqlError(f"`filter_nvtx=` {text!r}: only one '{sep}'; escape one in a name with a backslash")
         return value[:at[0]].replace("\\" + sep, sep), value[at[0] + 1:].replace("\\" + sep, sep)
 
     before_at, after_at = split(text, "@")
     before_slash, after_slash = split(after_at if after_at else before_at, "/")
     name, domain = (before_slash, None) if not after_at else (before_at, before_slash)
     if after_slash and not after_slash.isdigit():
-        raise NsysqlError(f"--filter-nvtx {text!r}: the index after '/' is a whole number (0 = the first range)")
+        raise NsysqlError(f"`filter_nvtx=` {text!r}: the index after '/' is a whole number (0 = the first range)")
     return name, domain, int(after_slash) if after_slash else None
 
 
@@ -133,12 +133,12 @@ def time_window(o: Options) -> tuple[int | None, int | None]:
                 raise ValueError
             lo, hi = (int(p) if p.strip() else None for p in parts)
         except ValueError:
-            raise NsysqlError(f"--filter-time {o.filter_time!r}: write [start]/[end] in whole ns, e.g. 1000000/2000000 "
+            raise NsysqlError(f"`filter_time=` {o.filter_time!r}: write [start]/[end] in whole ns, e.g. 1000000/2000000 "
                               "or 1000000/") from None
         if lo is None and hi is None:
-            raise NsysqlError("--filter-time: give a start, an end or both ([start]/[end])")
+            raise NsysqlError("`filter_time=`: give a start, an end or both ([start]/[end])")
         if lo is not None and hi is not None and lo >= hi:
-            raise NsysqlError(f"--filter-time {o.filter_time}: the start must come before the end")
+            raise NsysqlError(f"`filter_time={o.filter_time}`: the start must come before the end")
         return lo, hi
     if o.start is not None or o.end is not None:
         return o.start, o.end
