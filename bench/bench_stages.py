@@ -7,7 +7,8 @@ one DuckDB thread (NSYSQL_THREADS=1) and the answers ahead in the command (NSYSQ
 of a first open's work is timed), and reads the stage log (NSYSQL_STAGE_LOG, nsysql/core/progress.py). Wall-clock
 timings on a shared 2-core machine swing with whatever else runs; one thread's stage times swing much less, and
 their sum is the CPU a two-core first open has to spread over its cores (docs/performance.md uses it to say what a
-target needs). Prints Markdown: the phases (build, answers ahead, summarize's sections) and the slowest stages.
+target needs). Prints Markdown: the phases (build, answers ahead, summarize's sections) and the slowest stages,
+the critical path's Python work (graph build, walk, what-if replays) among them as stages of their own.
 """
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ def main() -> None:
     p.add_argument("--workdir", type=Path, default=None)
     p.add_argument("--nsysql", default=str(Path(sys.executable).with_name("nsysql")))
     p.add_argument("--top", type=int, default=30, help="how many of the slowest stages to list")
+    p.add_argument("--ahead", choices=("foreground", "off"), default="foreground",
+                   help="foreground: the answers ahead timed too (all of a first open's work); off: only what "
+                        "summarize computes before it prints")
     a = p.parse_args()
     work = a.workdir or Path(tempfile.mkdtemp(prefix="nsysql-stages-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -36,7 +40,7 @@ def main() -> None:
         sys.exit(f"{cache} exists: give an empty --workdir (the first open must build the cache)")
     log.unlink(missing_ok=True)
     env = dict(os.environ, NSYSQL_CACHE_DIR=str(cache), NSYSQL_STAGE_LOG=str(log),
-               NSYSQL_BUILD_WORKERS="1", NSYSQL_THREADS="1", NSYSQL_AHEAD="foreground", COLUMNS="100")
+               NSYSQL_BUILD_WORKERS="1", NSYSQL_THREADS="1", NSYSQL_AHEAD=a.ahead, COLUMNS="100")
     started = time.perf_counter()
     done = subprocess.run([a.nsysql, "summarize", str(a.export)], env=env, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)

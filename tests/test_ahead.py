@@ -138,3 +138,51 @@ def test_the_background_run_gives_way_in_its_own_session_too():
     out = subprocess.run([sys.executable, "-c", probe], start_new_session=True, capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["0", "19", "19"], out
+
+
+def _live_mark(cache: pathlib.Path) -> subprocess.Popen:
+    """A command of another live process marked busy on `cache` (as nsysql/store/busy.py's mark_busy writes it)."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    directory = answers.directory(cache)
+    directory.mkdir(exist_ok=True)
+    (directory / f".busy-{other.pid}").touch()
+    return other
+
+
+def test_a_statement_of_the_background_run_stops_when_a_command_starts(tmp_path):
+    """GiveWay interrupts the statement running when a command marks the cache, so that the command does not
+    share the cores with it for its remaining seconds, and says it did (gave_way)."""
+    import duckdb
+
+    from nsysql.cli.answer_ahead import GiveWay
+    cache = tmp_path / "x.duckdb"
+    con = duckdb.connect()
+    with GiveWay(cache, con.interrupt) as give_way:
+        assert not give_way.gave_way()
+        other = _live_mark(cache)
+        try:
+            began = time.monotonic()
+            with pytest.raises(duckdb.InterruptException):
+                con.sql("SELECT count(*) FROM range(1000000000000) AS t(i) WHERE i % 7 = 3").fetchall()  # hours
+            assert time.monotonic() - began < 30
+            assert give_way.gave_way() and not give_way.gave_way()  # said once
+        finally:
+            other.kill()
+            other.wait()
+    assert con.sql("SELECT 42").fetchall() == [(42,)]  # the connection still works
+
+
+def test_an_output_stopped_to_give_way_is_computed_again(monkeypatch):
+    calls: list[int] = []
+
+    def flaky(_export):
+        calls.append(1)
+        if len(calls) == 1:
+            raise nsysql.NsysqlError("INTERRUPT Error: Interrupted!")
+    monkeypatch.setattr(ahead, "DEFAULT_OUTPUTS", [("flaky", flaky)])
+    stops = iter([True])
+    ahead.answer_ahead(None, summary=False, gave_way=lambda: next(stops, False))  # type: ignore[arg-type]
+    assert len(calls) == 2
+    calls.clear()
+    ahead.answer_ahead(None, summary=False, gave_way=lambda: False)  # type: ignore[arg-type]
+    assert len(calls) == 1  # a failure of its own: left for the command to report

@@ -68,6 +68,38 @@ def test_one_step_on_its_own_graph_is_that_step_of_the_whole(opened):
             assert (replay["measured_ns"] == replay["predicted_ns"]).all(), (key, number)
 
 
+def test_graph_queries_of_a_window_are_the_whole_answer_cut_to_it(opened):
+    """The `analysis._cp_*` queries read a window ($lo_ns, $hi_ns: what summarize's sample and `--step N` build)
+    and give exactly the rows of their whole answer that overlap it, on every fixture (the middle step's span, and
+    one that starts before the capture)."""
+    from nsysql.answers import cp_graph
+    for key in _walked(opened):
+        ex = opened[key]
+        steps = ex.run("analysis._cp_steps").filter(pl.col("analysed"))
+        middle = steps.filter(pl.col("step") == steps["step"].to_list()[steps.height // 2])
+        for window in (cp.span(middle), (0, int(middle["end_ns"].max()))):  # type: ignore[arg-type]
+            for query in ("analysis._cp_calls", "analysis._cp_ops", "analysis._cp_os_waits", "analysis._cp_ranges"):
+                table = {"analysis._cp_os_waits": "osrt", "analysis._cp_ranges": "nvtx_range"}.get(query)
+                if table and not ex.has(table):
+                    continue
+                cut = cp_graph._in(ex.run(query), window)
+                assert ex.run(query, **cp_graph.bounds(window)).equals(cut), (key, query, window)
+
+
+def test_the_sample_holds_what_its_span_holds(opened):
+    """analysis._cp_sample_load's count per step is the CUDA calls and GPU ops starting in the span of that step
+    and the later ones (counted here from the graph queries' own rows)."""
+    for key in _walked(opened):
+        ex = opened[key]
+        steps = ex.run("analysis._cp_steps").filter(pl.col("analysed"))
+        starts = sorted(ex.run("analysis._cp_calls")["start_ns"].to_list() + ex.run("analysis._cp_ops")["start_ns"].to_list())
+        load = ex.run("analysis._cp_sample_load")
+        assert load["step"].to_list() == sorted(set(steps["step"].to_list()), reverse=True), key
+        for number, events in load.iter_rows():
+            lo, hi = cp.span(steps.filter(pl.col("step") >= number))
+            assert events == bisect.bisect_right(starts, hi) - bisect.bisect_left(starts, lo), (key, number)
+
+
 def test_replay_without_change_is_the_capture(opened):
     for key in _walked(opened):
         df = opened[key].what_if([])

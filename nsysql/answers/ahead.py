@@ -1,8 +1,8 @@
 """Answers computed right after an export's cache is built, whichever command built it: every section of a default
-`summarize`, and the default outputs of `steps`, `layers`, `memcpy` and `report nvtx_gpu_proj_sum`. They are
-stored (nsysql/store/stored.py), so those commands later read small tables instead of the million-row ones (issue 12).
-The heavier outputs (`gaps`, `overhead --by range`, the full kernel table, any command with options) are
-computed on first use and kept the same way.
+`summarize`, and the default outputs of `steps`, `layers`, `memcpy`, `report nvtx_gpu_proj_sum`, `overhead` and
+`gaps`. They are stored (nsysql/store/stored.py), so those commands later read small tables instead of the
+million-row ones (issues 12, 46). The others (the full kernel table, any command with options) are computed on
+first use and kept the same way.
 
 By default they are computed after the command that built the cache has printed its answer, by a process of
 their own at the lowest CPU priority, nice 19 for the process and for its session's autogroup
@@ -11,7 +11,8 @@ sooner, and the next one finds them stored, or computes what it needs itself if 
 computes them in the command, before its own answer (as tests and bench/bench_stages.py want: everything done
 when the command returns); NSYSQL_AHEAD=off not at all. While the process runs, `running_marker()` names a file
 holding its pid. It gives way to commands: it waits between its queries while a command works on the same cache
-(nsysql/store/busy.py), so the two do not share the cores (the nine reports one after another on the 1.7M-kernel
+(nsysql/store/busy.py), and stops the statement it is running when one starts (computed again afterwards), so the
+two do not share the cores (the nine reports one after another on the 1.7M-kernel
 benchmark: 46.5 / 49.4 s before, 40.4 s after, `bench/bench_commands.py`; docs/performance-history.md)."""
 from __future__ import annotations
 
@@ -37,21 +38,34 @@ DEFAULT_OUTPUTS: list[tuple[str, Callable[[Queries], object]]] = [
     ("layers", lambda ex: (ex.layers(depth=0, merge_repeats=False, analysed=True), ex.attribution_coverage())),
     ("memcpy", lambda ex: ex.memcpy(by="kind")),
     ("report nvtx_gpu_proj_sum", lambda ex: ex.report("nvtx_gpu_proj_sum")),
+    # the two costly ones last (5-7 s each on the benchmark export): a command asking before they are kept
+    # computes them itself, alone on the cores (nsysql/cli/answer_ahead.py's GiveWay)
+    ("overhead", lambda ex: ex.overhead(by="range")),
+    ("gaps", lambda ex: ex.gaps()),
 ]
 
 
-def answer_ahead(export: Queries, *, summary: bool = True) -> None:
+RETRIES = 50  # times one output is started again after giving way to commands, before it is left to them
+
+
+def answer_ahead(export: Queries, *, summary: bool = True, gave_way: Callable[[], bool] | None = None) -> None:
     """Compute and store the answers above; `summary=False` when the command is `summarize` itself, which
     computes its own sections right away. Best effort: what an export cannot answer (no NVTX, no kernels) is
-    left for the command to report when it is asked."""
+    left for the command to report when it is asked. `gave_way()`: whether the statement that just failed was
+    stopped to let a command run alone (the background run, nsysql/cli/answer_ahead.py): that output is then
+    computed again (its answers stored so far are kept)."""
     with progress.shown("answering common commands ahead (once per export)"):
         work: list[Callable[[Queries], object]] = [build_summary] if summary else []
         for compute in work + [c for _, c in DEFAULT_OUTPUTS]:
-            try:
-                compute(export)
-            except (NsysqlError, duckdb.Error):
-                if signals.received():  # an interrupt DuckDB turned into an error stops the command
-                    raise
+            for _ in range(RETRIES):
+                try:
+                    compute(export)
+                except (NsysqlError, duckdb.Error):
+                    if signals.received():  # an interrupt DuckDB turned into an error stops the command
+                        raise
+                    if gave_way is not None and gave_way():
+                        continue
+                break
 
 
 AHEAD_ENV = "NSYSQL_AHEAD"

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from nsysql.core import progress
+
 PIECE, CALL, OS_WAIT, OP = 0, 1, 2, 3  # node kinds
 KERNEL, COPY, COMM = "kernel", "copy", "comm"  # classes of GPU ops
 NO_RANGE = "(no range)"
@@ -38,6 +40,7 @@ class Graph:
     threads: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)  # tid -> (node ends, nodes)
     outside: dict[int, str] = field(default_factory=dict)  # tid -> the name of its CPU work outside every range
     missing: list[str] = field(default_factory=list)  # edges the export cannot give, one line each
+    window: tuple[int, int] | None = None  # (lo, hi): the graph holds what overlaps it; None: the whole export
     owner_of: list[int] = field(default_factory=list, repr=False)  # owners(), once built
 
     def add(self, kind: int, start: int, end: int, pid: int, name: str, layer: str | None,
@@ -82,19 +85,23 @@ def build(ex, window: tuple[int, int] | None = None) -> Graph:
     """The graph of every process of `ex` with steps; with `window` (lo, hi), of what overlaps it only. Tables an
     export lacks drop their edges, each said in `missing`; without CUDA runtime calls there is no graph to walk
     (MissingDataError)."""
-    g = Graph()
+    g = Graph(window=window)
     ex.require(["runtime"], "the critical path")
-    ranges = _in(_optional(ex, "analysis._cp_ranges", ("nvtx_range",)), window)
-    calls = _in(ex.run("analysis._cp_calls"), window)
-    waits = _in(_optional(ex, "analysis._cp_os_waits", ("osrt",)), window)
+    limits = bounds(window)  # the queries read the window only (a job's rows, put in whole, are cut here by _in)
+    ranges = _in(_optional(ex, "analysis._cp_ranges", ("nvtx_range",), **limits), window)
+    calls = _in(ex.run("analysis._cp_calls", **limits), window)
+    waits = _in(_optional(ex, "analysis._cp_os_waits", ("osrt",), **limits), window)
     steps = _in(ex.run("analysis._cp_steps"), window)
-    ops = _in(ex.run("analysis._cp_ops"), window)
+    ops = _in(ex.run("analysis._cp_ops", **limits), window)
     names = {r["global_tid"]: r["thread_name"] for r in ex.run("analysis._cp_threads").iter_rows(named=True)}
-    call_node = _threads(g, calls, waits, ranges, steps, names, window[0] if window else None)
-    _ops(g, ops, calls, call_node)
     events = _optional(ex, "analysis._cp_event_waits", ("sync", "cuda_event"))
-    if events is not None:
-        _event_edges(g, events)
+    with progress.stage("critical_path.graph (Python)") as shown:  # bench/bench_stages.py: apart from the queries
+        call_node = _threads(g, calls, waits, ranges, steps, names, window[0] if window else None)
+        _ops(g, ops, calls, call_node)
+        if events is not None:
+            _event_edges(g, events)
+        if shown is not None:
+            shown.rows = len(g)
     g.missing = missing_edges(ex)
     return g
 
@@ -110,6 +117,11 @@ def missing_edges(ex) -> list[str]:
     return out
 
 
+def bounds(window: tuple[int, int] | None) -> dict[str, int]:
+    """The `analysis._cp_*` parameters that read `window` only (none: the whole export)."""
+    return {} if window is None else {"lo_ns": window[0], "hi_ns": window[1]}
+
+
 def _in(df, window: tuple[int, int] | None):
     """The rows of `df` overlapping `window` (all of them without one)."""
     if df is None or window is None:
@@ -117,9 +129,9 @@ def _in(df, window: tuple[int, int] | None):
     return df.filter((pl.col("end_ns") >= window[0]) & (pl.col("start_ns") <= window[1]))
 
 
-def _optional(ex, query: str, tables: tuple[str, ...]):
+def _optional(ex, query: str, tables: tuple[str, ...], **params):
     """The query's rows, or None when the export lacks one of `tables`."""
-    return ex.run(query) if all(ex.has(t) for t in tables) else None
+    return ex.run(query, **params) if all(ex.has(t) for t in tables) else None
 
 
 def _threads(g: Graph, calls, waits, ranges, steps, names: dict[int, str], since: int | None) -> dict[int, int]:

@@ -8,6 +8,7 @@ import polars as pl
 
 from nsysql.answers import cp_graph
 from nsysql.answers.cp_graph import CALL, COMM, COPY, OP, OS_WAIT, PIECE, Graph
+from nsysql.core import progress
 
 KINDS = ("cpu", "launch", "gpu_compute", "copy", "sync_wait", "comm_transfer", "comm_wait")
 COLUMNS = tuple(f"{k}_ns" for k in KINDS)
@@ -22,7 +23,7 @@ class Item:
     end: int
 
 
-SUMMARY_BUDGET = 500_000  # CUDA calls and GPU ops summarize's bound line walks at most (past it: the last steps)
+SUMMARY_BUDGET = 200_000  # CUDA calls and GPU ops summarize's bound line walks at most (past it: the last steps)
 GAINS_BUDGET = 50_000  # CUDA calls and GPU ops the findings' replays (one per cause) run over at most
 
 
@@ -49,13 +50,8 @@ def steps(ex, step: int | None = None, pid: int | None = None, budget: int | Non
     df = df.filter(pl.col("analysed"))
     if budget is None or df.height == 0:
         return df
-    starts = pl.concat([ex.run("analysis._cp_calls")["start_ns"], ex.run("analysis._cp_ops")["start_ns"]]).sort()
-    numbers = sorted(df["step"].unique().to_list(), reverse=True)
     kept: list[int] = []
-    for number in numbers:
-        sel = df.filter(pl.col("step").is_in([*kept, number]))
-        lo, hi = span(sel)
-        held = int(starts.search_sorted(hi, "right")) - int(starts.search_sorted(lo, "left"))
+    for number, held in ex.run("analysis._cp_sample_load").iter_rows():  # the last step first
         if kept and held > budget:
             break
         kept.append(number)
@@ -192,7 +188,9 @@ def paths(ex, step: int | None = None, pid: int | None = None,
           budget: int | None = None) -> list[tuple[dict, list[Item]]]:
     """(step row, its path) for each step to walk (see `steps` for `budget`)."""
     todo, g = planned(ex, step, pid, budget)
-    return [(row, walk(g, row["start_ns"], row["end_ns"], row["global_tid"])) for row in todo.iter_rows(named=True)]
+    with progress.stage("critical_path.walk (Python)"):
+        return [(row, walk(g, row["start_ns"], row["end_ns"], row["global_tid"]))
+                for row in todo.iter_rows(named=True)]
 
 
 def composition(ex, step: int | None = None, pid: int | None = None, budget: int | None = None) -> pl.DataFrame:
@@ -251,7 +249,7 @@ def item_tracks(ex, step: int | None = None, pid: int | None = None) -> pl.DataF
     thread_of = {n: tid for tid, (_, nodes) in g.threads.items() for n in nodes}
     stream_of: dict[int, tuple[int, int]] = {}
     op_node = getattr(g, "op_node", {})
-    for r in ex.run("analysis._cp_ops").select("op_kind", "op_id", "device_id", "stream_id").iter_rows():
+    for r in ex.run("analysis._cp_ops", **cp_graph.bounds(g.window)).select("op_kind", "op_id", "device_id", "stream_id").iter_rows():
         n = op_node.get((r[0], r[1]))
         if n is not None:
             stream_of[n] = (r[2], r[3])

@@ -13,6 +13,7 @@ import polars as pl
 
 from nsysql.answers import critical_path
 from nsysql.answers.cp_graph import CALL, COMM, NO_RANGE, OP, OS_WAIT, PIECE, Graph, thread_key
+from nsysql.core import progress
 from nsysql.errors import NsysqlError
 
 TARGETS = {
@@ -389,9 +390,10 @@ def step_times(ex, scales: list[Scale], step: int | None = None, pid: int | None
         if check:
             check_matched(g, scales, hits, f"step {step} of this export" if step is not None else "this export")
         first = int(steps["start_ns"].min()) if steps.height else None  # type: ignore[arg-type]
-        r = Replay(g, scales, frozen_before=first, hits=hits)
-        rows = [dict(row, shift=0, part=None) for row in steps.iter_rows(named=True)]
-        return critical_path.pid_if_several(_predicted(g, r, rows, scales, hits, matched), ex)
+        with progress.stage("what_if.replay (Python)"):
+            r = Replay(g, scales, frozen_before=first, hits=hits)
+            rows = [dict(row, shift=0, part=None) for row in steps.iter_rows(named=True)]
+            return critical_path.pid_if_several(_predicted(g, r, rows, scales, hits, matched), ex)
     # kept with the export's answers (a scale that matched nothing raised: nothing kept, checked again next time)
     return kept(ex, "what_if", {"scales": [_key(sc) for sc in scales], "step": step, "pid": pid, "budget": budget,
                                 "matched": matched, "check": check}, compute)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -12,7 +14,7 @@ import duckdb
 from nsysql import open as open_export
 from nsysql.answers.ahead import answer_ahead, running_marker
 from nsysql.errors import NsysqlError
-from nsysql.store.busy import wait_for_commands
+from nsysql.store.busy import command_running, wait_for_commands
 from nsysql.store.cache import cache_file
 from nsysql.store.importer import views_version
 
@@ -30,7 +32,8 @@ def main(export_path: str, cache_dir: str, cache_path: str, source: str, summary
         with open_export(export_path, cache_dir=cache_dir) as export:
             if export.cache_path == cache:
                 export.before_compute = lambda: wait_for_commands(cache)  # commands first, between queries
-                answer_ahead(export, summary=summary == "1")
+                with GiveWay(cache, export.store.interrupt) as give_way:  # ... and within one
+                    answer_ahead(export, summary=summary == "1", gave_way=give_way.gave_way)
     except (NsysqlError, duckdb.Error, OSError):
         pass
     finally:
@@ -39,6 +42,40 @@ def main(export_path: str, cache_dir: str, cache_path: str, source: str, summary
                 marker.unlink()
         except OSError:
             pass
+
+
+class GiveWay:
+    """While the run answers, a thread that watches for commands on the cache (nsysql/store/busy.py): when one
+    starts, the statement running here is stopped (`interrupt`), so that the command has the cores and the
+    memory to itself instead of a nice-19 share of a statement that may take seconds; the output is then started
+    again once the commands are done (answer_ahead's `gave_way`)."""
+
+    def __init__(self, cache: Path, interrupt: Callable[[], object], poll_s: float = 0.05):
+        self.cache, self.interrupt, self.poll_s = cache, interrupt, poll_s
+        self._stopped, self._done = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> GiveWay:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def gave_way(self) -> bool:
+        """Whether a statement was stopped for a command since the last call."""
+        stopped = self._stopped.is_set()
+        self._stopped.clear()
+        return stopped
+
+    def _watch(self) -> None:
+        while not self._done.wait(self.poll_s):
+            if command_running(self.cache):
+                self._stopped.set()  # before the interrupt: the failing statement finds it set
+                self.interrupt()
+                while command_running(self.cache) and not self._done.wait(self.poll_s):
+                    pass
 
 
 def lowest_priority() -> None:

@@ -42,11 +42,15 @@ def wait_for_commands(cache_path: Path, *, poll_s: float = 0.1, limit_s: float =
     """Return once no other live process's command works on the cache (its mark, `mark_busy`), or after
     `limit_s` (a command left waiting on a pager, say). A mark whose process is gone is removed."""
     deadline = time.monotonic() + limit_s
-    directory = answers.directory(cache_path)
     while time.monotonic() < deadline:
-        if not any(_live(mark) for mark in directory.glob(BUSY_PREFIX + "*")):
+        if not command_running(cache_path):
             return
         time.sleep(poll_s)
+
+
+def command_running(cache_path: Path) -> bool:
+    """Whether another live process's command works on the cache now (its mark, `mark_busy`)."""
+    return any(_live(mark) for mark in answers.directory(cache_path).glob(BUSY_PREFIX + "*"))
 
 
 def _live(mark: Path) -> bool:

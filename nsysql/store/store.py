@@ -278,6 +278,15 @@ class Store:
             self._con = self.rebuilt_once(self._connect)
         return self._con
 
+    def interrupt(self) -> bool:
+        """Stop the statement running on this handle's connection now, from another thread (it raises DuckDB's
+        InterruptException where it runs); False when no connection is open. A connection at rest is unharmed."""
+        con = self._con
+        if con is None:
+            return False
+        con.interrupt()
+        return True
+
     def _connect(self) -> duckdb.DuckDBPyConnection:
         """A connection to the cache file, checked to be this export's (another export's is built again)."""
         database = self.database

@@ -1,7 +1,7 @@
--- nsysql: analysis._cp_ops v2
+-- nsysql: analysis._cp_ops v3
 -- purpose: The GPU ops of the critical-path graph (docs/critical-path.md): every op of a process with steps, its launching call, stream, layer and direction, and for NCCL kernels of a matched collective the last rank's arrival.
 -- requires: analysis.steady_steps, analysis.comm_waits, gpu_op, gpu_op_attribution, user_range
--- params: none
+-- params: $lo_ns BIGINT default NULL, $hi_ns BIGINT default NULL (the window: only the rows overlapping [lo_ns, hi_ns], exactly the rows of the whole answer that overlap it; NULL: no bound on that side)
 -- notes: last_start_ns is L of analysis.comm_waits (the latest start of the collective's instances, over every
 --   export of a job when nsysql/answers/job.py has put the job's matches in), last_pid and last_kernel_id name the
 --   instance that started then when it is in this export (else NULL: another export's rank arrived last).
@@ -47,4 +47,5 @@ FROM gpu_op AS o
 LEFT JOIN attr AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id
 LEFT JOIN cw ON o.op_kind = 'kernel' AND cw.kernel_id = o.op_id AND cw.pid = o.pid
 WHERE o.pid IN (SELECT pid FROM procs)
+  AND ($lo_ns IS NULL OR o.end_ns >= $lo_ns) AND ($hi_ns IS NULL OR o.start_ns <= $hi_ns)
 ORDER BY o.pid, o.device_id, o.stream_id, o.start_ns, o.op_kind, o.op_id;
