@@ -12,6 +12,7 @@ range continues the previous one (RangeIndex._concat); otherwise the index is a 
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,11 +194,16 @@ def write(result: Any, directory: Path, *, force: bool = False) -> list[Path]:
             for name, frame in tables.items():
                 path = Path(tmp) / f"{name}.parquet"
                 frame.write_parquet(path)
-                con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM read_parquet({quote_literal(str(path))})")
-            for f, target in zip(files, targets):
+                con.execute(f"CREATE TEMP TABLE {quote_ident(name)} AS SELECT * FROM read_parquet($path)",
+                            {"path": str(path)})
+            for i, (f, target) in enumerate(zip(files, targets)):
+                # COPY's file name cannot be a bound parameter: DuckDB writes a file of nsysql's naming, which is
+                # then moved to the user's directory (no user text in the SQL)
+                written = Path(tmp) / f"out-{i}.parquet"
                 meta = quote_literal(f.pandas(_version()))
-                con.execute(f"COPY ({f.select}) TO {quote_literal(str(target))} "
+                con.execute(f"COPY ({f.select}) TO {quote_literal(str(written))} "
                             f"(FORMAT parquet, KV_METADATA {{pandas: {meta}}})")
+                shutil.move(written, target)
     finally:
         con.close()
     return targets
