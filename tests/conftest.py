@@ -24,6 +24,39 @@ FIXTURES = REPO / "fixtures"
 os.environ["NSYSQL_AHEAD"] = "foreground"
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "heavy: a module or class of tens of seconds or more; README's xdist run "
+                                       "deals it out first (pytest_collection_modifyitems)")
+    # `--dist loadscope` would sort the units by their number of tests again, so that one-test classes of a minute
+    # came last: keep the order the workers' collection gives (below)
+    if getattr(config.option, "dist", "no") == "loadscope":
+        config.option.loadscopereorder = False
+
+
+def _xdist_scope(nodeid: str) -> str:
+    """The unit `--dist loadscope` hands to one worker: the module, or the class (xdist's own split)."""
+    return nodeid.rsplit("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (README's test command, `--dist loadscope`), the units marked `heavy` first, then the others
+    by their number of tests (xdist's own order): the controller deals the units out in this order, so a unit of
+    minutes (test_outside_corpus's cold builds, the Spark JVM) never starts last while the other worker idles.
+    Serial runs keep the order of the files."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    count: dict[str, int] = {}
+    heavy: set[str] = set()
+    for item in items:
+        scope = _xdist_scope(item.nodeid)
+        count[scope] = count.get(scope, 0) + 1
+        if item.get_closest_marker("heavy") is not None:
+            heavy.add(scope)
+    first = {scope: i for i, scope in enumerate(dict.fromkeys(_xdist_scope(it.nodeid) for it in items))}
+    items.sort(key=lambda it: (_xdist_scope(it.nodeid) not in heavy, -count[_xdist_scope(it.nodeid)],
+                               first[_xdist_scope(it.nodeid)]))
+
+
 def unxz(source: Path, target: Path) -> Path:
     """An xz-compressed export (`source`) decompressed into `target`; returns `target`."""
     with lzma.open(source) as src, target.open("wb") as dst:

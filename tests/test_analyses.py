@@ -80,7 +80,9 @@ def test_range_depth_and_parent_match_containment(cases):
     for ex, plain in cases:
         got = {r["range_id"]: r for r in ex.ranges().iter_rows(named=True)}
         for rowid, name, s, e, gtid in plain.ranges:
-            containers = [r for r in plain.by_thread[gtid] if r[0] != rowid and r[2] <= s and r[3] >= e]
+            # every other range of the thread holding it (plain.enclosing: the thread's ranges with start <= s and
+            # end >= e, in the thread's order, found through an index instead of a scan of all of them per range)
+            containers = [r for r in plain.enclosing((s, e, gtid, None)) if r[0] != rowid]
             assert got[rowid]["depth"] == len(containers), name
             if containers:
                 tightest = min(containers, key=lambda r: (r[3] - r[2], -r[2]))

@@ -15,6 +15,9 @@ torch = pytest.importorskip("torch")
 from capture import nvtx, workload  # noqa: E402
 from capture.models import GPT_SIZES, load  # noqa: E402
 
+# real CPU training runs (torchrun): dealt out first under xdist (conftest.py)
+pytestmark = pytest.mark.heavy
+
 EMIT_NVTX = "[emit_nvtx]"  # marks where the workload enters nvtx.op_ranges(True)
 
 # Tiny CPU configurations of every model (seed sizes stay the defaults).

@@ -21,6 +21,9 @@ from nsysql.cli.app import app
 
 from conftest import load_script
 
+# every hand-made case built and summarized: tens of seconds; dealt out first under xdist (conftest.py)
+pytestmark = pytest.mark.heavy
+
 cp = load_script("scripts/make_critical_path_cases.py")
 runner = CliRunner()
 COMPOSITION = [f"{kind}_ns" for kind in cp.KINDS]

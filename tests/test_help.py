@@ -11,6 +11,9 @@ from nsysql.cli.app import app
 
 from conftest import load_script
 
+# every command in every format its help lists: minutes in all; dealt out first under xdist (conftest.py)
+pytestmark = pytest.mark.heavy
+
 runner = CliRunner()
 
 

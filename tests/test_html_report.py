@@ -25,6 +25,9 @@ from nsysql.core.units import duration
 
 from conftest import FIXTURES, REPO, unxz
 
+# headless Chromium in CI: dealt out first under xdist (conftest.py)
+pytestmark = pytest.mark.heavy
+
 CASES = {
     "gpt": [FIXTURES / "gpt-tiny-train-annotated" / "export.sqlite.xz"],
     "cnn-dataloader": [FIXTURES / "cnn-dataloader-train" / "export.sqlite.xz"],

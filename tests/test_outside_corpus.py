@@ -18,6 +18,9 @@ from nsysql.cli.app import app
 
 from conftest import REPO, load_script
 
+# a cold build per case, ~75 cases: the longest module; dealt out first under xdist (conftest.py)
+pytestmark = pytest.mark.heavy
+
 corpus = load_script("scripts/make_outside_corpus.py")
 
 FAMILIES = list(corpus.COMMANDS)

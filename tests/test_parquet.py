@@ -18,6 +18,9 @@ from nsysql.sql import catalog
 from conftest import golden_exports
 from plainwalk import Plain
 
+# reports on Spark (a JVM in CI): dealt out first under xdist (conftest.py)
+pytestmark = pytest.mark.heavy
+
 runner = CliRunner()
 REPORTS = catalog.group("reports")
 

@@ -30,6 +30,9 @@ from nsysql.errors import NsysqlError, cli_text
 
 from conftest import FIXTURES, REPO, unxz
 
+# every NVIDIA recipe output recomputed: about a minute; dealt out first under xdist (conftest.py)
+pytestmark = pytest.mark.heavy
+
 runner = CliRunner()
 DDP2 = REPO.parent / "shared" / "samples" / "ddp-2gpu" / "formats" / "export.sqlite.xz"
 MULTI = FIXTURES / "nsys-recipe-multi"

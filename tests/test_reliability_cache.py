@@ -78,6 +78,7 @@ def _quiet(err: str) -> list[str]:
     return [line for line in err.splitlines() if not line.startswith("note: waiting for")]
 
 
+@pytest.mark.heavy  # 80 cold first opens in 4 processes: the longest class: dealt out first under xdist (conftest.py)
 class TestConcurrentFirstOpens:
     def test_four_commands_on_a_cold_export_twenty_times(self, tmp_path):
         env = _env(tmp_path, NSYSQL_BUILD_WORKERS="1")
@@ -120,6 +121,7 @@ def _same_rows(a: pl.DataFrame, b: pl.DataFrame) -> bool:
     return a.schema == b.schema and a.sort(a.columns).equals(b.sort(b.columns))
 
 
+@pytest.mark.heavy  # 16 damaged caches rebuilt: dealt out first under xdist (conftest.py)
 class TestDamageAnywhere:
     def test_each_sixteenth_of_the_file_damaged_is_built_again(self, tmp_path):
         """64 KiB of random bytes at the start of each 1/16th of the cache file in turn, its answers and facts
@@ -489,6 +491,7 @@ def _stopped_holder(cache: Path, env: dict) -> subprocess.Popen:
     pytest.fail("the holder's build never started")
 
 
+@pytest.mark.heavy  # stopped and resumed CLI processes: dealt out first under xdist (conftest.py)
 class TestStoppedLockHolder:
     def test_a_waiter_names_the_holder_and_gives_up(self, tmp_path):
         """The issue's case: a summarize stopped while it adds the tables built on first use; `steps`, which reads
@@ -568,6 +571,7 @@ def undisturbed() -> str:
     return done.stdout
 
 
+@pytest.mark.heavy  # a cold build killed at three points: dealt out first under xdist (conftest.py)
 class TestCrashesAndChangedInputs:
     @pytest.mark.parametrize("point", ["locked", "building", "built"])
     def test_sigkill_at_a_point_of_a_cold_build(self, tmp_path, point, undisturbed):

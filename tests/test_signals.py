@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# cold builds of a 40x export, interrupted in subprocesses: dealt out first under xdist (conftest.py)
+pytestmark = pytest.mark.heavy
+
 REPO = Path(__file__).resolve().parent.parent
 NSYSQL = [sys.executable, "-m", "nsysql.cli.app"]
 

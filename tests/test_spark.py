@@ -11,6 +11,9 @@ from typer.testing import CliRunner
 
 from nsysql.cli.app import app
 
+# a Spark JVM (CI installs PySpark): dealt out first under xdist (conftest.py)
+pytestmark = pytest.mark.heavy
+
 RANKS = ["ddp-2gpu-rank0", "ddp-2gpu-rank1"]
 
 STEPS = """

@@ -10,6 +10,9 @@ from nsysql.cli.app import app
 from conftest import make_synthetic, plain_attribution
 from plainwalk import PlainAttribution, ops_in_steps, plain_steps, top_level_user_ranges, union_length
 
+# the plain walk of every golden export: dealt out first under xdist (conftest.py)
+pytestmark = pytest.mark.heavy
+
 runner = CliRunner()
 synth = make_synthetic()
 
