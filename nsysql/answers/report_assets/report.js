@@ -318,7 +318,8 @@ function drawPace() {
   const shapes = P.median_ns === null ? [] : [{ type: "line", xref: "paper", x0: 0, x1: 1, yref: "y", y0: ms(P.median_ns),
                                                  y1: ms(P.median_ns), line: { color: "#555", dash: "dash", width: 1 } }];
   document.getElementById("pace-note").textContent = `Each ${P.name} range, as NVIDIA's recipe nvtx_pace --name ${P.name} ` +
-    "times it (nsysql recipe nvtx_pace): duration above, delta (from the previous one's end) below; ringed: outside " +
+    "times it (nsysql recipe nvtx_pace): duration above, delta (from the previous one's end) below; iterations count " +
+    "from 0 as NVIDIA's do (iteration 0 is the first range, warm-up included); ringed: outside " +
     `1.5 IQR of its rank's quartiles; dashed: the median${several ? " (approximated over ranks, as NVIDIA does)" : ""}.`;
   return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ height: 420, shapes,
     yaxis: { title: { text: "duration (ms)" }, domain: [0.55, 1], rangemode: "tozero" },
