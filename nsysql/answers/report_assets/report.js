@@ -319,7 +319,7 @@ function drawPace() {
                                                  y1: ms(P.median_ns), line: { color: "#555", dash: "dash", width: 1 } }];
   document.getElementById("pace-note").textContent = `Each ${P.name} range, as NVIDIA's recipe nvtx_pace --name ${P.name} ` +
     "times it (nsysql recipe nvtx_pace): duration above, delta (from the previous one's end) below; iterations count " +
-    "from 0 as NVIDIA's do (iteration 0 is the first range, warm-up included); ringed: outside " +
+    "from 0 as NVIDIA's do (iteration N is step N + 1); ringed: outside " +
     `1.5 IQR of its rank's quartiles; dashed: the median${several ? " (approximated over ranks, as NVIDIA does)" : ""}.`;
   return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ height: 420, shapes,
     yaxis: { title: { text: "duration (ms)" }, domain: [0.55, 1], rangemode: "tozero" },
