@@ -31,12 +31,13 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 MARKS = ("nsysql-tables", "nsysql-plotly", "nsysql-first-chart", "nsysql-charts")
 
 
-def with_steps() -> list[Path]:
-    """The fixtures whose exports have steps (an NVTX range or a level nsysql takes as the step)."""
+def with_steps(cache: Path) -> list[Path]:
+    """The fixtures whose exports have steps (an NVTX range or a level nsysql takes as the step); `cache`: the
+    pages' cache, so each fixture is read once."""
     import nsysql
     out = []
     for export in sorted(FIXTURES.glob("*/export.sqlite.xz")):
-        with nsysql.open(export, cache_dir=Path(tempfile.gettempdir()) / "nsysql-bench-html-cache") as ex:
+        with nsysql.open(export, cache_dir=cache) as ex:
             steps = ex.steps()
         if steps.height and (steps["source"] != "gpu_span").any():
             out.append(export)
@@ -75,7 +76,8 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     pages = []
     built: dict[Path, tuple[float, str]] = {}
-    for export in args.exports or with_steps():
+    os.environ["NSYSQL_AHEAD"] = "off"  # nothing answered ahead behind the timings
+    for export in args.exports or with_steps(work / "cache"):
         name = export.parent.name if export.name.startswith("export.") else export.name.split(".")[0]
         page = work / f"{name}.html"
         env = dict(os.environ, NSYSQL_AHEAD="off", NSYSQL_CACHE_DIR=str(work / "cache"))
