@@ -1,6 +1,6 @@
 """How fast the HTML report comes up in a browser: page size and, per load, first paint and the page's own marks.
 
-    python bench/bench_html.py [EXPORT ...] [--loads 3] [--workdir DIR]
+    python bench/bench_html.py [EXPORT ...] [--loads 3] [--workdir DIR [--reuse]]
 
 Writes each page with `nsysql html` (default: every fixture in fixtures/ that has steps, as `nsysql steps` finds
 them, not the GPU's active span), then opens it from file:// `--loads` times in one headless Chromium (Debian's
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import shutil
@@ -44,11 +45,18 @@ def with_steps(cache: Path) -> list[Path]:
     return out
 
 
-def load_times(driver, page: Path, timeout_s: float = 60.0) -> dict[str, float]:
+def load_times(driver, page: Path, timeout_s: float = 120.0) -> dict[str, float]:
     """One load of `page`: first paint and the page's marks, ms since navigation (waits for the last mark)."""
+    from selenium.common.exceptions import TimeoutException
+    print(f"loading {page.name}", file=sys.stderr, flush=True)
     driver.get(page.resolve().as_uri())
     deadline = time.monotonic() + timeout_s
-    while not driver.execute_script("return performance.getEntriesByName('nsysql-charts').length"):
+    while True:
+        try:  # a page drawing a large chart keeps its renderer busy: the script waits its turn
+            if driver.execute_script("return performance.getEntriesByName('nsysql-charts').length"):
+                break
+        except TimeoutException:
+            pass
         if time.monotonic() > deadline:
             raise SystemExit(f"{page}: the charts were not drawn in {timeout_s:.0f} s")
         time.sleep(0.05)
@@ -65,6 +73,8 @@ def main() -> None:
     ap.add_argument("exports", nargs="*", type=Path)
     ap.add_argument("--loads", type=int, default=3)
     ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--reuse", action="store_true", help="keep the pages already written in --workdir (and their "
+                    "build times): time the browser only")
     args = ap.parse_args()
     chromium, chromedriver = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chromium and chromedriver):
@@ -77,9 +87,14 @@ def main() -> None:
     pages = []
     built: dict[Path, tuple[float, str]] = {}
     os.environ["NSYSQL_AHEAD"] = "off"  # nothing answered ahead behind the timings
+    kept = json.loads((work / "built.json").read_text()) if args.reuse and (work / "built.json").exists() else {}
     for export in args.exports or with_steps(work / "cache"):
         name = export.parent.name if export.name.startswith("export.") else export.name.split(".")[0]
         page = work / f"{name}.html"
+        if page.name in kept and page.exists():
+            built[page] = (kept[page.name][0], kept[page.name][1])
+            pages.append(page)
+            continue
         env = dict(os.environ, NSYSQL_AHEAD="off", NSYSQL_CACHE_DIR=str(work / "cache"))
         t0 = time.monotonic()
         made = subprocess.run([sys.executable, "-m", "nsysql", "html", str(export), "-o", str(page)], check=True,
@@ -89,12 +104,14 @@ def main() -> None:
         built[page] = (time.monotonic() - t0, carried)
         print(f"built {page.name}: {line}", file=sys.stderr, flush=True)
         pages.append(page)
+        (work / "built.json").write_text(json.dumps({p.name: v for p, v in built.items()}))
     options = webdriver.ChromeOptions()
     for flag in FLAGS:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={work / 'profile'}")
     options.binary_location = chromium
     driver = webdriver.Chrome(options=options, service=Service(chromedriver))
+    driver.set_script_timeout(120)
     try:
         rows = [(page, [load_times(driver, page) for _ in range(args.loads)]) for page in pages]
         version = driver.capabilities.get("browserVersion", "?")

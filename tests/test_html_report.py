@@ -453,3 +453,22 @@ def test_export_html(tmp_path):
     data = json.loads(re.search(r'<script id="report-data" type="application/json">(.*?)</script>', text, re.S)[1])
     assert data["summary"]["overview"]["step_time"]["analysed_steps"] == 3
     assert data["timeline"]["steps"] and data["timeline"]["median"] in {s["step"] for s in data["timeline"]["steps"]}
+
+
+def test_a_step_past_the_bound_is_cut_at_a_time_and_says_so():
+    """A step of more events than the bound keeps those that start before the bound-th start (a plain sort of the
+    starts), its path's items before that time, and records the cut; a step within the bound is left whole."""
+    from nsysql.answers import html_steps
+    starts = [50, 10, 40, 20, 30, 10, 60]
+    step = {"step": 2, "gpu_ops": 4, "bars": {"s": starts, "d": [1] * 7, "kind": ["fprop", "api", "fprop", "range",
+                                                                                 "bprop", "api", "copy"],
+                                              "row": list(range(7))},
+            "path": {"bars": {"s": [5, 35, 55], "kind": ["cpu"] * 3}, "marks": {"s": [35, 55], "kind": ["cpu"] * 2}}}
+    whole = json.loads(json.dumps(step))
+    assert html_steps.clip(json.loads(json.dumps(step)), 7) == whole
+    cut = html_steps.clip(step, 4)
+    at = sorted(starts)[4]  # the fifth start (40): every bar starting before it stays
+    assert cut["clipped"] == {"at_ns": at, "events": 7, "kept": sum(s < at for s in starts)}
+    assert cut["bars"]["s"] == [s for s in starts if s < at] and cut["bars"]["row"] == [1, 3, 4, 5]
+    assert cut["gpu_ops"] == 1  # what is left: two API calls, a range and one backward kernel
+    assert cut["path"]["bars"]["s"] == [5, 35] and cut["path"]["marks"]["s"] == [35]

@@ -22,7 +22,8 @@ from nsysql.errors import NsysqlError
 MAX_DEFAULT = 8  # timelines carried by default, at most (the median first)
 BUDGET = 2_000_000  # base64 characters of the default choice's blocks: with Plotly (1.9 MB) the page stays < 5 MB
 PAGE_LIMIT = 5_000_000  # bytes: past this the command warns that a browser may take long to open the page
-MAX_BARS = 30_000  # events drawn of one step: past this its timeline is cut at a time (the page says where)
+MAX_BARS = 10_000  # events drawn of one step (Plotly draws ~10k SVG bars in seconds; 30k froze the tab for a minute
+# on a loaded 2-core machine): past this the timeline is cut at a time, and the page says where
 
 
 def parse(spec: str | None) -> list[int] | str | None:
