@@ -396,13 +396,15 @@ def test_steps_option_errors_are_one_line(small, tmp_path, spec, says):
 
 
 def test_big_page_in_chromium(driver, big_page):
-    """The first chart is drawn before the rest (the page's marks); the note lists the steps the page carries and
+    """The step-time chart is drawn as a picture before Plotly is ready, then the first interactive chart before the
+    rest (the page's marks); the note lists the steps the page carries and
     the others are not offered; picking another carried step inflates its block and draws all its GPU ops."""
     sqlite, page, raw = big_page
     open_page(driver, page)
-    marks = driver.execute_script("return ['nsysql-plotly', 'nsysql-first-chart', 'nsysql-charts'].map("
-                                  "m => performance.getEntriesByName(m)[0].startTime)")
-    assert marks[0] <= marks[1] <= marks[2]
+    marks = driver.execute_script("return ['nsysql-tables', 'nsysql-preview', 'nsysql-plotly', 'nsysql-first-chart',"
+                                  " 'nsysql-charts'].map(m => performance.getEntriesByName(m)[0].startTime)")
+    assert marks == sorted(marks)  # the step-time picture before Plotly; the first chart before the others
+    assert not driver.find_elements("css selector", "svg.preview")  # replaced by the interactive chart
     data, blocks = page_parts(page.read_text(encoding="utf-8"))
     note = driver.find_element("id", "timeline-carried")
     assert note.get_attribute("data-carried") == ",".join(map(str, sorted(blocks)))

@@ -257,10 +257,68 @@ window.addEventListener("resize", () => {
   }), 150);
 });
 
+// The step-time chart as a plain SVG picture, drawn before Plotly is inflated and evaluated (about a second on a
+// slow machine): the page's first chart at once; drawSteps replaces it with the interactive one
+function previewSteps() {
+  const steps = OV.steps || [];
+  const node = document.getElementById("chart-steps");
+  if (!steps.length) return false;
+  const ns = "http://www.w3.org/2000/svg";
+  const W = Math.max(node.clientWidth || 800, 200), H = 340, L = 60, R = 20, T = 10, B = 64;
+  const cats = CATEGORIES.filter(([k]) => steps.some(s => s.breakdown[k]) || (OV.mean_breakdown || {})[k]);
+  const cols = steps.map(s => s.breakdown).concat([OV.mean_breakdown || {}]);
+  const top = Math.max(1, ...cols.map(b => cats.reduce((a, [k]) => a + (b[k] || 0), 0))) / 1e6;
+  const step = Math.pow(10, Math.floor(Math.log10(top))) * (top / Math.pow(10, Math.floor(Math.log10(top))) > 5 ? 2 : 1);
+  const svg = document.createElementNS(ns, "svg");
+  const add = (tag, attrs, text) => {
+    const n = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+    if (text !== undefined) n.textContent = text;
+    svg.append(n);
+    return n;
+  };
+  svg.setAttribute("class", "preview");
+  svg.setAttribute("width", W);
+  svg.setAttribute("height", H);
+  svg.setAttribute("font-family", FONT.family);
+  svg.setAttribute("font-size", "12");
+  const y = v => T + (H - T - B) * (1 - v / (Math.ceil(top / step) * step));
+  for (let v = 0; v <= Math.ceil(top / step) * step + 1e-9; v += step) {
+    add("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: "#eee" });
+    add("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end", fill: "#444" }, fixed(v, step < 1 ? 1 : 0));
+  }
+  const slot = (W - L - R) / cols.length;
+  const every = Math.ceil(cols.length / Math.max(1, Math.floor((W - L - R) / 40)));
+  cols.forEach((b, i) => {
+    let acc = 0;
+    for (const [k, , color] of cats) {
+      const v = (b[k] || 0) / 1e6;
+      if (!v) continue;
+      add("rect", { x: L + i * slot + slot * 0.1, width: slot * 0.8, y: y(acc + v), height: y(acc) - y(acc + v), fill: color });
+      acc += v;
+    }
+    if (i % every === 0 || i === cols.length - 1) {
+      add("text", { x: L + (i + 0.5) * slot, y: H - B + 16, "text-anchor": "middle", fill: "#444" },
+          i === cols.length - 1 ? "mean" : String(steps[i].step));
+    }
+  });
+  add("text", { x: 14, y: (T + H - B) / 2, "text-anchor": "middle", fill: "#444",
+                transform: `rotate(-90 14 ${(T + H - B) / 2})` }, "ms per step");
+  let x = L;
+  for (const [, name, color] of cats) {
+    add("rect", { x, y: H - 22, width: 12, height: 12, fill: color });
+    add("text", { x: x + 16, y: H - 12, fill: "#444" }, name);
+    x += 30 + name.length * 7;
+  }
+  node.append(svg);
+  return true;
+}
+
 function drawSteps() {
   const steps = OV.steps || [];
   const node = document.getElementById("chart-steps");
   if (!steps.length) { node.classList.add("hidden"); return null; }  // the cards say so
+  node.querySelectorAll("svg.preview").forEach(n => n.remove());
   const st = OV.step_time || {};
   const several = (st.processes || 1) > 1;
   const many = steps.length > 16;  // numbers only: "step 24" labels would turn and run into the legend
@@ -676,8 +734,12 @@ function renderCarried() {
   let text = `This page carries the timeline${carried.length === 1 ? "" : "s"} of ${stepList(carried)} ` +
     `(of ${TL.steps.length} step${TL.steps.length === 1 ? "" : "s"}${TL.chosen ? `, as --steps ${TL.chosen} chose` : ""}).`;
   if (left.length) {
-    text += ` Left out: ${stepList(left)}` + (TL.chosen ? "." : ", to keep the page small.") +
-      " A page with other steps' timelines: ";
+    const warm = TL.steps.filter(s => !s.carried && !s.analysed).map(s => s.step);
+    const why = TL.chosen ? [`${stepList(left)}.`]
+      : [analysedLeft.length ? `${stepList(analysedLeft)}, to keep the page small` : null,
+         warm.length ? `${stepList(warm)} (warm-up: by default the page carries analysed steps only)` : null]
+        .filter(Boolean);
+    text += ` Left out: ${why.join("; ")}${TL.chosen ? "" : "."} A page with other steps' timelines: `;
     box.append(text, el("code", { text: `${cmd} --steps ${ranges(suggest)} -o steps.html` }),
                " (any steps, e.g. --steps 3,5-7; --steps all carries every one, and can make a large page).");
   } else box.append(text);
@@ -719,6 +781,7 @@ async function main() {
   const findingCharts = renderFindings();
   const first = renderTimelineSelector();
   performance.mark("nsysql-tables");
+  if (previewSteps()) { await frame(); performance.mark("nsysql-preview"); }
   await loadPlotly();
   performance.mark("nsysql-plotly");
   // the charts in page order, the first one painted before the rest are drawn (the timeline, the largest, last)
