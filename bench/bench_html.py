@@ -127,7 +127,8 @@ def main() -> None:
     for page, loads in rows:
         cells = [" / ".join(f"{t.get(k, float('nan')):.0f}" for t in loads) for k in ("paint", *MARKS)]
         seconds, carried = built[page]
-        print(f"| {page.stem} | {page.stat().st_size / 1e6:.2f} MB | {seconds:.1f} | {carried} | " + " | ".join(cells)
+        shown = "-" if seconds != seconds else f"{seconds:.1f}"  # nan: kept by --reuse without its build time
+        print(f"| {page.stem} | {page.stat().st_size / 1e6:.2f} MB | {shown} | {carried} | " + " | ".join(cells)
               + " |")
     worst = max((page.stat().st_size for page, _ in rows), default=0)
     def first(t: dict) -> float:  # the first chart on screen: the SVG picture, else the first Plotly chart
