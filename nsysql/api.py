@@ -89,11 +89,12 @@ class Export(queries.Queries):
         from nsysql.answers.recipes import run_one
         return run_one(self, recipe_name, **options)
 
-    def html(self, path: str | os.PathLike) -> Path:
+    def html(self, path: str | os.PathLike, *, steps: str | None = None) -> Path:
         """Write summarize's answer as one self-contained HTML page (charts, tables, findings, a timeline of the
-        median step), as `nsysql html` does; returns its path."""
+        median step), as `nsysql html` does; returns its path. `steps`: the steps whose timelines it carries
+        (`"3,5-7"`, `"all"`; default: the median analysed step, then others while the page stays small)."""
         from nsysql.answers.html_report import write
-        return write([self], Path(path))
+        return write([self], Path(path), steps=steps)
 
     # -- standalone copies (logic in nsysql/answers/dataset.py) ------------------------------------------
     def to_duckdb(self, path: str | os.PathLike, *, force: bool = False):
@@ -148,10 +149,11 @@ class Job:
         from nsysql.answers.job_views import overview
         return overview(self.exports)
 
-    def html(self, path: str | os.PathLike) -> Path:
-        """The job's page (as `nsysql html A B`): one self-contained HTML file, the ranks side by side."""
+    def html(self, path: str | os.PathLike, *, steps: str | None = None) -> Path:
+        """The job's page (as `nsysql html A B`): one self-contained HTML file, the ranks side by side; `steps` as
+        Export.html's."""
         from nsysql.answers.html_report import write
-        return write(self.exports, Path(path), title=f"{len(self.exports)} exports of one job")
+        return write(self.exports, Path(path), title=f"{len(self.exports)} exports of one job", steps=steps)
 
     def close(self) -> None:
         for ex in self.exports:

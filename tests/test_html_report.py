@@ -280,12 +280,158 @@ def test_page_is_self_contained(tmp_path):
     assert embedded == doc
     # "What bounds the step" without a browser: the composition is `critical-path -f json`'s, and each drawn step
     # carries its path's items as `critical-path --step N --items` lists them
-    page_data = json.loads(data.group(1))
+    page_data, blocks = page_parts(text)
     assert page_data["critical_path"]["steps"] == critical_path_json("gpt", tmp_path)
-    for step in page_data["timeline"]["steps"]:
+    assert blocks
+    for step in blocks.values():
         items = critical_path_json("gpt", tmp_path, "--step", str(step["step"]), "--items")
         bars = step["path"]["bars"]
         assert sorted(zip(bars["kind"], bars["d"])) == sorted((r["kind"], r["end_ns"] - r["start_ns"]) for r in items)
+
+
+def page_parts(text: str) -> tuple[dict, dict[int, dict]]:
+    """The page's data and its steps' timelines ({step: the block inflated}), read as a browser would."""
+    import base64
+    import gzip
+    data = json.loads(re.search(r'<script id="report-data" type="application/json">(.*?)</script>', text, re.S)[1])
+    blocks = {int(n): json.loads(gzip.decompress(base64.b64decode(b)))
+              for n, b in re.findall(r'<script id="timeline-(\d+)" type="text/plain">([^<]*)</script>', text)}
+    return data, blocks
+
+
+# -- the page at any size (issue 46): the steps it carries, the bound, --steps -------------------------------
+BIG = "gpt-decode-eager"  # the fixture of most kernels (56,833) and most steps (69, 23 of them warm-up)
+
+
+def plain_steps(sqlite: Path, step_name: str, warmup_name: str) -> dict[int, tuple[int, int, bool]]:
+    """{step: (start, end, analysed)} by a walk of the raw NVTX rows: the `step_name` ranges numbered by start; a
+    step inside a `warmup_name` range is warm-up."""
+    db = sqlite3.connect(sqlite)
+    rows = db.execute("SELECT n.start, n.end, COALESCE(n.text, s.value) FROM NVTX_EVENTS AS n LEFT JOIN StringIds "
+                      "AS s ON s.id = n.textId WHERE n.eventType = 59 AND COALESCE(n.text, s.value) IN (?, ?) "
+                      "ORDER BY n.start", (step_name, warmup_name)).fetchall()
+    warm = [(a, b) for a, b, t in rows if t == warmup_name]
+    steps = [(a, b) for a, b, t in rows if t == step_name]
+    return {i: (a, b, not any(wa <= a and b <= wb for wa, wb in warm)) for i, (a, b) in enumerate(steps, 1)}
+
+
+def plain_median(steps: dict[int, tuple[int, int, bool]]) -> int:
+    """The lower middle of the analysed steps ordered by wall time, then number (docs/commands/html-perfetto.md)."""
+    by_wall = sorted((b - a, k) for k, (a, b, analysed) in steps.items() if analysed)
+    return by_wall[(len(by_wall) - 1) // 2][1]
+
+
+def plain_gpu_ops(sqlite: Path, lo: int, hi: int) -> int:
+    db = sqlite3.connect(sqlite)
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    return sum(db.execute(f"SELECT COUNT(*) FROM {t} WHERE end >= ? AND start <= ?", (lo, hi)).fetchone()[0]
+               for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+               if t in tables)
+
+
+@pytest.fixture(scope="module")
+def big_page(tmp_path_factory, fixture_sqlite):
+    """The default page of the largest fixture, with its raw steps."""
+    sqlite = fixture_sqlite(BIG)
+    tmp = tmp_path_factory.mktemp("big-page")
+    page = tmp / "big.html"
+    made = CliRunner().invoke(app, ["html", str(sqlite), "-o", str(page), "--cache-dir", str(tmp / "cache")])
+    assert made.exit_code == 0, made.output
+    return sqlite, page, plain_steps(sqlite, "decode_step", "warmup")
+
+
+def test_big_page_is_bounded_and_says_what_it_carries(big_page):
+    """Under 5 MB although the capture has 57k kernels; a row per step (all 69, warm-up ones marked); the median
+    step first (a plain walk of the raw rows), its timeline and the others' carried as blocks, each block the step
+    it says with every GPU op of its window; the steps left out listed."""
+    sqlite, page, raw = big_page
+    assert page.stat().st_size <= 5_000_000
+    data, blocks = page_parts(page.read_text(encoding="utf-8"))
+    tl = data["timeline"]
+    assert [s["step"] for s in tl["steps"]] == sorted(raw)
+    assert [s["analysed"] for s in tl["steps"]] == [raw[k][2] for k in sorted(raw)]
+    assert [s["wall_ns"] for s in tl["steps"]] == [raw[k][1] - raw[k][0] for k in sorted(raw)]
+    assert tl["median"] == tl["first"] == plain_median(raw)
+    carried = {s["step"] for s in tl["steps"] if s["carried"]}
+    assert set(blocks) == carried and tl["first"] in carried and 1 < len(carried) < len(raw)
+    assert all(raw[k][2] for k in carried)  # by default only analysed steps
+    assert tl["left_out"] == [k for k in sorted(raw) if k not in carried]
+    for number, step in blocks.items():
+        assert step["step"] == number and "clipped" not in step
+        lo, hi, _ = raw[number]
+        assert step["gpu_ops"] == plain_gpu_ops(sqlite, lo, hi) > 0
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory, fixture_sqlite):
+    """The GPT fixture (3 steps, its warm-up step no step range) and a cache shared by the --steps tests."""
+    return fixture_sqlite("gpt-tiny-train-annotated"), tmp_path_factory.mktemp("steps-cache")
+
+
+@pytest.mark.parametrize("spec, expected", [("1,3", {1, 3}), ("all", {1, 2, 3}), ("1-1", {1})])
+def test_steps_option_carries_exactly_those(small, tmp_path, spec, expected):
+    sqlite, cache = small
+    page = tmp_path / "p.html"
+    made = CliRunner().invoke(app, ["html", str(sqlite), "-o", str(page), "--steps", spec, "--cache-dir", str(cache)])
+    assert made.exit_code == 0, made.output
+    data, blocks = page_parts(page.read_text(encoding="utf-8"))
+    tl = data["timeline"]
+    raw = plain_steps(sqlite, "profiled_step", "warmup")
+    assert [s["step"] for s in tl["steps"]] == sorted(raw) == [1, 2, 3]
+    assert set(blocks) == expected == {s["step"] for s in tl["steps"] if s["carried"]}
+    assert tl["chosen"] == spec and tl["left_out"] == sorted(set(raw) - expected)
+    median = plain_median(raw)
+    assert tl["first"] == (median if median in expected else min(expected))
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("x", "give step numbers and ranges"), ("0", "steps count from 1"), ("4-2", "must not run backwards"),
+    ("3,", "give step numbers and ranges"), ("2,9", "no step 9 in this capture (its steps: 1 to 3"),
+])
+def test_steps_option_errors_are_one_line(small, tmp_path, spec, says):
+    sqlite, cache = small
+    page = tmp_path / "p.html"
+    out = CliRunner().invoke(app, ["html", str(sqlite), "-o", str(page), "--steps", spec, "--cache-dir", str(cache)])
+    assert out.exit_code == 1, out.output
+    lines = [line for line in out.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and says in lines[0] and "--steps" in lines[0] and "Traceback" not in out.output, lines
+    assert not page.exists()
+
+
+def test_big_page_in_chromium(driver, big_page):
+    """The step-time chart is drawn as a picture before Plotly is ready, then the first interactive chart before the
+    rest (the page's marks); the note lists the steps the page carries and
+    the others are not offered; picking another carried step inflates its block and draws all its GPU ops."""
+    sqlite, page, raw = big_page
+    open_page(driver, page)
+    marks = driver.execute_script("return ['nsysql-tables', 'nsysql-preview', 'nsysql-plotly', 'nsysql-first-chart',"
+                                  " 'nsysql-charts'].map(m => performance.getEntriesByName(m)[0].startTime)")
+    assert marks == sorted(marks)  # the step-time picture before Plotly; the first chart before the others
+    assert not driver.find_elements("css selector", "svg.preview")  # replaced by the interactive chart
+    data, blocks = page_parts(page.read_text(encoding="utf-8"))
+    note = driver.find_element("id", "timeline-carried")
+    assert note.get_attribute("data-carried") == ",".join(map(str, sorted(blocks)))
+    assert "Left out:" in note.text and "--steps" in note.text
+    options = driver.execute_script("return [...document.getElementById('step-select').options]"
+                                    ".map(o => [Number(o.value), o.disabled])")
+    assert options == [[k, k not in blocks] for k in sorted(raw)]
+    other = next(k for k in sorted(blocks) if k != data["timeline"]["first"])
+    driver.execute_script("const s = document.getElementById('step-select'); s.value = arguments[0]; "
+                          "s.dispatchEvent(new Event('change'));", str(other))
+    for _ in range(300):
+        if driver.execute_script("return document.getElementById('chart-timeline').dataset.step") == str(other):
+            break
+        time.sleep(0.1)
+    drawn = driver.execute_script("""
+        const gd = document.getElementById('chart-timeline');
+        const layers = [...gd.querySelectorAll('.barlayer .trace')];
+        let n = 0;
+        gd._fullData.forEach((t, i) => { if (t.meta === 'gpu') n += layers[i].querySelectorAll('.point path').length; });
+        return [gd.dataset.step, n];""")
+    lo, hi, _ = raw[other]
+    assert drawn == [str(other), plain_gpu_ops(sqlite, lo, hi)]
+    errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+    assert not errors, errors
 
 
 def test_summarize_open_writes_and_opens_the_page(tmp_path, monkeypatch):
@@ -312,3 +458,22 @@ def test_export_html(tmp_path):
     data = json.loads(re.search(r'<script id="report-data" type="application/json">(.*?)</script>', text, re.S)[1])
     assert data["summary"]["overview"]["step_time"]["analysed_steps"] == 3
     assert data["timeline"]["steps"] and data["timeline"]["median"] in {s["step"] for s in data["timeline"]["steps"]}
+
+
+def test_a_step_past_the_bound_is_cut_at_a_time_and_says_so():
+    """A step of more events than the bound keeps those that start before the bound-th start (a plain sort of the
+    starts), its path's items before that time, and records the cut; a step within the bound is left whole."""
+    from nsysql.answers import html_steps
+    starts = [50, 10, 40, 20, 30, 10, 60]
+    step = {"step": 2, "gpu_ops": 4, "bars": {"s": starts, "d": [1] * 7, "kind": ["fprop", "api", "fprop", "range",
+                                                                                 "bprop", "api", "copy"],
+                                              "row": list(range(7))},
+            "path": {"bars": {"s": [5, 35, 55], "kind": ["cpu"] * 3}, "marks": {"s": [35, 55], "kind": ["cpu"] * 2}}}
+    whole = json.loads(json.dumps(step))
+    assert html_steps.clip(json.loads(json.dumps(step)), 7) == whole
+    cut = html_steps.clip(step, 4)
+    at = sorted(starts)[4]  # the fifth start (40): every bar starting before it stays
+    assert cut["clipped"] == {"at_ns": at, "events": 7, "kept": sum(s < at for s in starts)}
+    assert cut["bars"]["s"] == [s for s in starts if s < at] and cut["bars"]["row"] == [1, 3, 4, 5]
+    assert cut["gpu_ops"] == 1  # what is left: two API calls, a range and one backward kernel
+    assert cut["path"]["bars"]["s"] == [5, 35] and cut["path"]["marks"]["s"] == [35]

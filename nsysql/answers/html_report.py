@@ -1,7 +1,8 @@
 """summarize's answer as one self-contained HTML page (`nsysql html`, `Export.html`, `summarize --open`).
 
 The page embeds `summarize -f json --full`'s document (the data every chart and table shows, so the numbers are
-summarize's), the timelines of a few analysed steps (the median one first; nsysql/answers/tracedata.py), and its own
+summarize's), a row per step, the timelines of the steps nsysql/answers/html_steps.py chooses (each a compressed
+block inflated when it is drawn; the events from nsysql/answers/tracedata.py), and its own
 script, styles and charting library inline: it opens from file:// with no network. The charts are Plotly's
 (plotly.min.js from the `plotly` pip package, gzip-compressed and base64-encoded into the page, decompressed by
 the browser's DecompressionStream: 1.9 MB instead of 4.8; docs/decisions.md has the measurement).
@@ -17,17 +18,18 @@ from pathlib import Path
 
 import polars as pl
 
-from nsysql.answers import html_path, tracedata
+from nsysql.answers import html_path, html_steps, tracedata
 from nsysql.errors import NsysqlError
 
 ASSETS = Path(__file__).with_name("report_assets")
 TOP = 10  # rows of each top-N table
-MAX_STEPS = 8  # step timelines embedded (the median first): each a few thousand ops at most
-DIRECTIONS = ("fprop", "bprop", "optim", "comm", "other")
+DIRECTIONS = ("fprop", "bprop", "recompute", "optim", "comm", "other")
 
 
-def build(exports: list, *, title: str | None = None) -> dict:
-    """Everything the page shows: {"summary": summarize's JSON, "timeline": {...}, "commands": {...}}."""
+def build(exports: list, *, title: str | None = None, steps: str | None = None) -> tuple[dict, list[tuple[int, str]]]:
+    """Everything the page shows: ({"summary": summarize's JSON, "timeline": the steps and which are carried, ...},
+    the carried steps' timeline blocks). `steps`: which steps get a timeline (html_steps.parse; None: the default)."""
+    timeline, blocks = timelines(exports, steps)  # first: a bad `steps=` fails before the long work
     from nsysql.answers import summary
     if len(exports) == 1:
         result = summary.build_summary(exports[0], top=TOP, full=True)
@@ -36,9 +38,9 @@ def build(exports: list, *, title: str | None = None) -> dict:
         result = job_views.summary(exports, title or f"{len(exports)} exports of one job")
     doc = json.loads(json.dumps(summary.to_json(result, TOP), default=str))  # exactly what -f json prints
     names = [str(ex.path) for ex in exports]
-    return {"summary": doc, "timeline": timelines(exports), "exports": names,
+    return {"summary": doc, "timeline": timeline, "exports": names,
             "command": "nsysql summarize " + " ".join(_quote(n) for n in names),
-            "critical_path": html_path.section(exports), "recipes": recipe_charts(exports)}
+            "critical_path": html_path.section(exports), "recipes": recipe_charts(exports)}, blocks
 
 
 def recipe_charts(exports: list) -> dict:
@@ -83,32 +85,54 @@ def recipe_charts(exports: list) -> dict:
     return {"pace": pace, "util": util}
 
 
-def timelines(exports: list) -> dict:
-    """The steps to draw (the median step first, then the others by number, MAX_STEPS in all) with their events:
-    per step the rows (a thread's NVTX levels and its CUDA API calls, a GPU stream) and the bars on them."""
+def timelines(exports: list, steps: str | None = None) -> tuple[dict, list[tuple[int, str]]]:
+    """The page's timeline: ({"steps": a compact row per step, "first", "median", "gpu_span", "chosen", "left_out"},
+    [(step, its block: html_steps.pack of its rows and bars)] for the steps carried). `steps`: `--steps`' text (None:
+    the default choice, html_steps says which)."""
+    chosen_spec = html_steps.parse(steps)
     table = tracedata.steps_on_clock(exports)
-    chosen = table.filter(pl.col("analysed")) if table["analysed"].any() else table
-    if chosen.is_empty():  # no steps and no GPU work (a CPU-only capture): the whole capture, if anything is in it
+    has_steps = not table.is_empty() and bool((table["source"] != "gpu_span").any())
+    if chosen_spec is not None and not has_steps:
+        raise NsysqlError(f"`steps={steps}`: {exports[0].path.name} has no steps (see `nsysql steps`)")
+    if table.is_empty():  # no steps and no GPU work (a CPU-only capture): the whole capture, if anything is in it
         win = exports[0].run("analysis._plot_window", start_ms=None, end_ms=None).row(0, named=True)
         if win["origin_ns"] is None:
-            return {"steps": [], "median": None}
+            return {"steps": [], "first": None, "median": None, "gpu_span": False, "left_out": []}, []
         whole = _step_events(exports, 0, "the whole capture", int(win["from_ns"]), int(win["to_ns"]),
                              int(win["origin_ns"]))
-        return {"steps": [whole], "median": 0, "gpu_span": False}
-    per_step = (chosen.group_by("step").agg(pl.col("start_ns").min(), pl.col("end_ns").max(),
-                                           pl.col("wall_ns").mean().alias("wall"), pl.col("name").first())
+        row = _catalog_row(whole, analysed=True)
+        return ({"steps": [dict(row, carried=True)], "first": 0, "median": None, "gpu_span": False, "left_out": []},
+                [(0, html_steps.pack(whole))])
+    per_step = (table.group_by("step").agg(pl.col("start_ns").min(), pl.col("end_ns").max(),
+                                          pl.col("wall_ns").mean().alias("wall"), pl.col("name").first(),
+                                          pl.col("analysed").any())
                 .sort("step"))
-    by_wall = per_step.sort("wall", "step")
-    median = int(by_wall["step"][(by_wall.height - 1) // 2])
-    numbers = [median] + [s for s in per_step["step"].to_list() if s != median][:MAX_STEPS - 1]
+    order, median = html_steps.candidates(per_step, chosen_spec)
     origin = tracedata.origin_of(exports[0])
-    steps = []
-    for number in sorted(numbers):
+    blocks: list[tuple[int, str]] = []
+    used = 0
+    for number in order:
         row = per_step.filter(pl.col("step") == number).row(0, named=True)
-        steps.append(_step_events(exports, number, row["name"], int(row["start_ns"]), int(row["end_ns"]), origin))
+        step = _step_events(exports, number, row["name"], int(row["start_ns"]), int(row["end_ns"]), origin)
         if len(exports) == 1:  # the step's critical path over its timeline ("What bounds the step")
-            steps[-1]["path"] = html_path.overlay(exports[0], number, int(row["start_ns"]), steps[-1]["rows"])
-    return {"steps": steps, "median": median, "gpu_span": bool(chosen["source"][0] == "gpu_span")}
+            step["path"] = html_path.overlay(exports[0], number, int(row["start_ns"]), step["rows"])
+        block = html_steps.pack(html_steps.clip(step))
+        if chosen_spec is None and blocks and used + len(block) > html_steps.BUDGET:
+            break  # the default choice stays bounded; the steps left out are listed with the --steps to get them
+        blocks.append((number, block))
+        used += len(block)
+    carried = {n for n, _ in blocks}
+    rows = [{"step": int(r["step"]), "name": r["name"], "wall_ns": int(r["wall"]), "analysed": bool(r["analysed"]),
+             "from_ms": (int(r["start_ns"]) - origin) / 1e6, "carried": int(r["step"]) in carried}
+            for r in per_step.iter_rows(named=True)]
+    return ({"steps": rows, "first": order[0] if order else None, "median": median,
+             "gpu_span": not has_steps, "chosen": None if chosen_spec is None else steps,
+             "left_out": [r["step"] for r in rows if not r["carried"]]}, blocks)
+
+
+def _catalog_row(step: dict, *, analysed: bool) -> dict:
+    return {"step": step["step"], "name": step["name"], "wall_ns": step["wall_ns"], "analysed": analysed,
+            "from_ms": step["from_ms"]}
 
 
 def _step_events(exports: list, number: int, name: str, lo: int, hi: int, origin: int) -> dict:
@@ -183,8 +207,8 @@ def _levels(ranges: pl.DataFrame) -> list[int]:
     return back
 
 
-def render(data: dict) -> str:
-    """The page: the template with the styles, the script, Plotly and the data inline."""
+def render(data: dict, blocks: list[tuple[int, str]] | None = None) -> str:
+    """The page: the template with the styles, the script, Plotly, the data and the steps' timeline blocks inline."""
     page = (ASSETS / "report.html").read_text(encoding="utf-8")
     title = data["summary"].get("export", "nsysql report")
     parts = {
@@ -192,19 +216,26 @@ def render(data: dict) -> str:
         "{{CSS}}": (ASSETS / "report.css").read_text(encoding="utf-8"),
         "{{PLOTLY_GZ}}": plotly_gz_base64(),
         "{{DATA}}": _script_json(data),
+        "{{TIMELINES}}": "\n".join(f'<script id="timeline-{n}" type="text/plain">{b}</script>' for n, b in blocks or []),
         "{{JS}}": (ASSETS / "report.js").read_text(encoding="utf-8"),
     }
     import re  # one pass over the template: a value (the data) is never searched for placeholders
     return re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: parts["{{" + m[1] + "}}"], page)
 
 
-def write(exports: list, output: str | Path, *, title: str | None = None) -> Path:
+def write(exports: list, output: str | Path, *, title: str | None = None, steps: str | None = None) -> Path:
+    return write_page(exports, output, title=title, steps=steps)[0]
+
+
+def write_page(exports: list, output: str | Path, *, title: str | None = None,
+               steps: str | None = None) -> tuple[Path, dict]:
+    """The page written, and its timeline's facts (which steps it carries, which it left out)."""
     output = Path(output)
     if output.suffix.lower() not in (".html", ".htm"):
         raise NsysqlError(f"{output}: name the page .html")
-    text = render(build(exports, title=title))
-    output.write_text(text, encoding="utf-8")
-    return output
+    data, blocks = build(exports, title=title, steps=steps)
+    output.write_text(render(data, blocks), encoding="utf-8")
+    return output, data["timeline"]
 
 
 @lru_cache(maxsize=1)

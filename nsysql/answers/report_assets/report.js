@@ -257,13 +257,73 @@ window.addEventListener("resize", () => {
   }), 150);
 });
 
+// The step-time chart as a plain SVG picture, drawn before Plotly is inflated and evaluated (about a second on a
+// slow machine): the page's first chart at once; drawSteps replaces it with the interactive one
+function previewSteps() {
+  const steps = OV.steps || [];
+  const node = document.getElementById("chart-steps");
+  if (!steps.length) return false;
+  const ns = "http://www.w3.org/2000/svg";
+  const W = Math.max(node.clientWidth || 800, 200), H = 340, L = 60, R = 20, T = 10, B = 64;
+  const cats = CATEGORIES.filter(([k]) => steps.some(s => s.breakdown[k]) || (OV.mean_breakdown || {})[k]);
+  const cols = steps.map(s => s.breakdown).concat([OV.mean_breakdown || {}]);
+  const top = Math.max(1, ...cols.map(b => cats.reduce((a, [k]) => a + (b[k] || 0), 0))) / 1e6;
+  const step = Math.pow(10, Math.floor(Math.log10(top))) * (top / Math.pow(10, Math.floor(Math.log10(top))) > 5 ? 2 : 1);
+  const svg = document.createElementNS(ns, "svg");
+  const add = (tag, attrs, text) => {
+    const n = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+    if (text !== undefined) n.textContent = text;
+    svg.append(n);
+    return n;
+  };
+  svg.setAttribute("class", "preview");
+  svg.setAttribute("width", W);
+  svg.setAttribute("height", H);
+  svg.setAttribute("font-family", FONT.family);
+  svg.setAttribute("font-size", "12");
+  const y = v => T + (H - T - B) * (1 - v / (Math.ceil(top / step) * step));
+  for (let v = 0; v <= Math.ceil(top / step) * step + 1e-9; v += step) {
+    add("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: "#eee" });
+    add("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end", fill: "#444" }, fixed(v, step < 1 ? 1 : 0));
+  }
+  const slot = (W - L - R) / cols.length;
+  const every = Math.ceil(cols.length / Math.max(1, Math.floor((W - L - R) / 40)));
+  cols.forEach((b, i) => {
+    let acc = 0;
+    for (const [k, , color] of cats) {
+      const v = (b[k] || 0) / 1e6;
+      if (!v) continue;
+      add("rect", { x: L + i * slot + slot * 0.1, width: slot * 0.8, y: y(acc + v), height: y(acc) - y(acc + v), fill: color });
+      acc += v;
+    }
+    if (i % every === 0 || i === cols.length - 1) {
+      add("text", { x: L + (i + 0.5) * slot, y: H - B + 16, "text-anchor": "middle", fill: "#444" },
+          i === cols.length - 1 ? "mean" : String(steps[i].step));
+    }
+  });
+  add("text", { x: 14, y: (T + H - B) / 2, "text-anchor": "middle", fill: "#444",
+                transform: `rotate(-90 14 ${(T + H - B) / 2})` }, "ms per step");
+  let x = L;
+  for (const [, name, color] of cats) {
+    add("rect", { x, y: H - 22, width: 12, height: 12, fill: color });
+    add("text", { x: x + 16, y: H - 12, fill: "#444" }, name);
+    x += 30 + name.length * 7;
+  }
+  node.append(svg);
+  return true;
+}
+
 function drawSteps() {
   const steps = OV.steps || [];
   const node = document.getElementById("chart-steps");
   if (!steps.length) { node.classList.add("hidden"); return null; }  // the cards say so
+  node.querySelectorAll("svg.preview").forEach(n => n.remove());
   const st = OV.step_time || {};
   const several = (st.processes || 1) > 1;
-  const labels = steps.map(s => stepLabel(s, several)).concat(["mean"]);
+  const many = steps.length > 16;  // numbers only: "step 24" labels would turn and run into the legend
+  const label = s => many ? (several ? `${s.step}·${s.pid}` : String(s.step)) : stepLabel(s, several);
+  const labels = steps.map(label).concat(["mean"]);
   const traces = [];
   for (const [key, name, color] of CATEGORIES) {
     const ys = steps.map(s => s.breakdown[key] || 0).concat([OV.mean_breakdown[key] || 0]);
@@ -273,10 +333,12 @@ function drawSteps() {
   }
   const outliers = new Set((st.outlier_steps || []).map((s, i) => `${s}/${(st.outlier_pids || [])[i]}`));
   const annotations = steps.filter(s => outliers.has(`${s.step}/${s.pid}`)).map(s => ({
-    x: stepLabel(s, several), y: ms(s.wall_ns), text: "▲ outlier", showarrow: false, yanchor: "bottom",
+    x: label(s), y: ms(s.wall_ns), text: many ? "▲" : "▲ outlier", showarrow: false, yanchor: "bottom",
     font: { color: "#cf222e", size: 11 } }));
   return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ barmode: "stack", height: 340, annotations,
-    yaxis: { title: { text: "ms per step" }, rangemode: "tozero" }, xaxis: { type: "category" } })), PLOT_CONFIG);
+    yaxis: { title: { text: "ms per step" }, rangemode: "tozero" },
+    xaxis: { type: "category", title: many ? { text: several ? "step · pid" : "step" } : undefined } }), many),
+    PLOT_CONFIG);
 }
 
 // NVIDIA's nvtx_pace of the step range (nsysql/answers/html_report.py recipe_charts): each step's duration and the
@@ -314,12 +376,14 @@ function drawPace() {
   const shapes = P.median_ns === null ? [] : [{ type: "line", xref: "paper", x0: 0, x1: 1, yref: "y", y0: ms(P.median_ns),
                                                  y1: ms(P.median_ns), line: { color: "#555", dash: "dash", width: 1 } }];
   document.getElementById("pace-note").textContent = `Each ${P.name} range, as NVIDIA's recipe nvtx_pace --name ${P.name} ` +
-    "times it (nsysql recipe nvtx_pace): duration above, delta (from the previous one's end) below; ringed: outside " +
+    "times it (nsysql recipe nvtx_pace): duration above, delta (from the previous one's end) below; iterations count " +
+    "from 0 as NVIDIA's do (iteration N is step N + 1); ringed: outside " +
     `1.5 IQR of its rank's quartiles; dashed: the median${several ? " (approximated over ranks, as NVIDIA does)" : ""}.`;
   return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ height: 420, shapes,
     yaxis: { title: { text: "duration (ms)" }, domain: [0.55, 1], rangemode: "tozero" },
     yaxis2: { title: { text: "delta (ms)" }, domain: [0, 0.42], rangemode: "tozero" },
-    xaxis: { title: { text: "iteration" }, anchor: "y2" } }), true), PLOT_CONFIG);
+    xaxis: { title: { text: "iteration" }, anchor: "y2", zeroline: false,
+             dtick: Math.max(0, ...P.rows.map(r => r.iteration.length)) <= 20 ? 1 : undefined } }), true), PLOT_CONFIG);
 }
 
 // NVIDIA's cuda_gpu_time_util_map: the share of each time bin in which kernels ran, a row per rank/device/PID
@@ -337,7 +401,9 @@ function drawUtilMap() {
     "start, as NVIDIA's recipe cuda_gpu_time_util_map computes them (nsysql recipe cuda_gpu_time_util_map): the " +
     "share of each bin some kernel ran, per Rank/Device/PID; blank outside that export's session.";
   return Plotly.newPlot(node, traces, layout({ height: 120 + 34 * U.labels.length,
-    xaxis: { title: { text: "time (s)" } }, yaxis: { type: "category", autorange: "reversed" } }), PLOT_CONFIG);
+    xaxis: { title: { text: "time (s)" } },
+    yaxis: { type: "category", autorange: "reversed", automargin: true,
+             title: { text: "rank/device/PID", font: { size: 11 } } } }), PLOT_CONFIG);
 }
 
 function drawGpus() {
@@ -371,8 +437,8 @@ function drawLayers() {
     y: shown.map(r => r.layer), x: shown.map(r => ms(r[d + "_ns"] || 0)),
     customdata: shown.map(r => fmtNs(r[d + "_ns"] || 0)),
     hovertemplate: `%{y}<br>${DIRECTIONS[d][0]}: %{customdata}<extra></extra>` }));
-  return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ barmode: "stack", height: 90 + 26 * rows.length,
-    margin: { l: 10, r: 20, t: 10, b: 40 }, yaxis: { automargin: true, type: "category" },
+  return Plotly.newPlot(node, traces, legendBelow(node, traces, layout({ barmode: "stack", height: 110 + 26 * rows.length,
+    margin: { l: 10, r: 20, t: 30, b: 40 }, yaxis: { automargin: true, type: "category" },
     xaxis: { title: { text: "GPU time (ms), analysed and warm-up steps" } } }), true), PLOT_CONFIG);
 }
 
@@ -524,16 +590,36 @@ function renderFindings() {
 }
 
 // -- the timeline of one step ---------------------------------------------------------------------------------
+// TL.steps: a row per step (number, name, wall time, whether analysed, whether this page carries its timeline);
+// each carried step's rows and bars are a gzip + base64 block (#timeline-N), inflated when the step is drawn
 const TL = DATA.timeline || { steps: [] };
+const LOADED = {};
 
-function drawTimeline(index) {
+async function inflate(id) {
+  const b64 = document.getElementById(id).textContent.trim();
+  const bin = atob(b64);
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Response(stream).text();
+}
+
+async function stepTimeline(number) {
+  if (!LOADED[number]) LOADED[number] = inflate(`timeline-${number}`).then(JSON.parse);
+  return LOADED[number];
+}
+
+async function drawTimeline(number) {
   const node = document.getElementById("chart-timeline");
-  const step = TL.steps[index];
-  if (!step) {
+  const row = TL.steps.find(s => s.step === number && s.carried);
+  if (!row) {
     document.querySelector("#timeline .controls").classList.add("hidden");
     node.append(el("p", { class: "empty", text: "nothing to draw: no NVTX ranges, CUDA API calls or GPU ops" }));
     return null;
   }
+  node.dataset.loading = String(number);
+  const step = await stepTimeline(number);
+  if (node.dataset.loading !== String(number)) return null;  // another step was picked meanwhile
   const b = step.bars, str = step.strings;
   const labels = step.rows.map(r => r.label);
   const span = step.wall_ns;
@@ -541,7 +627,7 @@ function drawTimeline(index) {
   const groups = {};
   for (let i = 0; i < b.row.length; i++) (groups[b.kind[i]] = groups[b.kind[i]] || []).push(i);
   const traces = [];
-  const order = ["range", "marker", "api", "fprop", "bprop", "optim", "comm", "copy", "other"];
+  const order = ["range", "marker", "api", "fprop", "bprop", "recompute", "optim", "comm", "copy", "other"];
   for (const kind of order) {
     const idx = groups[kind];
     if (!idx) continue;
@@ -570,10 +656,19 @@ function drawTimeline(index) {
   const height = Math.max(260, 70 + 22 * allLabels.length);
   document.getElementById("timeline-note").textContent =
     (step.step ? `Step ${step.step} (${step.name})` : "The whole capture") + `, ${fmtNs(step.wall_ns)}, from ${fixed(step.from_ms, 3)} ms after the capture's first event: ` +
-    `${fmtCount(step.gpu_ops)} GPU ops, ${fmtCount(b.row.length - step.gpu_ops)} ranges and API calls.`;
+    `${fmtCount(step.gpu_ops)} GPU ops, ${fmtCount(b.row.length - step.gpu_ops)} ranges and API calls` +
+    (step.clipped ? `; only its first ${fmtNs(step.clipped.at_ns)} drawn (${fmtCount(step.clipped.kept)} of its ` +
+      `${fmtCount(step.clipped.events)} events): the whole step is in nsysql perfetto's trace, ` +
+      DATA.command.replace("nsysql summarize", "nsysql perfetto") + ` --steps ${step.step} -o step.json.gz.` : ".");
   node.dataset.gpuOps = String(step.gpu_ops);
+  node.dataset.step = String(step.step);
   const pad = span * 0.01;
   return Plotly.react(node, traces, legendBelow(node, traces, layout({
+    shapes: step.clipped ? [{ type: "line", xref: "x", yref: "paper", x0: ms(step.clipped.at_ns), x1: ms(step.clipped.at_ns),
+                              y0: 0, y1: 1, line: { color: "#cf222e", dash: "dash", width: 1 } }] : [],
+    annotations: step.clipped ? [{ xref: "x", yref: "paper", x: ms(step.clipped.at_ns), y: 1, yanchor: "bottom",
+                                   text: "not drawn past here (see below)", showarrow: false,
+                                   font: { color: "#cf222e", size: 11 } }] : [],
     barmode: "overlay", height, uniformtext: { mode: "hide", minsize: 9 }, margin: { l: 10, r: 20, t: 10, b: 40 }, hovermode: "closest", dragmode: "zoom",
     yaxis: { type: "category", categoryorder: "array", categoryarray: allLabels, autorange: "reversed",
              automargin: true, fixedrange: true, tickfont: { size: 11 } },
@@ -614,15 +709,51 @@ function pathTraces(path, labels) {
 
 function renderTimelineSelector() {
   const sel = document.getElementById("step-select");
-  TL.steps.forEach((s, i) => {
-    sel.append(el("option", { value: String(i), text: (s.step ? `step ${s.step}` : s.name) +
-                                                       (s.step && s.step === TL.median ? " (median)" : "") +
-                                                       ` — ${fmtNs(s.wall_ns)}` }));
+  TL.steps.forEach(s => {
+    const what = s.step ? `step ${s.step}` : s.name;
+    const tags = [s.step && s.step === TL.median ? "median" : null, s.analysed ? null : "warm-up",
+                  s.carried ? null : "not in this page"].filter(Boolean);
+    sel.append(el("option", { value: String(s.step), disabled: s.carried ? null : "",
+                              text: what + (tags.length ? ` (${tags.join(", ")})` : "") + ` — ${fmtNs(s.wall_ns)}` }));
   });
-  const median = TL.steps.findIndex(s => s.step === TL.median);
-  sel.value = String(Math.max(0, median));
+  if (TL.first !== null && TL.first !== undefined) sel.value = String(TL.first);
   sel.addEventListener("change", () => drawTimeline(Number(sel.value)));
-  return Math.max(0, median);
+  if (TL.steps.some(s => s.step)) renderCarried();
+  return TL.first;
+}
+
+// which steps the page carries, and the command that writes a page with the others
+function renderCarried() {
+  const carried = TL.steps.filter(s => s.carried).map(s => s.step);
+  const left = TL.steps.filter(s => !s.carried).map(s => s.step);
+  const box = document.getElementById("timeline-carried");
+  box.dataset.carried = carried.join(",");
+  const cmd = DATA.command.replace("nsysql summarize", "nsysql html");
+  const analysedLeft = TL.steps.filter(s => !s.carried && s.analysed).map(s => s.step);
+  const suggest = (analysedLeft.length ? analysedLeft : left).slice(0, 3);
+  let text = `This page carries the timeline${carried.length === 1 ? "" : "s"} of ${stepList(carried)} ` +
+    `(of ${TL.steps.length} step${TL.steps.length === 1 ? "" : "s"}${TL.chosen ? `, as --steps ${TL.chosen} chose` : ""}).`;
+  if (left.length) {
+    const warm = TL.steps.filter(s => !s.carried && !s.analysed).map(s => s.step);
+    const why = TL.chosen ? [`${stepList(left)}.`]
+      : [analysedLeft.length ? `${stepList(analysedLeft)}, to keep the page small` : null,
+         warm.length ? `${stepList(warm)} (warm-up: by default the page carries analysed steps only)` : null]
+        .filter(Boolean);
+    text += ` Left out: ${why.join("; ")}${TL.chosen ? "" : "."} A page with other steps' timelines: `;
+    box.append(text, el("code", { text: `${cmd} --steps ${ranges(suggest)} -o steps.html` }),
+               " (any steps, e.g. --steps 3,5-7; --steps all carries every one, and can make a large page).");
+  } else box.append(text);
+}
+function ranges(numbers) {
+  const out = [];
+  for (const n of numbers) {
+    const last = out[out.length - 1];
+    if (last && last[1] === n - 1) last[1] = n; else out.push([n, n]);
+  }
+  return out.map(([a, b]) => a === b ? String(a) : `${a}-${b}`).join(",");
+}
+function stepList(numbers) {
+  return (numbers.length === 1 ? "step " : "steps ") + ranges(numbers).replace(/,/g, ", ");
 }
 
 // -- table of contents, loading, start -----------------------------------------------------------------------
@@ -634,17 +765,13 @@ function renderToc() {
 }
 
 async function loadPlotly() {
-  const b64 = document.getElementById("plotly-gz").textContent.trim();
-  const bin = atob(b64);
-  const bytes = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  const code = await new Response(stream).text();
   const s = document.createElement("script");
-  s.textContent = code;
+  s.textContent = await inflate("plotly-gz");
   document.head.append(s);
   if (!window.Plotly) throw new Error("Plotly did not load");
 }
+
+const frame = () => new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
 
 async function main() {
   renderHeader();
@@ -654,12 +781,20 @@ async function main() {
   const findingCharts = renderFindings();
   const first = renderTimelineSelector();
   performance.mark("nsysql-tables");
+  if (previewSteps()) { await frame(); performance.mark("nsysql-preview"); }
   await loadPlotly();
   performance.mark("nsysql-plotly");
-  const drawn = [drawSteps(), drawPace(), drawBound(), drawGpus(), drawUtilMap(), drawLayers(), drawRanks(),
-                 drawTimeline(first)];
-  for (const f of findingCharts) drawn.push(f());
-  await Promise.all(drawn.filter(Boolean));
+  // the charts in page order, the first one painted before the rest are drawn (the timeline, the largest, last)
+  const charts = [drawSteps, drawPace, drawBound, drawGpus, drawUtilMap, drawLayers, drawRanks, ...findingCharts];
+  let marked = false;
+  for (const draw of charts) {
+    const done = draw();
+    if (!done) continue;
+    await done;
+    if (!marked) { marked = true; await frame(); performance.mark("nsysql-first-chart"); }
+  }
+  await drawTimeline(first);
+  if (!marked) performance.mark("nsysql-first-chart");
   renderToc();
   performance.mark("nsysql-charts");
   document.body.dataset.ready = "1";
