@@ -477,3 +477,22 @@ def test_a_step_past_the_bound_is_cut_at_a_time_and_says_so():
     assert cut["bars"]["s"] == [s for s in starts if s < at] and cut["bars"]["row"] == [1, 3, 4, 5]
     assert cut["gpu_ops"] == 1  # what is left: two API calls, a range and one backward kernel
     assert cut["path"]["bars"]["s"] == [5, 35] and cut["path"]["marks"]["s"] == [35]
+
+
+def test_the_path_section_of_a_long_capture_is_the_last_steps_and_says_how_many(tmp_path, monkeypatch):
+    """Past critical_path.SUMMARY_BUDGET the page's "What bounds the step" walks the last analysed steps, as
+    summarize's line does (the whole graph of a 660-step capture took minutes and gigabytes), and carries how many
+    there are; under it, every analysed step (which steps those are is tests/test_steps.py's)."""
+    import nsysql
+    from nsysql.answers import critical_path, html_path
+    export = FIXTURES / "cnn-dataloader-train" / "export.sqlite.xz"
+    with nsysql.open(export, cache_dir=tmp_path / "cache") as ex:
+        analysed = critical_path.steps(ex)["step"].to_list()
+        assert len(analysed) > 1
+        whole = html_path.section([ex])
+        assert whole is not None and whole["analysed"] == len(analysed)
+        assert sorted({s["step"] for s in whole["steps"]}) == sorted(analysed)
+        monkeypatch.setattr(critical_path, "SUMMARY_BUDGET", 1)  # at least one step: the last
+        one = html_path.section([ex])
+        assert one is not None and one["analysed"] == len(analysed) and one["budget"] == 1
+        assert [s["step"] for s in one["steps"]] == [max(analysed)]

@@ -10,18 +10,24 @@ from nsysql.errors import MissingDataError
 
 
 def section(exports: list) -> dict | None:
-    """{"kinds", "steps": the composition rows}, for one export or the exports of a job (an `export` column, the
-    ranks' graphs merged: nsysql/answers/critical_path_job.py) with a graph to walk; None otherwise."""
+    """{"kinds", "steps": the composition rows, "analysed": how many analysed steps there are (by number),
+    "budget"}, for one
+    export or the exports of a job (an `export` column, the ranks' graphs merged:
+    nsysql/answers/critical_path_job.py) with a graph to walk; None otherwise. On a long capture the rows are a
+    sample, the last steps, as summarize's bound line walks them (critical_path.SUMMARY_BUDGET): the whole graph
+    of 660 steps took minutes and gigabytes to build for a page."""
+    budget = critical_path.SUMMARY_BUDGET
     try:
         if len(exports) == 1:
-            comp = critical_path.composition(exports[0])
+            comp = critical_path.composition(exports[0], budget=budget)
         else:
-            comp = critical_path_job.composition(exports, labels([ex.path for ex in exports]))
+            comp = critical_path_job.composition(exports, labels([ex.path for ex in exports]), budget=budget)
+        analysed = max(critical_path.steps(ex)["step"].n_unique() for ex in exports)
     except MissingDataError:
         return None
     if comp.is_empty():
         return None
-    return {"kinds": list(critical_path.KINDS), "steps": comp.to_dicts()}
+    return {"kinds": list(critical_path.KINDS), "steps": comp.to_dicts(), "analysed": analysed, "budget": budget}
 
 
 def overlay(ex, number: int, lo: int, rows: list[dict]) -> dict | None:

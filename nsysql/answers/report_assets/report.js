@@ -478,7 +478,13 @@ function renderBound() {
                     `${fixed(100 * v / mean.path_ns, 1)} % of the path, mean per step`));
   }
   const cmd = DATA.command.replace("nsysql summarize", "nsysql critical-path");
-  document.getElementById("bound-note").append(
+  const walked = CP ? new Set(CP.steps.map(s => s.step)).size : 0;
+  const sample = CP && CP.analysed > walked
+    ? `The bars are the last ${walked} of ${CP.analysed} analysed steps: past ${CP.budget.toLocaleString("en-US")} ` +
+      "CUDA calls and GPU ops the " +
+      "page walks a sample, as summarize's line does; the command below walks every step. "
+    : "";
+  document.getElementById("bound-note").append(sample +
     "Each bar is one analysed step's critical path: the chain of CPU work, CUDA calls, GPU ops, waits and " +
     "communication that ended last, walked back from the step's end; its length is the step's wall time. " +
     (CP && CP.steps.some(s => s.export !== undefined)
