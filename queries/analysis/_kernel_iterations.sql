@@ -1,6 +1,6 @@
 -- nsysql: analysis._kernel_iterations v2
 -- purpose: Iterations found in the GPU op sequence alone, for a capture whose NVTX ranges make no steps: the period of the repeating op-name sequence on the busiest launching thread, cut where the CPU pauses longest.
--- requires: gpu_op, runtime, analysis._nvtx_steps
+-- requires: gpu_op, runtime, kernel, analysis._nvtx_steps
 -- params: none
 -- notes: Per process, on the thread that launched the most GPU ops (kernels, copies, sets, CUDA graphs traced at
 --   graph level), the ops in launch order are the sequence. A lag P is a period candidate when some op name
@@ -24,7 +24,7 @@
 -- columns:
 --   pid | BIGINT | id
 --   tid | BIGINT | id
---   name | VARCHAR | text (the delimiting op's name)
+--   name | VARCHAR | text (the delimiting op's name: a kernel's short name)
 --   source | VARCHAR | text (kernel-pattern or graph-launch)
 --   period_ops | BIGINT | count (ops in one iteration)
 --   start_ns | BIGINT | ns timestamp (the delimiter's launching call's start)
@@ -211,17 +211,24 @@ inference AS (  -- the processes whose every iteration holds one long run and wh
       AS d ON d.pid = i.pid AND d.outer_n = i.n
     GROUP BY i.pid
     HAVING BOOL_AND(COALESCE(d.runs, 0) = 1) AND SUM(COALESCE(d.ops, 0)) >= 0.75 * SUM(i.p)
+),
+found AS (
+    SELECT i.pid, i.tid, i.name, CASE WHEN i.op_kind = 'graph' THEN 'graph-launch' ELSE 'kernel-pattern' END AS source,
+           i.p AS period_ops, i.api_start_ns AS start_ns, i.api_end_ns AS end_ns, CAST(NULL AS BIGINT) AS request,
+           CAST(NULL AS BIGINT) AS request_start_ns, CAST(NULL AS BIGINT) AS request_end_ns,
+           CAST(NULL AS BIGINT) AS request_ops
+    FROM iterations AS i
+    WHERE i.pid NOT IN (SELECT pid FROM inference)
+    UNION ALL
+    SELECT d.pid, d.tid, d.name, CASE WHEN d.op_kind = 'graph' THEN 'graph-launch' ELSE 'kernel-pattern' END,
+           d.q, d.api_start_ns, d.api_end_ns, d.outer_n, i.api_start_ns, i.api_end_ns, i.p
+    FROM decode AS d
+    JOIN iterations AS i ON i.pid = d.pid AND i.n = d.outer_n
+    WHERE d.pid IN (SELECT pid FROM inference)
 )
-SELECT i.pid, i.tid, i.name, CASE WHEN i.op_kind = 'graph' THEN 'graph-launch' ELSE 'kernel-pattern' END AS source,
-       i.p AS period_ops, i.api_start_ns AS start_ns, i.api_end_ns AS end_ns, CAST(NULL AS BIGINT) AS request,
-       CAST(NULL AS BIGINT) AS request_start_ns, CAST(NULL AS BIGINT) AS request_end_ns,
-       CAST(NULL AS BIGINT) AS request_ops
-FROM iterations AS i
-WHERE i.pid NOT IN (SELECT pid FROM inference)
-UNION ALL
-SELECT d.pid, d.tid, d.name, CASE WHEN d.op_kind = 'graph' THEN 'graph-launch' ELSE 'kernel-pattern' END,
-       d.q, d.api_start_ns, d.api_end_ns, d.outer_n, i.api_start_ns, i.api_end_ns, i.p
-FROM decode AS d
-JOIN iterations AS i ON i.pid = d.pid AND i.n = d.outer_n
-WHERE d.pid IN (SELECT pid FROM inference)
-ORDER BY pid, start_ns;
+SELECT f.pid, f.tid, COALESCE(k.short_name, f.name) AS name, f.source, f.period_ops, f.start_ns, f.end_ns, f.request,
+       f.request_start_ns, f.request_end_ns, f.request_ops
+FROM found AS f
+LEFT JOIN (SELECT kernel_name, MIN(short_name) AS short_name FROM kernel  -- a kernel's demangled name is long
+           WHERE kernel_name IN (SELECT name FROM found) GROUP BY kernel_name) AS k ON k.kernel_name = f.name
+ORDER BY f.pid, f.start_ns;
