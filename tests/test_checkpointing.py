@@ -121,8 +121,8 @@ def test_layers_fold_the_micro_batches_and_keep_to_the_analysed_steps(export, tm
 
 
 def _recompute_per_step(path: Path) -> list[int]:
-    """Per `profiled_step` outside the warm-up, the busy time (union) of the kernels launched inside a re-run
-    range of the autograd thread during the step: a plain walk of the raw rows."""
+    """Per `profiled_step` outside the warm-up, the busy time (union) of the GPU ops (kernels, copies, sets)
+    launched inside a re-run range of the autograd thread during the step: a plain walk of the raw rows."""
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     names = dict(con.execute("SELECT id, value FROM StringIds"))
     autograd = {t for n, t in con.execute("SELECT nameId, globalTid FROM ThreadNames")
@@ -132,8 +132,10 @@ def _recompute_per_step(path: Path) -> list[int]:
         "ORDER BY start, end DESC")]
     calls = {(c, (g >> 24) & 0xFFFFFF): (g, s, e) for c, g, s, e in con.execute(
         "SELECT correlationId, globalTid, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
-    kernels = [(calls[(c, (g >> 24) & 0xFFFFFF)], s, e) for s, e, c, g in con.execute(
-        "SELECT start, end, correlationId, globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL")]
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    kernels = [(calls[(c, (g >> 24) & 0xFFFFFF)], s, e) for table in ("KERNEL", "MEMCPY", "MEMSET")
+               if f"CUPTI_ACTIVITY_KIND_{table}" in tables
+               for s, e, c, g in con.execute(f"SELECT start, end, correlationId, globalPid FROM CUPTI_ACTIVITY_KIND_{table}")]
     con.close()
     warm = [(s, e) for s, e, t, tid in ranges if "warmup" in t.lower()]
     steps = [(s, e) for s, e, t, tid in ranges if t == "profiled_step" and not any(a <= s < b for a, b in warm)]

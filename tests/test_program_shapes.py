@@ -110,6 +110,18 @@ def test_without_nvtx_the_iterations_come_from_the_op_sequence_and_leave_the_loa
         (len(truth["requests"]) + len(truth["warmup_requests"]))
 
 
+def test_a_process_that_runs_a_backward_has_no_requests(tmp_path):
+    """The same op sequence from a process with a PyTorch autograd thread is training (gradient accumulation
+    repeats micro-batches inside a step the same way): its iterations stay the outer ones, no requests."""
+    export, truth = shapes.decode_no_nvtx()
+    export.thread(shapes.P, shapes.T + 1, "pt_autograd_0")
+    ex = nsysql.open(export.write(tmp_path / "trains.sqlite"), cache_dir=tmp_path / "cache")
+    steps = ex.steps()
+    assert set(steps["period_ops"]) == {truth["ops_per_request"]}
+    assert steps["start_ns"].to_list() == truth["request_starts"]
+    assert ex.structure()["request_ops"][0] is None
+
+
 def _raw_step_ranges(path) -> list[tuple[int, int]]:
     """A plain walk of NVTX_EVENTS: the push/pop ranges named like a step at the outermost depth at which any is,
     on threads that are not PyTorch's autograd threads (what the structure rules call step-named)."""

@@ -1,6 +1,6 @@
 -- nsysql: analysis._kernel_iterations v2
 -- purpose: Iterations found in the GPU op sequence alone, for a capture whose NVTX ranges make no steps: the period of the repeating op-name sequence on the busiest launching thread, cut where the CPU pauses longest.
--- requires: gpu_op, runtime, kernel, analysis._nvtx_steps
+-- requires: gpu_op, runtime, kernel, thread, analysis._nvtx_steps
 -- params: none
 -- notes: Per process, on the thread that launched the most GPU ops (kernels, copies, sets, CUDA graphs traced at
 --   graph level), the ops in launch order are the sequence. A lag P is a period candidate when some op name
@@ -19,8 +19,10 @@
 --   least 3/4 of the iterations' ops, the iteration is a request and its runs' Q-op iterations are the steps
 --   (the decode steps): Q is found as P is, from the distances between consecutive launches of one name shorter
 --   than P/4, and a run's steps start at the place of its period after the longest median CPU pause in that run.
---   request numbers the requests per process (NULL for iterations that are not decode steps);
---   request_start_ns/request_end_ns are the request's bounds, as an iteration's.
+--   A process with a PyTorch autograd thread (`pt_autograd_*`: it ran a backward) trains and has no requests
+--   (gradient accumulation repeats micro-batches inside a step the same way). request numbers the requests per
+--   process (NULL for iterations that are not decode steps); request_start_ns/request_end_ns are the request's
+--   bounds, as an iteration's.
 -- columns:
 --   pid | BIGINT | id
 --   tid | BIGINT | id
@@ -211,6 +213,7 @@ inference AS (  -- the processes whose every iteration holds one long run and wh
       AS d ON d.pid = i.pid AND d.outer_n = i.n
     GROUP BY i.pid
     HAVING BOOL_AND(COALESCE(d.runs, 0) = 1) AND SUM(COALESCE(d.ops, 0)) >= 0.75 * SUM(i.p)
+       AND i.pid NOT IN (SELECT pid FROM thread WHERE thread_name LIKE 'pt\_autograd%' ESCAPE '\')
 ),
 found AS (
     SELECT i.pid, i.tid, i.name, CASE WHEN i.op_kind = 'graph' THEN 'graph-launch' ELSE 'kernel-pattern' END AS source,
