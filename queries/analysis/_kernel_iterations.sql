@@ -128,9 +128,13 @@ iterations AS (  -- an iteration: P ops from a start, every one in the repeating
     WHERE u.upto - s.repeated_so_far = s.p - 1
 ),
 -- Inside the iterations: a shorter period Q (decode steps inside requests), found as P is
-inside AS (  -- the ops of the iterations, each with its iteration
-    SELECT q.*, i.n AS outer_n, i.pos AS outer_pos
-    FROM seq AS q JOIN iterations AS i ON i.pid = q.pid AND q.pos BETWEEN i.pos AND i.pos + i.p - 1
+inside AS (  -- the ops of the iterations, each with its iteration (the latest start at or before it: a window,
+    -- not a range join)
+    SELECT * EXCLUDE (start_p) FROM (
+        SELECT q.*, MAX(i.n) OVER w AS outer_n, MAX(i.pos) OVER w AS outer_pos, MAX(i.p) OVER w AS start_p
+        FROM seq AS q LEFT JOIN iterations AS i ON i.pid = q.pid AND i.pos = q.pos
+        WINDOW w AS (PARTITION BY q.pid ORDER BY q.pos ROWS UNBOUNDED PRECEDING))
+    WHERE pos <= outer_pos + start_p - 1
 ),
 gaps_in AS (  -- the distances between consecutive launches of one name inside an iteration, up to P/4
     SELECT g.pid, g.lag, COUNT(*) AS times FROM (
