@@ -461,7 +461,7 @@ def _scope_lines(ov: Overview, width: int) -> list[str]:
     st = ov.stats
     if ov.has_steps and st["analysed_steps"]:
         analysed = [r for r in ov.windows.iter_rows(named=True) if r["analysed"]]
-        names = sorted({middle(printable(r["name"]), 40) for r in analysed})  # a delimiting kernel's name is long
+        names = sorted({r["name"] for r in analysed})
         excluded = [r for r in ov.windows.iter_rows(named=True) if not r["analysed"]]
         if st["processes"] > 1:  # each process numbers its own steps
             text = (f"Analysed: {len(analysed):,} of {_plural(ov.windows.height, 'step')} in {st['processes']} "
