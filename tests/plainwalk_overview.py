@@ -163,13 +163,24 @@ class PlainExport:
 # ---------------------------------------------------------------------------------------------
 # analysed windows (steady_steps)
 # ---------------------------------------------------------------------------------------------
-def plain_steady(steps, user_ranges, ops=(), calls_by_corr=None):
+def plain_steady(steps, user_ranges, ops=(), calls_by_corr=None, requests=()):
     """steps: dicts with step, name, source, pid, tid, start_ns, end_ns (steps of `nsysql steps`); user_ranges:
-    dicts with pid, start, end, text. Returns steady_steps rows worked out by the header's rules, as dicts, in
-    (step, pid) order: each process numbers its own steps, (pid, step) names one."""
+    dicts with pid, start, end, text; requests: (pid, start, end) of the requests found in the op sequence (their
+    decode steps are steps). Returns steady_steps rows worked out by the header's rules, as dicts, in (step, pid)
+    order: each process numbers its own steps, (pid, step) names one."""
     warm = [r for r in user_ranges if WARMUP.search(r["text"])]
     in_warm = {(s["pid"], s["step"]): any(r["pid"] == s["pid"] and r["start"] <= s["start_ns"] < r["end"]
                                           for r in warm) for s in steps}
+    warm_requests = []  # the leading requests of a process over 1.5 x the median of the ones after them
+    for pid in {r[0] for r in requests}:
+        mine = sorted(r for r in requests if r[0] == pid)
+        for k, (_, start, end) in enumerate(mine):
+            later = [e - s for _, s, e in mine[k + 1:]]
+            if not later or not end - start > 1.5 * statistics.median(later):
+                break
+            warm_requests.append((pid, start, end))
+    in_warm_request = {(s["pid"], s["step"]) for s in steps for pid, a, b in warm_requests
+                       if s["pid"] == pid and a <= s["start_ns"] < b}
     steps = plain_clock(steps, ops, calls_by_corr or {})
     all_warm = bool(steps) and all(in_warm.values())
     slow_leading = set()
@@ -186,6 +197,7 @@ def plain_steady(steps, user_ranges, ops=(), calls_by_corr=None):
     for s in sorted(steps, key=lambda s: (s["step"], s["pid"])):
         key = (s["pid"], s["step"])
         reason = ("warmup_range" if in_warm[key] and not all_warm
+                  else "slow_leading_request" if key in in_warm_request
                   else "slow_leading_step" if key in slow_leading else None)
         start, end = s["window"]
         rows.append(dict(step=s["step"], name=s["name"], source=s["source"], pid=s["pid"], tid=s["tid"],

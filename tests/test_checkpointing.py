@@ -118,3 +118,52 @@ def test_layers_fold_the_micro_batches_and_keep_to_the_analysed_steps(export, tm
     every = ex.layers(analysed=False, fold=False)
     assert every["layer"].str.contains("micro_batch_4/").any() and every["layer"].str.starts_with("warmup").any()
     assert every["total_ns"].sum() > default["total_ns"].sum()
+
+
+def _recompute_per_step(path: Path) -> list[int]:
+    """Per `profiled_step` outside the warm-up, the busy time (union) of the GPU ops (kernels, copies, sets)
+    launched inside a re-run range of the autograd thread during the step: a plain walk of the raw rows."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    names = dict(con.execute("SELECT id, value FROM StringIds"))
+    autograd = {t for n, t in con.execute("SELECT nameId, globalTid FROM ThreadNames")
+                if names.get(n, "").startswith("pt_autograd")}
+    ranges = [(s, e, t if t is not None else names.get(i, ""), tid) for s, e, t, i, tid in con.execute(
+        "SELECT start, end, text, textId, globalTid FROM NVTX_EVENTS WHERE eventType = 59 AND end IS NOT NULL "
+        "ORDER BY start, end DESC")]
+    calls = {(c, (g >> 24) & 0xFFFFFF): (g, s, e) for c, g, s, e in con.execute(
+        "SELECT correlationId, globalTid, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    kernels = [(calls[(c, (g >> 24) & 0xFFFFFF)], s, e) for table in ("KERNEL", "MEMCPY", "MEMSET")
+               if f"CUPTI_ACTIVITY_KIND_{table}" in tables
+               for s, e, c, g in con.execute(f"SELECT start, end, correlationId, globalPid FROM CUPTI_ACTIVITY_KIND_{table}")]
+    con.close()
+    warm = [(s, e) for s, e, t, tid in ranges if "warmup" in t.lower()]
+    steps = [(s, e) for s, e, t, tid in ranges if t == "profiled_step" and not any(a <= s < b for a, b in warm)]
+    reruns = [(s, e) for s, e, t, tid in ranges if tid in autograd]
+    out = []
+    for s, e in steps:
+        spans = sorted((ks, ke) for (gtid, cs, ce), ks, ke in kernels
+                       if gtid in autograd and s <= cs and ce <= e and any(a <= cs <= b for a, b in reruns))
+        total, end = 0, None
+        for a, b in spans:  # the union, in start order
+            if end is None or a > end:
+                total, end = total + b - a, b
+            elif b > end:
+                total, end = total + b - end, b
+        out.append(total)
+    return out
+
+
+def test_recompute_finding_costs_what_the_reruns_take(export, tmp_path):
+    per_step = _recompute_per_step(export)
+    ex = nsysql.open(export, cache_dir=tmp_path / "cache")
+    found = ex.findings()
+    row = found.filter(found["rule"] == "recompute").row(0, named=True)
+    assert row["recoverable_ns"] == sum(per_step) > 0
+    assert "layer_0" in row["where"] and "layer_1" in row["where"]  # the blocks re-run, by their forward ranges
+    assert "selective" in row["action"] and "every other block" in row["action"] and "memory" in row["action"]
+
+
+def test_no_recompute_finding_without_checkpointing(export_files, opened):
+    found = opened["gpt-tiny-train-bf16"].findings()
+    assert "recompute" not in set(found["rule"])

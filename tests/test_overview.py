@@ -11,6 +11,7 @@ import json
 import statistics
 
 import duckdb
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -50,7 +51,9 @@ def cases(export_files, opened):
             continue
         px = PlainExport(path)
         steps = ex.steps().to_dicts()
-        windows = plain_steady(steps, px.user_ranges(), px.ops, px.call_of)
+        found = ex.run("analysis._kernel_iterations").filter(pl.col("request").is_not_null())
+        requests = set(zip(found["pid"], found["request_start_ns"], found["request_end_ns"]))  # the structure, given
+        windows = plain_steady(steps, px.user_ranges(), px.ops, px.call_of, requests)
         out[ident] = (ex, px, windows)
     assert out, "no golden export with kernels"
     return out
@@ -303,6 +306,7 @@ def steady_tables(steps, ranges=(), ops=(), calls=(), gpu=None):
                        [(i, text, False) for i, *_, text in ranges]),
         "gpu_op": ("start_ns BIGINT, end_ns BIGINT, runtime_id BIGINT", list(ops)),
         "runtime": ("runtime_id BIGINT, pid BIGINT, tid BIGINT", list(calls)),
+        "_kernel_iterations": ("pid BIGINT, request BIGINT, request_start_ns BIGINT, request_end_ns BIGINT", []),
     }
 
 
@@ -342,6 +346,21 @@ def test_steady_slow_leading_steps():
     # the bound is strict: 160 > 1.5 * 100 is warm-up, 150 is not (and ends the lead)
     _, rows = run_query("analysis.steady_steps", steady_tables(steps_at(1, [160, 150, 100, 100])))
     assert verdicts(rows) == [(1, False, "slow_leading_step"), (2, True, None), (3, True, None), (4, True, None)]
+
+
+def test_steady_slow_leading_request():
+    # decode steps found in the op sequence, three a request: the first request (a long head, 1,330 ns against
+    # 330) is warm-up, every step of it; a slow request after a fast one is not
+    steps = steps_at(1, [100] * 9)
+    tables = steady_tables(steps)
+    tables["_kernel_iterations"] = (tables["_kernel_iterations"][0],
+                                    [(1, 1, -1000, 330), (1, 2, 330, 660), (1, 3, 660, 990)])
+    _, rows = run_query("analysis.steady_steps", tables)
+    assert verdicts(rows) == [(n, n > 3, None if n > 3 else "slow_leading_request") for n in range(1, 10)]
+    tables["_kernel_iterations"] = (tables["_kernel_iterations"][0],
+                                    [(1, 1, 0, 330), (1, 2, -2000, 660), (1, 3, 660, 990)])
+    _, rows = run_query("analysis.steady_steps", tables)
+    assert all(r["analysed"] for r in rows)
 
 
 def test_steady_period_clock_when_the_cpu_runs_ahead():

@@ -7,10 +7,12 @@ what each program did); every fixture's steps are checked against its raw NVTX r
 nothing where the steps were right."""
 from __future__ import annotations
 
+import bisect
 import re
 import sqlite3
 import statistics
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -19,6 +21,7 @@ from nsysql.cli.app import app
 from nsysql.errors import NsysqlError
 
 from conftest import load_script
+from plainwalk import quantile, union_length
 
 shapes = load_script("scripts/make_program_shapes.py")
 runner = CliRunner()
@@ -92,9 +95,31 @@ def test_without_nvtx_the_iterations_come_from_the_op_sequence_and_leave_the_loa
     steps = ex.steps().sort("step")
     assert set(steps["source"]) == {"kernel-pattern"}
     assert steps["start_ns"].min() > truth["load_end_ns"]  # no weight upload in any step
-    # each request launches the same ops: the outermost repeating sequence is one request, from its first launch
-    assert set(steps["period_ops"]) == {truth["ops_per_request"]} and (steps["gpu_ops"] == truth["ops_per_request"]).all()
+    # each request launches the same ops (the outer period), and inside it the decode steps repeat after the
+    # prefill: the steps are the decode steps, per token, the requests the outer iterations
+    decode = sorted(truth["warmup_steps"] + truth["decode_steps"], key=lambda d: d["start_ns"])
+    assert steps["start_ns"].to_list() == [d["start_ns"] for d in decode]
+    # an iteration ends with its last op's launching call, inside the step's time
+    assert all(s < e <= d["end_ns"] for s, e, d in zip(steps["start_ns"], steps["end_ns"], decode))
+    st = ex.structure().row(0, named=True)
+    assert st["program_kind"] == "inference" and st["request_ops"] == truth["ops_per_request"]
+    assert set(steps["period_ops"]) == {st["period_ops"]} and (steps["gpu_ops"] == st["period_ops"]).all()
+    requests = ex.requests().sort("request")
+    assert requests["start_ns"].to_list() == truth["request_starts"]
+    assert requests["decode_steps"].to_list() == [len(truth["warmup_steps"]) // len(truth["warmup_requests"])] * \
+        (len(truth["requests"]) + len(truth["warmup_requests"]))
+
+
+def test_a_process_that_runs_a_backward_has_no_requests(tmp_path):
+    """The same op sequence from a process with a PyTorch autograd thread is training (gradient accumulation
+    repeats micro-batches inside a step the same way): its iterations stay the outer ones, no requests."""
+    export, truth = shapes.decode_no_nvtx()
+    export.thread(shapes.P, shapes.T + 1, "pt_autograd_0")
+    ex = nsysql.open(export.write(tmp_path / "trains.sqlite"), cache_dir=tmp_path / "cache")
+    steps = ex.steps()
+    assert set(steps["period_ops"]) == {truth["ops_per_request"]}
     assert steps["start_ns"].to_list() == truth["request_starts"]
+    assert ex.structure()["request_ops"][0] is None
 
 
 def _raw_step_ranges(path) -> list[tuple[int, int]]:
@@ -288,27 +313,104 @@ def test_real_graph_decode_is_timed_on_the_gpus_clock(export_files, opened):
     assert not ex.findings()["rule"].str.contains("slow").any()  # the steady state is no outlier
 
 
-def test_real_decode_without_nvtx_cuts_one_iteration_per_request_as_the_eager_capture_has(export_files, opened):
-    """The same program as gpt-decode-eager, captured without NVTX: each iteration found in its op sequence holds
-    exactly the ops one request of the eager capture launched, and the load phase (weights uploaded, start-up) is
-    in none of them."""
-    eager = _real(export_files, "gpt-decode-eager")
-    con = sqlite3.connect(f"file:{eager}?mode=ro", uri=True)
-    ranges, ops = _raw_ranges(con), _raw_ops(con)
+def _named_ops(con) -> list[tuple[int, int, int, int, str]]:
+    """(call start, call end, GPU start, GPU end, name) of every kernel, copy and set in launch order: the program's
+    op-name sequence (a kernel by its demangled name, a copy by its kind)."""
+    names = dict(con.execute("SELECT id, value FROM StringIds"))
+    calls = {(c, (g >> 24) & 0xFFFFFF): (s, e) for s, e, c, g in con.execute(
+        "SELECT start, end, correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+    ops = []
+    for table, name in (("CUPTI_ACTIVITY_KIND_KERNEL", "demangledName"), ("CUPTI_ACTIVITY_KIND_MEMCPY", "copyKind"),
+                        ("CUPTI_ACTIVITY_KIND_MEMSET", "-1")):
+        for s, e, c, g, n in con.execute(f"SELECT start, end, correlationId, globalPid, {name} FROM {table}"):
+            cs, ce = calls[(c, (g >> 24) & 0xFFFFFF)]
+            ops.append((cs, ce, s, e, names[n] if name == "demangledName" else f"{table[-6:]} {n}"))
+    return sorted(ops)
+
+
+def _nonvtx_truth(export_files) -> dict:
+    """The eager capture's ranges as positions in its op sequence (the NVTX-less capture of the same program
+    launches the same sequence): each request's first op, each decode step's first op and op count."""
+    con = sqlite3.connect(f"file:{_real(export_files, 'gpt-decode-eager')}?mode=ro", uri=True)
+    ranges, eager = _raw_ranges(con), _named_ops(con)
     con.close()
-    per_request = [sum(1 for o in ops if s <= o[0] and o[1] <= e) for s, e, t in ranges if t == "request"]
-    path = _real(export_files, "gpt-decode-nonvtx")
+    con = sqlite3.connect(f"file:{_real(export_files, 'gpt-decode-nonvtx')}?mode=ro", uri=True)
+    ops = _named_ops(con)
+    con.close()
+    calls = [o[0] for o in eager]
+
+    def first(s):
+        return bisect.bisect_left(calls, s)
+    def count(s, e):
+        return sum(1 for o in eager if s <= o[0] and o[1] <= e)
+    requests = [(first(s), count(s, e)) for s, e, t in ranges if t == "request"]
+    decode = [(first(s), count(s, e)) for s, e, t in ranges if t == "decode_step"]
+    return {"eager": eager, "ops": ops, "requests": requests, "decode": decode}
+
+
+def test_real_decode_without_nvtx_finds_the_decode_steps_the_eager_capture_marks(export_files, opened):
+    """The same program as gpt-decode-eager, captured without NVTX, launches the same op sequence: the iterations
+    found in it are its decode steps (the per-token period, inside the per-request one), starting at the ops the
+    eager capture's decode_step ranges start at, and the load phase and prefills are in none of them."""
+    truth = _nonvtx_truth(export_files)
+    ops, decode = truth["ops"], truth["decode"]
+    assert [o[4] for o in ops] == [o[4] for o in truth["eager"]]  # one program, one sequence
+    period = {n for _, n in decode}
+    assert len(period) == 1
+    p = period.pop()
+    for (a, _), (b, _) in zip(decode, decode[1:]):  # the period, checked by its repeats: every step alike
+        assert [o[4] for o in ops[a:a + p]] == [o[4] for o in ops[b:b + p]]
     ex = opened["gpt-decode-nonvtx"]
     steps = ex.steps()
-    assert set(steps["source"]) == {"kernel-pattern"}
-    assert steps["gpu_ops"].to_list() == per_request
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    nonvtx_ops = _raw_ops(con)
-    con.close()
-    load = [o for o in nonvtx_ops if o[0] < steps["start_ns"].min()]
-    assert len(load) == len(nonvtx_ops) - sum(per_request) > 0  # everything before the first request: the load
+    assert set(steps["source"]) == {"kernel-pattern"} and set(steps["period_ops"]) == {p}
+    at = {o[0]: i for i, o in enumerate(ops)}
+    assert [at[s] for s in steps["start_ns"]] == [a for a, _ in decode]
+    assert steps["end_ns"].to_list() == [ops[a + p - 1][1] for a, _ in decode]
+    assert steps["gpu_ops"].to_list() == [n for _, n in decode]
+    assert steps["start_ns"].min() > ops[truth["requests"][0][0]][0]  # the load phase and prefill: no step
+    st = ex.structure().row(0, named=True)
+    assert (st["program_kind"], st["step_source"], st["period_ops"]) == ("inference", "kernel-pattern", p)
+    assert st["request_ops"] == truth["requests"][0][1]
     steady = ex.run("analysis.steady_steps")
-    assert steady.filter(~steady["analysed"])["step"].to_list() == [1]  # the warm-up request (slow leading step)
+    first_request = [i for i, (a, _) in enumerate(decode) if a < truth["requests"][1][0]]
+    assert steady.filter(~steady["analysed"])["step"].to_list() == [i + 1 for i in first_request]
+    assert set(steady.filter(~steady["analysed"])["excluded_because"]) == {"slow_leading_request"}
+
+
+def test_real_decode_without_nvtx_requests_against_the_raw_kernel_ends(export_files, opened):
+    """Per request, from the raw rows at the eager capture's request and decode-step positions: the prefill runs
+    from the request's first launch to the first decode step's, TTFT to the latest GPU end of the ops launched
+    between, the decode steps' times are their launch spans; `nsysql requests` on gpt-decode-eager (NVTX) has as
+    many requests and decode steps each."""
+    truth = _nonvtx_truth(export_files)
+    ops, decode, requests = truth["ops"], truth["decode"], truth["requests"]
+    got = opened["gpt-decode-nonvtx"].requests().sort("request").to_dicts()
+    named = opened["gpt-decode-eager"].requests().sort("request")
+    assert [r["decode_steps"] for r in got] == named["decode_steps"].to_list()
+    assert [r["warmup"] for r in got] == named["warmup"].to_list() == [True] + [False] * (len(requests) - 1)
+    for r, (first, n) in zip(got, requests):
+        mine = [(a, c) for a, c in decode if first <= a < first + n]
+        start, prefill_end = ops[first][0], ops[mine[0][0]][0]
+        assert (r["start_ns"], r["wall_ns"]) == (start, ops[first + n - 1][1] - start)
+        assert r["prefill_ns"] == prefill_end - start
+        assert r["ttft_ns"] == max(o[3] for o in ops if start <= o[0] < prefill_end and o[1] <= prefill_end) - start
+        walls = [ops[a + c - 1][1] - ops[a][0] for a, c in mine]
+        assert r["decode_steps"] == len(mine) and r["decode_ns"] == sum(walls)
+        assert r["tpot_p50_ns"] == round(quantile(walls, 0.5))
+        assert abs(r["tpot_mean_ns"] - sum(walls) / len(walls)) <= 1
+        assert abs(r["tpot_p99_ns"] - quantile(walls, 0.99)) <= 1
+        busy = sum(union_length([(o[2], o[3]) for o in ops if ops[a][0] <= o[0] and o[1] <= ops[a + c - 1][1]])
+                   for a, c in mine)
+        assert abs(r["decode_gpu_idle_pct"] - 100 * (1 - busy / sum(walls))) < 1e-6
+
+
+@pytest.mark.parametrize("ident", ["gpt-decode-eager", "gpt-decode-graphs", "gpt-decode-nonvtx"])
+def test_inference_findings_assume_no_training(export_files, opened, ident):
+    _real(export_files, ident)
+    ex = opened[ident]
+    assert ex.structure()["program_kind"][0] == "inference"
+    text = ex.findings().select(pl.concat_str(["title", "evidence", "action"], separator=" ")).to_series()
+    assert not text.str.contains("(?i)optimizer|dataloader|pin_memory=true|forward and loss").any()
 
 
 def test_inference_advice_names_decode_steps_and_no_optimizer(export_files, opened):

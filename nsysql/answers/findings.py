@@ -192,7 +192,8 @@ def describe_steps(steps: pl.DataFrame) -> str:
     left = steps.filter(~pl.col("analysed"))
     if left.height:
         reasons = sorted(set(left["excluded_because"].drop_nulls().to_list()))
-        why = {"warmup_range": "inside a warm-up range", "slow_leading_step": "slow leading steps"}
+        why = {"warmup_range": "inside a warm-up range", "slow_leading_step": "slow leading steps",
+                   "slow_leading_request": "a slow leading request"}
         line += f"; left out as warm-up: {_process_step_list(left)} ({', '.join(why.get(r, r) for r in reasons)})"
     return line + "."
 

@@ -150,6 +150,10 @@ def structure_text(rows: list[dict]) -> str:
         text = f"{kind}; a step is one repetition of the top-level ranges from `{r['step_level']}` on"
     elif source == "graph-launch":
         text = f"{kind} without NVTX steps; a step is one CUDA graph launch of the repeating op sequence"
+    elif r.get("request_ops"):
+        text = (f"{kind} without NVTX steps: requests of {r['request_ops']:,} GPU ops repeat, each a prefill and "
+                f"then a run of alike iterations; a step is one of those (a decode step: {r['period_ops']:,} ops, "
+                f"from `{middle(printable(r['step_level']), 40)}`)")
     else:
         text = (f"{kind} without NVTX steps; a step is one iteration of the repeating GPU op sequence "
                 f"({r['period_ops']:,} ops, from `{middle(printable(r['step_level']), 40)}`)")
@@ -467,7 +471,8 @@ def _scope_lines(ov: Overview, width: int) -> list[str]:
             text = (f"Analysed: {_plural(len(analysed), 'step')} ({_process_steps_text(analysed)} of "
                     f"{ov.windows.height}; {', '.join(names[:3])}), {units.duration(st['total_ns'])} in all; ")
         if excluded:
-            why = {"warmup_range": "inside a warm-up range", "slow_leading_step": "slow leading steps"}
+            why = {"warmup_range": "inside a warm-up range", "slow_leading_step": "slow leading steps",
+                   "slow_leading_request": "a slow leading request"}
             reasons = sorted({why.get(r["excluded_because"], r["excluded_because"]) for r in excluded})
             text += (f"{_plural(len(excluded), 'step')} ({_process_steps_text(excluded)}) left out as "
                      f"warm-up ({', '.join(reasons)}).")

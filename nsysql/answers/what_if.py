@@ -516,6 +516,7 @@ FINDING_SCALES: dict[str, list[Scale] | None] = {
     "fp32_gemm": None,  # set per export from the rule's kernels and speedup (predicted_gains)
     "outlier_step": None,
     "short_kernels": None,
+    "recompute": None,
 }
 # rules whose cause is one thread's own work (its launches, its waits, its data loading): their scales apply to the
 # threads the finding names only (`thread NAME (TID)` in its `where`; a job's finding: the threads of every rank it

@@ -259,12 +259,12 @@ DECLARED: list[Analysis] = [
         name="requests", after="steps",
         help="""Inference requests: prefill, time to first token (TTFT), decode steps, time per output token, tokens/s.
 
-    A request is an instance of the level that holds the decode steps (`request` for `request/decode_step`, docs/steps.md); its prefill is its child range named prefill. ttft runs from the request's start to the latest GPU end of the work launched in the prefill; tpot is a decode step's time on its clock (its period on the GPU's clock when the CPU runs ahead); tokens_per_s = decode steps / their total time (one token per sequence of the batch a step). Warm-up requests are listed with warmup true.
+    A request is an instance of the level that holds the decode steps (`request` for `request/decode_step`, docs/steps.md); its prefill is its child range named prefill. Without NVTX, a request is one iteration of the repeating per-request op sequence, its prefill the ops before its run of decode steps. ttft runs from the request's start to the latest GPU end of the work launched in the prefill; tpot is a decode step's time on its clock (its period on the GPU's clock when the CPU runs ahead); tokens_per_s = decode steps / their total time (one token per sequence of the batch a step). Warm-up requests are listed with warmup true.
 
     Table and markdown show times in ms or µs; csv, json and parquet keep the exact nanoseconds.
     """,
         queries={"": "analysis.requests"},
-        empty=Empty("no requests", "{export} has no requests: its steps are not decode steps inside a request range "
+        empty=Empty("no requests", "{export} has no requests: its steps are not decode steps inside requests "
                     "(docs/steps.md; --step-range chooses the step level)",
                     "none of the exports has requests (docs/steps.md)"),
         title="Requests", timestamps=True,

@@ -1,6 +1,6 @@
--- nsysql: analysis.requests v1
+-- nsysql: analysis.requests v2
 -- purpose: Per inference request: its prefill, the time to the first token's GPU end (TTFT as the trace sees it), its decode steps, the time per output token (mean, p50, p99), tokens per second and the share of decode time the GPU is idle.
--- requires: analysis.steps, analysis.steady_steps, analysis._step_levels, analysis.structure, gpu_op, runtime
+-- requires: analysis.steps, analysis.steady_steps, analysis._step_levels, analysis._kernel_iterations, analysis.structure, gpu_op, runtime
 -- params: none
 -- notes: Requests exist where the steps are decode steps inside a level of their own (analysis.structure's
 --   step_rule `decode steps`, or a step level chosen otherwise whose parent level holds the steps): each instance
@@ -13,6 +13,11 @@
 --   of those times. tokens_per_s = decode steps / their total time (one token per sequence of the batch a step;
 --   the batch size is not in the trace). decode_gpu_idle_pct = 100 x (1 - the steps' GPU busy time / their
 --   total time), at least 0.
+--   Without NVTX, the requests are those analysis._kernel_iterations finds in the op sequence (an iteration
+--   holding a head, the prefill, then a run of decode steps): the prefill runs from the request's start (its
+--   first op's launching call) to the first decode step's start, ttft_ns to the latest GPU end of the ops
+--   launched in that span, and a request is warm-up when its steps are (analysis.steady_steps'
+--   `slow_leading_request`).
 -- columns:
 --   request | BIGINT | index (1, 2, ... in start order within the process)
 --   pid | BIGINT | id
@@ -34,14 +39,32 @@ step_level AS (  -- per process, the steps' level and its parent level
            CASE WHEN contains(step_level, '/') THEN regexp_replace(step_level, '/[^/]*$', '') END AS parent
     FROM structure WHERE step_source = 'range'
 ),
-req AS (
+range_req AS (
     SELECT l.range_id, l.pid, l.tid, l.in_warm, l.start_ns, l.end_ns,
            ROW_NUMBER() OVER (PARTITION BY l.pid ORDER BY l.start_ns, l.range_id) AS request
     FROM _step_levels AS l JOIN step_level AS s ON s.pid = l.pid AND s.parent = l.level
 ),
+kernel_req AS (  -- requests found in the op sequence: the prefill is the head before the first decode step
+    SELECT pid, tid, request, MIN(request_start_ns) AS start_ns, MAX(request_end_ns) AS end_ns,
+           MIN(start_ns) AS first_step_ns
+    FROM _kernel_iterations WHERE request IS NOT NULL
+    GROUP BY pid, tid, request
+),
+req AS (
+    SELECT range_id, pid, tid, in_warm, start_ns, end_ns, request FROM range_req
+    UNION ALL
+    SELECT NULL, k.pid, k.tid,
+           EXISTS (SELECT 1 FROM steady_steps AS w
+                   WHERE w.pid = k.pid AND w.excluded_because = 'slow_leading_request'
+                     AND w.range_start_ns >= k.start_ns AND w.range_start_ns < k.end_ns),
+           k.start_ns, k.end_ns, k.request
+    FROM kernel_req AS k
+),
 prefill AS (
+    SELECT pid, request, start_ns, first_step_ns AS end_ns FROM kernel_req
+    UNION ALL
     SELECT r.pid, r.request, MIN(p.start_ns) AS start_ns, MAX(p.end_ns) AS end_ns
-    FROM req AS r
+    FROM range_req AS r
     JOIN step_level AS s ON s.pid = r.pid
     JOIN _step_levels AS p ON p.pid = r.pid AND p.tid = r.tid AND starts_with(p.level, s.parent || '/')
       AND regexp_matches(p.text, '^(prefill|prompt|encode|context)([ _-].*)?$', 'i')
@@ -51,7 +74,8 @@ prefill AS (
 first_token AS (  -- the latest GPU end of the ops launched inside the prefill
     SELECT p.pid, p.request, MAX(o.end_ns) AS gpu_end_ns
     FROM prefill AS p
-    JOIN runtime AS rt ON rt.pid = p.pid AND rt.start_ns >= p.start_ns AND rt.end_ns <= p.end_ns
+    JOIN runtime AS rt ON rt.pid = p.pid AND rt.start_ns >= p.start_ns AND rt.start_ns < p.end_ns
+      AND rt.end_ns <= p.end_ns
     JOIN gpu_op AS o ON o.runtime_id = rt.runtime_id
     GROUP BY p.pid, p.request
 ),

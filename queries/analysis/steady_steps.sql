@@ -1,13 +1,16 @@
--- nsysql: analysis.steady_steps v4
+-- nsysql: analysis.steady_steps v5
 -- purpose: The time windows the headline figures are computed over: every step of `nsysql steps`, marked analysed (steady state) or excluded as warm-up; without any step, one window from the first to the last GPU op.
--- requires: analysis.steps, user_range, gpu_op
+-- requires: analysis.steps, analysis._kernel_iterations, user_range, gpu_op
 -- params: none
 -- notes: A step is warm-up, and not analysed, when (a) it starts inside a user range of its process whose text
 --   contains `warmup`, `warm-up`, `warm_up` or `warm up` (any case), or (b) it is one of the leading steps of its
 --   process whose wall time exceeds 1.5 x the median wall time of the steps after it: step k is such a step when
 --   every step before it is one and wall_k > 1.5 * median(wall of steps k+1..n). The last step of a process is never
 --   warm-up by (b), so a process with steps keeps at least one analysed step unless (a) excludes them all; when (a)
---   would exclude every step of the export, none is excluded by (a).
+--   would exclude every step of the export, none is excluded by (a). (c) Decode steps found in the op sequence
+--   inside requests (analysis._kernel_iterations' request): every step of a leading request whose time (its
+--   iteration's span) exceeds 1.5 x the median of the requests after it, while every request before it is one
+--   too (the warm-up request: autotuning, lazy initialisation), is warm-up (`slow_leading_request`).
 --   Without steps: one window (step 0, source `gpu_span`) from the first GPU op's start to the last GPU op's end,
 --   on the process and thread that launched the most GPU ops (read from the CUDA runtime calls; an export without
 --   them has no such window).
@@ -30,7 +33,7 @@
 --   end_ns | BIGINT | ns timestamp
 --   wall_ns | BIGINT | ns
 --   analysed | BOOLEAN | flag (in the steady state: counted by overview and findings)
---   excluded_because | VARCHAR | text (warmup_range, slow_leading_step; NULL when analysed)
+--   excluded_because | VARCHAR | text (warmup_range, slow_leading_request, slow_leading_step; NULL when analysed)
 --   clock | VARCHAR | text (range: the step's range; period: its period on the GPU's clock, the CPU running ahead)
 --   range_wall_ns | BIGINT | ns (the step range's own duration, whatever the clock)
 --   range_start_ns | BIGINT | ns timestamp (the step range's start: the ops launched from it on are the step's)
@@ -56,11 +59,23 @@ clocked AS (
            s.start_ns AS range_start_ns, s.end_ns AS range_end_ns
     FROM steps AS s LEFT JOIN ahead AS a ON a.pid = s.pid
 ),
+requests AS (  -- requests of decode steps found in the op sequence, and whether each is a slow leading one
+    SELECT pid, request, start_ns, end_ns,
+           BOOL_AND(COALESCE(slow, false)) OVER (PARTITION BY pid ORDER BY request ROWS UNBOUNDED PRECEDING) AS slow_leading
+    FROM (SELECT pid, request, start_ns, end_ns,
+                 end_ns - start_ns > 1.5 * MEDIAN(end_ns - start_ns) OVER (PARTITION BY pid ORDER BY request
+                     ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS slow
+          FROM (SELECT DISTINCT pid, request, request_start_ns AS start_ns, request_end_ns AS end_ns
+                FROM _kernel_iterations WHERE request IS NOT NULL))
+),
 flagged AS (
     SELECT s.step, s.name, s.source, s.pid, s.tid, s.start_ns, s.end_ns, s.wall_ns, s.range_wall_ns, s.is_ahead,
            s.range_start_ns, s.range_end_ns,
            EXISTS (SELECT 1 FROM warm_ranges AS w
                    WHERE w.pid = s.pid AND w.start_ns <= s.range_start_ns AND s.range_start_ns < w.end_ns) AS in_warm_range,
+           EXISTS (SELECT 1 FROM requests AS q
+                   WHERE q.pid = s.pid AND q.slow_leading AND q.start_ns <= s.range_start_ns
+                     AND s.range_start_ns < q.end_ns) AS in_warm_request,
            s.wall_ns > 1.5 * MEDIAN(s.wall_ns) OVER (PARTITION BY s.pid ORDER BY s.step
                                                   ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS slow
     FROM clocked AS s
@@ -73,6 +88,7 @@ lead AS (  -- a slow step counts only while every earlier step of its process wa
 stepped AS (
     SELECT step, name, source, pid, tid, start_ns, end_ns, wall_ns, range_wall_ns, is_ahead, range_start_ns, range_end_ns,
            CASE WHEN in_warm_range AND NOT all_warm THEN 'warmup_range'
+                WHEN in_warm_request THEN 'slow_leading_request'
                 WHEN slow_leading THEN 'slow_leading_step' END AS excluded_because
     FROM lead
 ),

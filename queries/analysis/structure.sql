@@ -1,13 +1,15 @@
--- nsysql: analysis.structure v2
+-- nsysql: analysis.structure v3
 -- purpose: The program's structure as nsysql read it, one row per process: what a step is and how it was found, what was left out as warm-up, whether the CPU runs ahead of the GPU, micro-batches and recomputation in a step, and the program's kind.
--- requires: analysis.steps, analysis.steady_steps, analysis.step_candidates, gpu_op_attribution, user_range
+-- requires: analysis.steps, analysis.steady_steps, analysis.step_candidates, analysis._kernel_iterations, gpu_op_attribution, user_range
 -- params: none
 -- notes: step_source is analysis.steps' source (range, pattern, kernel-pattern, graph-launch) or gpu_span (no
 --   steps: the span of GPU activity stands for one); step_rule says why that level (analysis.step_candidates'
 --   rule; `top-level pattern` for a pattern, `op sequence` for iterations of the GPU op sequence); close_level
 --   is the best other level the choice passed over that would make good steps too (NULL when none).
 --   program_kind: `training` when some GPU op is backward or optimizer work (gpu_op_attribution), `inference`
---   when the step level is a decode step or a level of the program is named prefill or decode, else `unknown`
+--   when the step level is a decode step or a level of the program is named prefill or decode, or when the
+--   steps are decode steps found in the op sequence inside requests (one long head, the prefill, then many
+--   short iterations alike: analysis._kernel_iterations' request), else `unknown`
 --   (forward work alone may be inference or evaluation). cpu_ahead_ns is the median step's GPU work end
 --   after its range's end (negative: the GPU finished inside the range); clock `period` when it exceeds the
 --   median step's wall time (analysis.steady_steps). micro_batches: the median number of micro-batch ranges
@@ -31,6 +33,7 @@
 --   candidates | BIGINT | count (levels considered, analysis.step_candidates)
 --   micro_batches | BIGINT | count (per analysed step, median)
 --   recompute_ns | BIGINT | ns (per analysed step, mean)
+--   request_ops | BIGINT | count (GPU ops per request when the steps are decode steps found in the op sequence; NULL otherwise)
 WITH
 steady AS (
     SELECT pid, COUNT(*) AS steps, COUNT(*) FILTER (WHERE analysed) AS analysed,
@@ -68,6 +71,9 @@ recomputed AS (
     FROM steps AS s JOIN steady_steps AS st ON st.pid = s.pid AND st.step = s.step AND st.analysed
     GROUP BY s.pid
 ),
+kernel_requests AS (
+    SELECT pid, MAX(request_ops) AS request_ops FROM _kernel_iterations WHERE request IS NOT NULL GROUP BY pid
+),
 work AS (
     SELECT o.pid, BOOL_OR(CAST(a.direction AS VARCHAR) IN ('bprop', 'optim')) AS trains
     FROM gpu_op AS o LEFT JOIN gpu_op_attribution AS a ON a.op_kind = o.op_kind AND a.op_id = o.op_id
@@ -75,7 +81,7 @@ work AS (
 )
 SELECT s.pid,
        CASE WHEN COALESCE(w.trains, false) THEN 'training'
-            WHEN COALESCE(c.decode_chosen OR c.inference_named, false) THEN 'inference'
+            WHEN COALESCE(c.decode_chosen OR c.inference_named, false) OR k.pid IS NOT NULL THEN 'inference'
             ELSE 'unknown' END AS program_kind,
        s.source AS step_source,
        t.level AS step_level,
@@ -83,11 +89,13 @@ SELECT s.pid,
                      WHEN 'gpu_span' THEN NULL ELSE 'op sequence' END AS step_rule,
        s.steps, s.analysed, s.warmup_steps, s.warmup_rule, t.period_ops, s.clock, t.cpu_ahead_ns,
        c.close_level, COALESCE(c.candidates, 0) AS candidates,
-       COALESCE(m.micro_batches, 0) AS micro_batches, COALESCE(rc.recompute_ns, 0) AS recompute_ns
+       COALESCE(m.micro_batches, 0) AS micro_batches, COALESCE(rc.recompute_ns, 0) AS recompute_ns,
+       k.request_ops
 FROM steady AS s
 LEFT JOIN stepped AS t ON t.pid = s.pid
 LEFT JOIN cands AS c ON c.pid = s.pid
 LEFT JOIN work AS w ON w.pid = s.pid
 LEFT JOIN micro AS m ON m.pid = s.pid
 LEFT JOIN recomputed AS rc ON rc.pid = s.pid
+LEFT JOIN kernel_requests AS k ON k.pid = s.pid
 ORDER BY s.pid;

@@ -1,6 +1,6 @@
--- nsysql: findings.fp32_gemm v4
+-- nsysql: findings.fp32_gemm v5
 -- purpose: Finding: fp32 matrix multiplications and convolutions running on CUDA cores (no tensor cores) inside the analysed steps, which TF32 or bf16 autocast would move to tensor cores.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns_each, macros.plural_s, macros.union_ns, macros.clip_to_steps, macros.is_fp32_gemm
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, analysis._step_busy, kernel, gpu_op_attribution, macros.human_ns_each, macros.plural_s, macros.union_ns, macros.clip_to_steps, macros.is_fp32_gemm, analysis.structure
 -- params: $min_busy_pct DOUBLE default 10 (fires when those kernels take at least this share of the GPU busy time of the analysed steps, %), $speedup BIGINT default 8 (assumed ceiling of the tensor-core speedup)
 -- notes: A kernel counts when its demangled name
 --   (a) is a GEMM/convolution kernel: matches, ignoring case, gemm|xmma|cutlass|convolve|conv([^e]|$)|winograd|
@@ -128,8 +128,10 @@ SELECT 'fp32_gemm' AS rule,
                    100.0 * gemm_ns / busy_ns, d[2], $speedup)
          || printf('(the TF32/fp32 peak ratio) they would take %s less per step.', d[3]) AS evidence,
        'Let matmuls and convolutions use tensor cores: torch.set_float32_matmul_precision("high") and '
-         || 'torch.backends.cudnn.allow_tf32 = True (TF32), or run forward and loss under '
-         || 'torch.autocast("cuda", dtype=torch.bfloat16).' AS action,
+         || 'torch.backends.cudnn.allow_tf32 = True (TF32), or run '
+         || CASE WHEN (SELECT MIN(program_kind) FROM structure AS k WHERE k.pid = shown.pid) = 'inference'
+                 THEN 'the model' ELSE 'forward and loss' END
+         || ' under torch.autocast("cuda", dtype=torch.bfloat16).' AS action,
        CAST(saved_ns AS BIGINT) AS recoverable_ns,
        100.0 * saved_ns / wall_ns AS recoverable_pct
 FROM shown

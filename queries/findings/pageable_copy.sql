@@ -1,6 +1,6 @@
--- nsysql: findings.pageable_copy v2
+-- nsysql: findings.pageable_copy v3
 -- purpose: Finding: memory copies between the GPU and pageable (unpinned) host memory inside the analysed steps: staged by the driver, slower, and unable to overlap with compute.
--- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, memcpy, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.human_ns_each, macros.plural_s, macros.call_layers, macros.thread_list, macros.union_ns, macros.clip_to_steps
+-- requires: analysis.steady_steps, analysis._step_label, analysis._steady_windows, memcpy, runtime, runtime_nvtx, nvtx_context, user_range, thread, macros.human_ns_each, macros.plural_s, macros.call_layers, macros.thread_list, macros.union_ns, macros.clip_to_steps, analysis.structure
 -- params: $min_ns_per_step BIGINT default 10000 (fires when the pageable copies take at least this much GPU time per analysed step, on average, ns)
 -- notes: Pageable copy: a memcpy whose source or destination memory kind is Pageable (NVIDIA's label, as
 --   analysis.memcpy's host_memory), of a process with analysed steps. Its GPU interval counts where it
@@ -14,7 +14,8 @@
 --   (bytes / summed GPU time), the duration of their launching calls (host time), and, when the process made
 --   pinned copies of at least 1 MB in total anywhere in the capture, their bandwidth for comparison. Where: the
 --   steps, the launching threads and the innermost user ranges (layer paths) of the calls, most time first.
---   Numbers per step are means over the analysed steps.
+--   Numbers per step are means over the analysed steps. The advice of an inference program (analysis.structure's
+--   program_kind) names no DataLoader.
 -- columns:
 --   rule | VARCHAR | text (pageable_copy)
 --   title | VARCHAR | text
@@ -98,7 +99,11 @@ SELECT 'pageable_copy' AS rule,
          || CASE WHEN pinned_gb_s IS NOT NULL THEN printf(' (pinned copies in this capture: %.2f GB/s)', pinned_gb_s)
                  ELSE '' END
          || printf('; their calls held the CPU %s per step.', d[2]) AS evidence,
-       'Put the host side in pinned memory: DataLoader(pin_memory=True) or tensor.pin_memory(), then copy with '
+       'Put the host side in pinned memory: '
+         || CASE WHEN (SELECT MIN(program_kind) FROM structure AS k WHERE k.pid = shown.pid) = 'inference'
+                 THEN 'a pinned buffer (tensor.pin_memory()) reused for each step''s input' ELSE
+                 'DataLoader(pin_memory=True) or tensor.pin_memory()' END
+         || ', then copy with '
          || '.to(device, non_blocking=True) so the copy overlaps compute; keep reused buffers pinned.' AS action,
        CAST(union_ns AS BIGINT) AS recoverable_ns,
        100.0 * union_ns / wall_ns AS recoverable_pct

@@ -87,7 +87,8 @@ function renderHeader() {
       (st.processes > 1 ? `, in each of ${st.processes} processes)` : ")");
     const ex = st.excluded || [];
     if (ex.length) {
-      const why = { warmup_range: "inside a warm-up range", slow_leading_step: "slow leading steps" };
+      const why = { warmup_range: "inside a warm-up range", slow_leading_step: "slow leading steps",
+        slow_leading_request: "a slow leading request" };
       scope += `; left out as warm-up: ${ex.length} step${ex.length === 1 ? "" : "s"} (` +
         [...new Set(ex.map(e => why[e.reason] || e.reason))].join(", ") + ")";
     } else scope += "; no warm-up step left out";
