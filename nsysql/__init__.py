@@ -31,7 +31,19 @@ def open_job(paths, *, cache_dir=None, use_cache=True):
     their collectives matched. Returns a `Job`; raises NsysqlError when they are not the ranks of one job."""
     from nsysql.answers.job import link
     from nsysql.api import Export, Job
-    exports = [Export(p, cache_dir=cache_dir, use_cache=use_cache) for p in paths]
+    from nsysql.store.open_many import open_all
+
+    def opened(path):
+        ex = Export(path, cache_dir=cache_dir, use_cache=use_cache)
+        ex.release()  # one DuckDB connection open at a time, not one per rank (nsysql/answers/job.py each)
+        return ex
+    paths = list(paths)
+    results = open_all(paths, [str(p) for p in paths], opened)  # first opens several at a time
+    exports = [ex for ex in results if not isinstance(ex, NsysqlError)]
+    if len(exports) < len(results):
+        for ex in exports:
+            ex.close()
+        raise next(ex for ex in results if isinstance(ex, NsysqlError))
     alignment = link(exports)
     if alignment is None:
         for ex in exports:
