@@ -10,8 +10,8 @@ import polars as pl
 
 from nsysql.answers import critical_path
 from nsysql.answers.cp_graph import Graph, merge, thread_key
-from nsysql.answers.job import each
 from nsysql.answers.critical_path import Item
+from nsysql.answers.job import each
 
 
 def shift(ex) -> int:

@@ -125,17 +125,20 @@ def link(exports: list) -> Alignment | None:
     analysis.comm_waits; else None (separate runs, compared side by side)."""
     if len(exports) < 2:
         return None
-    starts = each(exports, _utc_start)
+
+    def clock(ex) -> tuple[int | None, int]:  # one connection per export for both
+        start = _utc_start(ex)
+        return start, ex.sql("SELECT COALESCE(MAX(end_ns), 0) AS e FROM gpu_op").item() if start is not None else 0
+    starts, spans = (list(col) for col in zip(*each(exports, clock)))
     if any(s is None for s in starts):
         return None
-    spans = each(exports, lambda ex: ex.sql("SELECT COALESCE(MAX(end_ns), 0) AS e FROM gpu_op").item())
     ends = [s + e for s, e in zip(starts, spans)]
-    if max(starts) >= min(ends):  # type: ignore[type-var]
+    if max(starts) >= min(ends):
         return None  # the sessions do not overlap: not one job
     frames = each(exports, lambda ex: ex.run("analysis.comm_instances"))
     if any(f.height == 0 for f in frames):
         return None
-    coarse = [s - starts[0] for s in starts]  # type: ignore[operator]
+    coarse = [s - starts[0] for s in starts]
 
     def shifted(shifts: list[int]) -> pl.DataFrame:
         return pl.concat([f.with_columns(pl.lit(i, pl.Int64).alias("source"),
