@@ -1,6 +1,6 @@
 """N simulated per-rank exports of one DDP job, from the real per-rank pair (fixtures/ddp-2gpu-rank0, -rank1).
 
-    python bench/simulate_ranks.py OUT_DIR --ranks 64 [--late 37] [--rank0 R0.sqlite --rank1 R1.sqlite]
+    python bench/simulate_ranks.py OUT_DIR --ranks 64 [--late 37] [--no-osrt] [--rank0 R0.sqlite --rank1 R1.sqlite]
 
 Writes OUT_DIR/rank_00000.sqlite ... (one nsys SQLite export per rank, as one nsys per rank on separate machines
 writes them) and OUT_DIR/ranks.json (what was planted). Every row is one of nsys's own rows of the pair; nothing
@@ -72,6 +72,20 @@ def profiled_pid(db: sqlite3.Connection) -> int:
     return pids[0]
 
 
+def without_osrt(base: Path, out: Path) -> Path:
+    """`base` as a capture without OS runtime tracing (`nsys profile -t cuda,nvtx`) gives it: OSRT_API and
+    OSRT_CALLCHAINS empty (nsys leaves out tables without rows; empty ones read the same). Less of the cache
+    build and the dataset of each rank, for the tests."""
+    shutil.copyfile(base, out)
+    db = sqlite3.connect(out)
+    db.execute("DELETE FROM OSRT_API")
+    db.execute("DELETE FROM OSRT_CALLCHAINS")
+    db.commit()
+    db.execute("VACUUM")
+    db.close()
+    return out
+
+
 def make_rank(base: Path, out: Path, rank: int, ranks: int) -> None:
     """Copy `base` to `out` and give it rank `rank`'s identity and clock."""
     shutil.copyfile(base, out)
@@ -106,16 +120,18 @@ def make_rank(base: Path, out: Path, rank: int, ranks: int) -> None:
     db.close()
 
 
-def simulate(out_dir: Path, ranks: int, late: int, rank0: Path, rank1: Path) -> dict:
+def simulate(out_dir: Path, ranks: int, late: int, rank0: Path, rank1: Path, *, osrt: bool = True) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="nsysql-sim-") as tmp:
         bases = [_plain(rank0, Path(tmp), "rank0"), _plain(rank1, Path(tmp), "rank1")]
+        if not osrt:
+            bases = [without_osrt(b, Path(tmp) / f"bare{i}.sqlite") for i, b in enumerate(bases)]
         for r in range(ranks):
             make_rank(bases[1] if r == late else bases[0], out_dir / f"rank_{r:05d}.sqlite", r, ranks)
     facts = {"ranks": ranks, "late_rank": late, "pids": {str(r): PID_BASE + r for r in range(ranks)},
              "session_offset_ns": {str(r): session_offset_ns(r) for r in range(ranks)},
              "clock_error_ns": {str(r): clock_error_ns(r) for r in range(ranks)},
-             "from": {"late": str(rank1), "others": str(rank0)}}
+             "from": {"late": str(rank1), "others": str(rank0)}, "osrt": osrt}
     (out_dir / "ranks.json").write_text(json.dumps(facts, indent=1) + "\n")
     return facts
 
@@ -127,13 +143,14 @@ def main() -> None:
     ap.add_argument("--late", type=int, help="the planted late rank [default: ranks // 3]")
     ap.add_argument("--rank0", type=Path, default=FIXTURES / "ddp-2gpu-rank0" / "export.sqlite.xz")
     ap.add_argument("--rank1", type=Path, default=FIXTURES / "ddp-2gpu-rank1" / "export.sqlite.xz")
+    ap.add_argument("--no-osrt", action="store_true", help="as captured without OS runtime tracing (smaller, faster)")
     args = ap.parse_args()
     if args.ranks < 2:
         ap.error("--ranks must be 2 or more")
     late = args.ranks // 3 if args.late is None else args.late
     if not 0 <= late < args.ranks:
         ap.error(f"--late must be a rank of the job (0 .. {args.ranks - 1})")
-    simulate(args.out, args.ranks, late, args.rank0, args.rank1)
+    simulate(args.out, args.ranks, late, args.rank0, args.rank1, osrt=not args.no_osrt)
     print(f"wrote {args.ranks} exports to {args.out} (late rank {late})")
 
 

@@ -57,8 +57,12 @@ def findings(exports: list, **params) -> pl.DataFrame:
 def straggler_finding(exports: list, **params) -> pl.DataFrame:
     """findings.straggler over the rows of every rank of the job (no predicted gain: nsysql/answers/what_if.py)."""
     q = catalog.get("findings.straggler")
-    late = run_over(q.id, {"comm": comm(exports), "comm_waits": _concat(exports, "analysis.comm_waits"),
-                           "step_breakdown": _concat(exports, "analysis.step_breakdown")},
+    names = ("analysis.comm", "analysis.comm_waits", "analysis.step_breakdown")
+    # the three of an export on one connection: their shared inputs (steps, ...) are made once per export
+    rows = each(exports, lambda ex: [ex.run(n) for n in names])
+    comm_rows, waits, breakdown = (pl.concat(col, how="diagonal_relaxed") for col in zip(*rows))
+    late = run_over(q.id, {"comm": restraggle(comm_rows).sort("step", "rank", "pid", "device_id"),
+                           "comm_waits": waits, "step_breakdown": breakdown},
                     **rule_params(q, params))
     return late.with_columns(pl.lit(None, pl.Int64).alias("predicted_gain_ns"))
 
