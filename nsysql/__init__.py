@@ -29,9 +29,22 @@ def open(path, *, cache_dir=None, use_cache=True, build_all=False, answer_ahead=
 def open_job(paths, *, cache_dir=None, use_cache=True):
     """Open the exports of one multi-GPU job, one per rank (one nsys per rank), as one job: their clocks aligned and
     their collectives matched. Returns a `Job`; raises NsysqlError when they are not the ranks of one job."""
-    from nsysql.answers.job import link
+    from nsysql.answers.job import KEEP_OPEN, link
     from nsysql.api import Export, Job
-    exports = [Export(p, cache_dir=cache_dir, use_cache=use_cache) for p in paths]
+    from nsysql.store.open_many import open_all
+    paths = list(paths)
+
+    def opened(path):
+        ex = Export(path, cache_dir=cache_dir, use_cache=use_cache)
+        if len(paths) > KEEP_OPEN:  # not one DuckDB connection per rank (nsysql/answers/job.py each)
+            ex.release()
+        return ex
+    results = open_all(paths, [str(p) for p in paths], opened)  # first opens several at a time
+    exports = [ex for ex in results if not isinstance(ex, NsysqlError)]
+    if len(exports) < len(results):
+        for ex in exports:
+            ex.close()
+        raise next(ex for ex in results if isinstance(ex, NsysqlError))
     alignment = link(exports)
     if alignment is None:
         for ex in exports:

@@ -11,6 +11,7 @@ import polars as pl
 from nsysql.answers import critical_path
 from nsysql.answers.cp_graph import Graph, merge, thread_key
 from nsysql.answers.critical_path import Item
+from nsysql.answers.job import each
 
 
 def shift(ex) -> int:
@@ -25,7 +26,8 @@ def graph(exports: list, windows: list | None = None) -> tuple[Graph, list[int]]
     key = (tuple((id(ex), getattr(ex, "inputs_version", 0)) for ex in exports), tuple(windows) if windows else None)
     cached = getattr(first, "_cp_job_graph", None)
     if cached is None or cached[0] != key:
-        parts = [critical_path.graph(ex, w) for ex, w in zip(exports, windows or [None] * len(exports))]
+        ws = dict(zip(map(id, exports), windows or [None] * len(exports)))
+        parts = each(exports, lambda ex: critical_path.graph(ex, ws[id(ex)]))
         cached = first._cp_job_graph = (key, merge(parts, [shift(ex) for ex in exports]))
     return cached[1]
 
@@ -35,7 +37,7 @@ def plan(exports: list, step: int | None = None, pid: int | None = None,
     """Per export, its steps to walk (critical_path.steps; with `budget`, each export's sample), and the windows to
     build the graphs of (each export's clock): the job-clock span of every export's steps when they are some of the
     analysed ones (`step`, or a sample); None: whole graphs."""
-    todo = [critical_path.steps(ex, step, pid, budget) for ex in exports]
+    todo = each(exports, lambda ex: critical_path.steps(ex, step, pid, budget))
     cut = [(ex, critical_path.window_of(ex, t)) for ex, t in zip(exports, todo) if t.height]
     if budget is None and step is None or not any(w for _, w in cut):
         return todo, None

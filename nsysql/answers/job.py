@@ -10,8 +10,10 @@ and transfer of `comm`, the step breakdown, the overview and the findings come o
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -21,6 +23,7 @@ from nsysql.sql import catalog
 from nsysql.sql.engine import connect, quote_ident
 
 WAITS = "comm_waits"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,24 @@ class Alignment:
         if self.mismatched:
             text += f", {self.mismatched:,} with different operations on different ranks"
         return text
+
+
+KEEP_OPEN = 16  # a job of up to this many exports keeps their DuckDB connections open between analyses
+
+
+def each(exports: list, fn: Callable[[Any], T]) -> list[T]:
+    """`fn(ex)` of every export in turn. Past KEEP_OPEN exports, each export's DuckDB connection is released after
+    it (Export.release; ~12 MB each, ~60 ms CPU to open again): the memory of a job's analyses then grows with its
+    rows, not with one open connection per rank."""
+    out = []
+    for ex in exports:
+        try:
+            out.append(fn(ex))
+        finally:
+            release = getattr(ex, "release", None)
+            if release is not None and len(exports) > KEEP_OPEN:
+                release()
+    return out
 
 
 def _utc_start(ex) -> int | None:
@@ -87,15 +108,14 @@ def match_counts(waits: pl.DataFrame) -> tuple[int, int, int]:
 
 
 def _end_gaps(waits: pl.DataFrame, n: int) -> list[pl.Series]:
-    """Per export, (the first export's end - its end) of each matched collective they share."""
-    matched = waits.filter(pl.col("matched"))
-    ref = matched.filter(pl.col("source") == 0).group_by("collective").agg(pl.col("end_ns").max().alias("ref"))
-    out = [pl.Series([0], dtype=pl.Int64)]
-    for i in range(1, n):
-        mine = (matched.filter(pl.col("source") == i).group_by("collective").agg(pl.col("end_ns").max())
-                .join(ref, on="collective"))
-        out.append(mine["ref"] - mine["end_ns"])
-    return out
+    """Per export, (the first export's end - its end) of each matched collective they share: one join of every
+    export's collective ends with the first export's (no pass over the rows per export: thousands of ranks)."""
+    ends = (waits.filter(pl.col("matched")).group_by("source", "collective").agg(pl.col("end_ns").max())
+            .sort("source", "collective"))
+    ref = ends.filter(pl.col("source") == 0).select("collective", pl.col("end_ns").alias("ref"))
+    gaps = ends.join(ref, on="collective").select("source", (pl.col("ref") - pl.col("end_ns")).alias("gap"))
+    by = {k[0]: g["gap"] for k, g in gaps.filter(pl.col("source") > 0).partition_by("source", as_dict=True).items()}
+    return [pl.Series([0], dtype=pl.Int64)] + [by.get(i, pl.Series([], dtype=pl.Int64)) for i in range(1, n)]
 
 
 def _refine(waits: pl.DataFrame, n: int) -> list[int]:
@@ -109,17 +129,20 @@ def link(exports: list) -> Alignment | None:
     analysis.comm_waits; else None (separate runs, compared side by side)."""
     if len(exports) < 2:
         return None
-    starts = [_utc_start(ex) for ex in exports]
+
+    def clock(ex) -> tuple[int | None, int]:  # one connection per export for both
+        start = _utc_start(ex)
+        return start, ex.sql("SELECT COALESCE(MAX(end_ns), 0) AS e FROM gpu_op").item() if start is not None else 0
+    starts, spans = (list(col) for col in zip(*each(exports, clock)))
     if any(s is None for s in starts):
         return None
-    spans = [ex.sql("SELECT COALESCE(MAX(end_ns), 0) AS e FROM gpu_op").item() for ex in exports]
     ends = [s + e for s, e in zip(starts, spans)]
-    if max(starts) >= min(ends):  # type: ignore[type-var]
+    if max(starts) >= min(ends):
         return None  # the sessions do not overlap: not one job
-    frames = [ex.run("analysis.comm_instances") for ex in exports]
+    frames = each(exports, lambda ex: ex.run("analysis.comm_instances"))
     if any(f.height == 0 for f in frames):
         return None
-    coarse = [s - starts[0] for s in starts]  # type: ignore[operator]
+    coarse = [s - starts[0] for s in starts]
 
     def shifted(shifts: list[int]) -> pl.DataFrame:
         return pl.concat([f.with_columns(pl.lit(i, pl.Int64).alias("source"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from nsysql.answers.findings import empty, per_job, rule_params, run_findings, with_causes
-from nsysql.answers.job import restraggle, run_over
+from nsysql.answers.job import each, restraggle, run_over
 from nsysql.answers.overview import Overview, capture_gpus, rank_maps
 from nsysql.answers.overview import build as build_overview
 from nsysql.errors import NsysqlError
@@ -21,8 +21,9 @@ from nsysql.sql import catalog
 def check_pids(exports: list) -> None:
     """Refuse exports whose processes share a pid (one job over several hosts): steps are named by (pid, step)."""
     seen: dict[int, str] = {}
-    for ex in exports:
-        for pid in ex.run("analysis.steady_steps")["pid"].drop_nulls().unique().to_list():
+    pids = each(exports, lambda ex: ex.run("analysis.steady_steps")["pid"].drop_nulls().unique().to_list())
+    for ex, found in zip(exports, pids):
+        for pid in found:
             if pid in seen:
                 raise NsysqlError(f"{seen[pid]} and {ex.path.name} both have a process {pid} (several hosts?): "
                                   "give them one at a time, or `nsysql comm`, which tells ranks by export")
@@ -30,7 +31,7 @@ def check_pids(exports: list) -> None:
 
 
 def _concat(exports: list, query_id: str) -> pl.DataFrame:
-    return pl.concat([ex.run(query_id) for ex in exports], how="diagonal_relaxed")
+    return pl.concat(each(exports, lambda ex: ex.run(query_id)), how="diagonal_relaxed")
 
 
 def ranks(exports: list) -> dict:
@@ -46,15 +47,24 @@ def comm(exports: list) -> pl.DataFrame:
 def findings(exports: list, **params) -> pl.DataFrame:
     """Each rank's findings, the straggler finding over the whole job, then one finding per rule (nsysql.answers.findings
     .per_job), each with the gain of its cause removed on every rank, the ranks replayed together."""
-    frames = [run_findings(ex, gains=False, causes=True, **params).filter(pl.col("rule") != "straggler")
-              for ex in exports]
-    q = catalog.get("findings.straggler")
-    late = run_over(q.id, {"comm": comm(exports), "comm_waits": _concat(exports, "analysis.comm_waits"),
-                           "step_breakdown": _concat(exports, "analysis.step_breakdown")},
-                    **rule_params(q, params))
-    late = late.with_columns(pl.lit(None, pl.Int64).alias("predicted_gain_ns"))
+    frames = each(exports, lambda ex: run_findings(ex, gains=False, causes=True, **params)
+                  .filter(pl.col("rule") != "straggler"))
+    late = straggler_finding(exports, **params)
     out = pl.concat([*frames, with_causes(late.cast(empty().schema))]) if frames else with_causes(empty())
     return _with_gains(exports, per_job(out, ranks(exports)), params).drop("_threads")
+
+
+def straggler_finding(exports: list, **params) -> pl.DataFrame:
+    """findings.straggler over the rows of every rank of the job (no predicted gain: nsysql/answers/what_if.py)."""
+    q = catalog.get("findings.straggler")
+    names = ("analysis.comm", "analysis.comm_waits", "analysis.step_breakdown")
+    # the three of an export on one connection: their shared inputs (steps, ...) are made once per export
+    rows = each(exports, lambda ex: [ex.run(n) for n in names])
+    comm_rows, waits, breakdown = (pl.concat(col, how="diagonal_relaxed") for col in zip(*rows))
+    late = run_over(q.id, {"comm": restraggle(comm_rows).sort("step", "rank", "pid", "device_id"),
+                           "comm_waits": waits, "step_breakdown": breakdown},
+                    **rule_params(q, params))
+    return late.with_columns(pl.lit(None, pl.Int64).alias("predicted_gain_ns"))
 
 
 def _with_gains(exports: list, found: pl.DataFrame, params: dict) -> pl.DataFrame:
@@ -81,7 +91,7 @@ def _added_up(frame: pl.DataFrame, keys: list[str], sums: list[str], maxes: tupl
 def overview(exports: list) -> Overview:
     """The overview of the job: every rank's steps, breakdown and GPUs; step statistics over all of them; top
     kernels, CUDA calls and ranges added up by name."""
-    parts = [build_overview(ex) for ex in exports]
+    parts = each(exports, build_overview)
     windows = pl.concat([p.windows for p in parts], how="diagonal_relaxed")
     stats = run_over("analysis.step_stats", {"steady_steps": windows}).row(0, named=True)
     kernels = _added_up(pl.concat([p.top_kernels for p in parts]), ["short_name"], ["calls", "total_ns"])
@@ -116,8 +126,8 @@ def _idle_gpus(exports: list, parts: list[Overview]) -> int:
 
 def capture(exports: list) -> dict:
     """analysis.capture_facts of the job: the longest capture, processes, threads and kernels added up."""
-    rows = [ex.run("analysis.capture_facts").row(0, named=True) for ex in exports]
-    totals = [ex.run("analysis.export_totals").row(0, named=True) for ex in exports]
+    rows = each(exports, lambda ex: ex.run("analysis.capture_facts").row(0, named=True))
+    totals = each(exports, lambda ex: ex.run("analysis.export_totals").row(0, named=True))
     out = dict(rows[0])
     for key in ("processes", "threads", "kernels", "api_calls", "nvtx_ranges", "memcpys", "memsets"):
         out[key] = sum(r[key] or 0 for r in rows)

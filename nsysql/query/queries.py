@@ -101,6 +101,11 @@ class Queries:
         return self.store.keeps_answers and not self._injected
 
     # -- plumbing ---------------------------------------------------------------------------
+    def release(self) -> None:
+        """Close the DuckDB connection, opened again on next use (its TEMP inputs made again): a job of thousands
+        of ranks keeps one connection open at a time, not one per rank (~12 MB each; nsysql/answers/job.py)."""
+        self.store.close_connection()
+
     def close(self) -> None:
         self.store.close()
         if self._inject_dir is not None:

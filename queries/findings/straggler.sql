@@ -1,11 +1,11 @@
--- nsysql: findings.straggler v2
+-- nsysql: findings.straggler v3
 -- purpose: Finding: one rank arrives late at the collectives and the others wait for it, spinning in their NCCL kernels: who is late, how long the others wait, and what the late rank did meanwhile.
 -- requires: analysis.steady_steps, analysis.comm, analysis.comm_waits, analysis.step_breakdown, macros.human_ns_each, macros.plural_s
 -- params: $min_wait_pct DOUBLE default 5 (fires when the waiting ranks' median exposed wait is at least this share of their analysed steps' wall time, %), $min_ns_per_step BIGINT default 100000 (and at least this much per analysed step, ns)
 -- notes: Over the analysed steps of a job of several ranks (analysis.comm: one export of several processes, or
 --   the exports of one job with their collectives matched). The straggler of a step is analysis.comm's (the rank
 --   with the largest late_ns); the finding names the rank that is the straggler in most steps (the lowest rank on
---   a tie) and, in the where, every other rank that was in some step. Waiting ranks = all the others.
+--   a tie) and, in the where, every other rank that was in some step. Waiting ranks = all the others (named in runs: `0-20, 22-63`).
 --   recoverable_ns = the median over the waiting ranks of their exposed_wait_ns summed over the analysed steps:
 --   the time they spend only waiting, which a straggler arriving with the first rank would give back (their steps
 --   end together with the straggler's, so the job's step time shrinks by as much at most).
@@ -38,10 +38,20 @@ waiting AS (  -- the other ranks: their exposed wait over the analysed steps
     SELECT rank, pid, SUM(exposed_wait_ns) AS wait_ns, SUM(wall_ns) AS wall_ns, COUNT(*) AS steps
     FROM c WHERE (rank, pid) NOT IN (SELECT (rank, pid) FROM main) GROUP BY rank, pid
 ),
+rank_runs AS (  -- consecutive waiting ranks as one run, so that thousands of ranks still make one short line
+    SELECT MIN(rank) AS lo, MAX(rank) AS hi, COUNT(*) AS k
+    FROM (SELECT rank, rank - ROW_NUMBER() OVER (ORDER BY rank) AS run FROM (SELECT DISTINCT rank FROM waiting))
+    GROUP BY run
+),
+rank_text AS (
+    SELECT string_agg(CASE WHEN k >= 3 THEN printf('%d-%d', lo, hi) WHEN k = 2 THEN printf('%d, %d', lo, hi)
+                           ELSE CAST(lo AS VARCHAR) END, ', ' ORDER BY lo) AS ranks
+    FROM rank_runs
+),
 recover AS (
     SELECT FLOOR(quantile_cont(wait_ns, 0.5)) AS recoverable_ns, quantile_cont(wall_ns, 0.5) AS wall_ns,
            quantile_cont(wait_ns / steps, 0.5) AS per_step_ns,
-           string_agg(CAST(rank AS VARCHAR), ', ' ORDER BY rank) AS ranks, COUNT(*) AS n
+           (SELECT ranks FROM rank_text) AS ranks, COUNT(*) AS n
     FROM waiting
 ),
 arrivals AS (  -- the late rank at its matched collectives in the analysed steps
