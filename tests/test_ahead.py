@@ -38,9 +38,11 @@ def test_the_first_command_answers_then_a_background_run_stores_the_rest(tmp_pat
     with nsysql.open(EXPORT, cache_dir=tmp_path) as ex:
         cache = ex.cache_path
     assert ahead.running(cache) or stored(cache, "analysis.steps")  # marked running as soon as the command ends
-    deadline = time.monotonic() + 240
+    # at nice 19 in an autogroup of nice 19 the run gets ~1.5 % of the CPU while the other xdist worker is busy
+    # (its ~2 CPU s then take minutes): it gives way by design
+    deadline = time.monotonic() + 900
     while not (stored(cache, "analysis.steps") and stored(cache, "analysis.top_kernels")) or ahead.running(cache):
-        assert time.monotonic() < deadline, "the background run stored nothing in 240 s"
+        assert time.monotonic() < deadline, "the background run did not end in 900 s"
         time.sleep(0.5)
     assert not ahead.running_marker(cache).exists()  # removed when it ends
     assert stored(cache, "analysis.layers") and stored(cache, "reports.nvtx_gpu_proj_sum")
