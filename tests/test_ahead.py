@@ -46,6 +46,7 @@ def test_the_first_command_answers_then_a_background_run_stores_the_rest(tmp_pat
         time.sleep(0.5)
     assert not ahead.running_marker(cache).exists()  # removed when it ends
     assert stored(cache, "analysis.layers") and stored(cache, "reports.nvtx_gpu_proj_sum")
+    assert stored(cache, "analysis.gaps") and stored(cache, "analysis.overhead_by_range")  # the background's own
 
 
 def test_foreground_answers_before_the_command_returns_and_off_not_at_all(tmp_path):

@@ -1,7 +1,7 @@
 """Answers computed right after an export's cache is built, whichever command built it: every section of a default
-`summarize`, and the default outputs of `steps`, `layers`, `memcpy`, `report nvtx_gpu_proj_sum`, `overhead` and
-`gaps`. They are stored (nsysql/store/stored.py), so those commands later read small tables instead of the
-million-row ones (issues 12, 46). The others (the full kernel table, any command with options) are computed on
+`summarize`, and the default outputs of `steps`, `layers`, `memcpy`, `report nvtx_gpu_proj_sum`, and in the
+background run `overhead` and `gaps`. They are stored (nsysql/store/stored.py), so those commands later read
+small tables instead of the million-row ones (issues 12, 46). The others (the full kernel table, any command with options) are computed on
 first use and kept the same way.
 
 By default they are computed after the command that built the cache has printed its answer, by a process of
@@ -38,8 +38,11 @@ DEFAULT_OUTPUTS: list[tuple[str, Callable[[Queries], object]]] = [
     ("layers", lambda ex: (ex.layers(depth=0, merge_repeats=False, analysed=True), ex.attribution_coverage())),
     ("memcpy", lambda ex: ex.memcpy(by="kind")),
     ("report nvtx_gpu_proj_sum", lambda ex: ex.report("nvtx_gpu_proj_sum")),
-    # the two costly ones last (5-7 s each on the benchmark export): a command asking before they are kept
-    # computes them itself, alone on the cores (nsysql/cli/answer_ahead.py's GiveWay)
+]
+# the two costly ones (5-7 s each on the benchmark export), by the background run only, last: a command asking
+# before they are kept computes them itself, alone on the cores (nsysql/cli/answer_ahead.py's GiveWay); in the
+# command (NSYSQL_AHEAD=foreground: tests, bench/) they would only lengthen every first open
+BACKGROUND_OUTPUTS: list[tuple[str, Callable[[Queries], object]]] = [
     ("overhead", lambda ex: ex.overhead(by="range")),
     ("gaps", lambda ex: ex.gaps()),
 ]
@@ -48,15 +51,17 @@ DEFAULT_OUTPUTS: list[tuple[str, Callable[[Queries], object]]] = [
 RETRIES = 50  # times one output is started again after giving way to commands, before it is left to them
 
 
-def answer_ahead(export: Queries, *, summary: bool = True, gave_way: Callable[[], bool] | None = None) -> None:
+def answer_ahead(export: Queries, *, summary: bool = True, gave_way: Callable[[], bool] | None = None,
+                 background: bool = False) -> None:
     """Compute and store the answers above; `summary=False` when the command is `summarize` itself, which
     computes its own sections right away. Best effort: what an export cannot answer (no NVTX, no kernels) is
     left for the command to report when it is asked. `gave_way()`: whether the statement that just failed was
     stopped to let a command run alone (the background run, nsysql/cli/answer_ahead.py): that output is then
-    computed again (its answers stored so far are kept)."""
+    computed again (its answers stored so far are kept). `background`: BACKGROUND_OUTPUTS too."""
     with progress.shown("answering common commands ahead (once per export)"):
         work: list[Callable[[Queries], object]] = [build_summary] if summary else []
-        for compute in work + [c for _, c in DEFAULT_OUTPUTS]:
+        outputs = DEFAULT_OUTPUTS + (BACKGROUND_OUTPUTS if background else [])
+        for compute in work + [c for _, c in outputs]:
             for _ in range(RETRIES):
                 try:
                     compute(export)

@@ -33,7 +33,8 @@ def main(export_path: str, cache_dir: str, cache_path: str, source: str, summary
             if export.cache_path == cache:
                 export.before_compute = lambda: wait_for_commands(cache)  # commands first, between queries
                 with GiveWay(cache, export.store.interrupt) as give_way:  # ... and within one
-                    answer_ahead(export, summary=summary == "1", gave_way=give_way.gave_way)
+                    answer_ahead(export, summary=summary == "1", gave_way=give_way.gave_way,
+                                 background=True)
     except (NsysqlError, duckdb.Error, OSError):
         pass
     finally:
